@@ -1,0 +1,74 @@
+package enclosure
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+)
+
+// hostHandle is one host process. Its owner goroutine (wait) waits for the
+// process and closes done; the exit status is read only after done.
+type hostHandle struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	stderr io.ReadCloser // nil when Cmd.Stderr was given
+
+	done     chan struct{}
+	code     int
+	err      error
+	killOnce sync.Once
+}
+
+var _ Process = (*hostHandle)(nil)
+
+func (h *hostHandle) Pid() int              { return h.cmd.Process.Pid }
+func (h *hostHandle) Stdin() io.WriteCloser { return h.stdin }
+func (h *hostHandle) Stdout() io.Reader     { return h.stdout }
+func (h *hostHandle) Stderr() io.Reader {
+	if h.stderr == nil {
+		return nil
+	}
+	return h.stderr
+}
+
+// Signal sends sig to the whole process group.
+func (h *hostHandle) Signal(sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return h.cmd.Process.Signal(sig)
+	}
+	return syscall.Kill(-h.cmd.Process.Pid, s)
+}
+
+// Kill kills the process group, so children the process started die too.
+func (h *hostHandle) Kill() error {
+	h.killOnce.Do(func() {
+		_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	})
+	return nil
+}
+
+func (h *hostHandle) Done() <-chan struct{} { return h.done }
+
+func (h *hostHandle) Wait() (int, error) {
+	<-h.done
+	return h.code, h.err
+}
+
+func (h *hostHandle) wait() {
+	err := h.cmd.Wait()
+	// The leader is gone; end whatever it left in its group, so nothing
+	// outlives it and the pipes reach EOF.
+	_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	h.code = h.cmd.ProcessState.ExitCode()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		h.err = err
+	}
+	h.stdin.Close()
+	close(h.done)
+}

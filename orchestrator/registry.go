@@ -1,0 +1,242 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/berth-dev/berth/orchestrator/metrics"
+)
+
+// DefaultCallTimeout bounds a tool call whose Spec names no timeout.
+const DefaultCallTimeout = 15 * time.Minute
+
+// Registry knows the providers and dispatches calls. It is safe for
+// concurrent use.
+type Registry struct {
+	metrics     *metrics.Metrics
+	callTimeout time.Duration
+
+	mu        sync.Mutex
+	providers []Provider
+	observer  WriteObserver
+	schemas   map[string]*jsonschema.Schema // keyed by name + schema text
+}
+
+// NewRegistry builds an empty registry. callTimeout bounds calls whose
+// Spec names none (zero: DefaultCallTimeout).
+func NewRegistry(m *metrics.Metrics, callTimeout time.Duration) *Registry {
+	if callTimeout <= 0 {
+		callTimeout = DefaultCallTimeout
+	}
+	return &Registry{metrics: m, callTimeout: callTimeout, schemas: map[string]*jsonschema.Schema{}}
+}
+
+// Metrics returns the registry's collectors.
+func (g *Registry) Metrics() *metrics.Metrics { return g.metrics }
+
+// Add adds a provider.
+func (g *Registry) Add(p Provider) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.providers = append(g.providers, p)
+}
+
+// SetWriteObserver sets who hears files/willWrite and files/didWrite.
+func (g *Registry) SetWriteObserver(o WriteObserver) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.observer = o
+}
+
+// WriteObserver returns the observer, or nil.
+func (g *Registry) WriteObserver() WriteObserver {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.observer
+}
+
+// Features lists the features some provider serves.
+func (g *Registry) Features() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var f []string
+	for _, p := range g.providers {
+		f = append(f, p.Feature())
+	}
+	sort.Strings(f)
+	return f
+}
+
+// tools returns every tool offered for the run (feature connected),
+// whatever the surface, sorted by name.
+func (g *Registry) tools(run *Run) []Tool {
+	g.mu.Lock()
+	ps := append([]Provider(nil), g.providers...)
+	g.mu.Unlock()
+	var out []Tool
+	for _, p := range ps {
+		if !run.Feature(p.Feature()) {
+			continue
+		}
+		out = append(out, p.Tools(run)...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
+	return out
+}
+
+// List returns the specs of the tools the surface may see for the run.
+func (g *Registry) List(run *Run, s Surface) []Spec {
+	var specs []Spec
+	for _, t := range g.tools(run) {
+		sp := t.Spec()
+		if sp.Tier <= s.MaxTier() {
+			specs = append(specs, sp)
+		}
+	}
+	return specs
+}
+
+// Call dispatches one tool call. Every refusal and argument problem is an
+// error Result the model can act on; a Go error means broken
+// infrastructure. A panicking tool becomes an error result.
+func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, args json.RawMessage) (res *Result, err error) {
+	if ended, why := run.Ended(); ended {
+		return nil, fmt.Errorf("run %s has ended (%s): start a new run: %w", run.ID, why, ErrRunEnded)
+	}
+	run.begin()
+	defer run.done()
+
+	var tool Tool
+	all := g.tools(run)
+	for _, t := range all {
+		if t.Spec().Name == name {
+			tool = t
+			break
+		}
+	}
+	if tool == nil {
+		g.count("unknown", "", "refused") // never a caller's string as a label
+		return g.unknownTool(run, s, name, all), nil
+	}
+	spec := tool.Spec()
+	tier := spec.Tier.String()
+	if spec.Tier > s.MaxTier() {
+		g.count(name, tier, "refused")
+		return Errorf("tool %s (tier %s) is not allowed on the %s surface, which may only use read-tier tools; ask the full agent to run it", name, spec.Tier, s), nil
+	}
+	sch, err := g.schema(spec)
+	if err != nil {
+		return nil, err
+	}
+	if msg := validateArgs(sch, args); msg != "" {
+		g.count(name, tier, "invalid")
+		return Errorf("invalid arguments for %s: %s. Fix the arguments and call again.", name, msg), nil
+	}
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+
+	timeout := spec.Timeout
+	if timeout <= 0 {
+		timeout = g.callTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stop := context.AfterFunc(run.Context(), cancel)
+	defer stop()
+
+	if !spec.ParallelSafe {
+		lock := run.toolLock(name)
+		select {
+		case lock <- struct{}{}:
+			defer func() { <-lock }()
+		case <-ctx.Done():
+			g.count(name, tier, "canceled")
+			return Errorf("%s was not started: an earlier %s call on this run is still running and this call was cancelled or timed out while waiting", name, name), nil
+		}
+	}
+
+	start := time.Now()
+	defer func() {
+		g.metrics.ToolCallDuration.WithLabelValues(name, tier).Observe(time.Since(start).Seconds())
+		if p := recover(); p != nil {
+			g.count(name, tier, "panic")
+			slog.Error("tool panicked", "tool", name, "run", run.ID, "panic", p, "stack", string(debug.Stack()))
+			res, err = Errorf("%s failed with an internal error (%v); the run is intact: call again, and report this if it repeats", name, p), nil
+			return
+		}
+		switch {
+		case err != nil:
+			g.count(name, tier, "error")
+		case ctx.Err() == context.DeadlineExceeded:
+			g.count(name, tier, "timeout")
+		case res != nil && res.IsError:
+			g.count(name, tier, "error")
+		default:
+			g.count(name, tier, "ok")
+		}
+	}()
+	res, err = tool.Call(ctx, run, args)
+	if err == nil && res == nil {
+		res = Text("")
+	}
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return Errorf("%s timed out after %s: %v", name, timeout, err), nil
+	}
+	return res, err
+}
+
+func (g *Registry) unknownTool(run *Run, s Surface, name string, all []Tool) *Result {
+	g.mu.Lock()
+	ps := append([]Provider(nil), g.providers...)
+	g.mu.Unlock()
+	for _, p := range ps {
+		if run.Feature(p.Feature()) {
+			continue
+		}
+		for _, t := range p.Tools(run) {
+			if t.Spec().Name == name {
+				return Errorf("tool %s is not available for this run: its feature %q is off (turn it on with run/start or run/update)", name, p.Feature())
+			}
+		}
+	}
+	var names []string
+	for _, t := range all {
+		if t.Spec().Tier <= s.MaxTier() {
+			names = append(names, t.Spec().Name)
+		}
+	}
+	return Errorf("unknown tool %q: this run offers %s", name, strings.Join(names, ", "))
+}
+
+func (g *Registry) schema(spec Spec) (*jsonschema.Schema, error) {
+	key := spec.Name + "\x00" + string(spec.InputSchema)
+	g.mu.Lock()
+	s, ok := g.schemas[key]
+	g.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := compileSchema(spec.Name, spec.InputSchema)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	g.schemas[key] = s
+	g.mu.Unlock()
+	return s, nil
+}
+
+func (g *Registry) count(tool, tier, outcome string) {
+	g.metrics.ToolCalls.WithLabelValues(tool, tier, outcome).Inc()
+}

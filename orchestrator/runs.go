@@ -1,0 +1,201 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+)
+
+// End reasons for runs.
+const (
+	EndStopped    = "stopped"      // run/stop
+	EndDisconnect = "disconnected" // its connection closed and the grace passed
+	EndIdle       = "idle"         // no call for runs.idle_timeout
+	EndShutdown   = "shutdown"     // Berth is stopping
+)
+
+// StartParams are run/start's parameters.
+type StartParams struct {
+	RunID          string
+	ConversationID string
+	Workdir        string
+	Enclosure      enclosure.Spec
+	Features       map[string]bool
+	Harness        Harness
+	Owner          any
+}
+
+// Runs keeps the live runs, ends idle ones, and ends a connection's runs
+// when it goes away.
+type Runs struct {
+	metrics     *metrics.Metrics
+	idleTimeout time.Duration
+	lookup      func(ctx context.Context, spec enclosure.Spec, conversationID string) (enclosure.Enclosure, error)
+
+	mu   sync.Mutex
+	runs map[string]*Run
+}
+
+// NewRuns builds the run table. idleTimeout <= 0 disables idle reaping.
+func NewRuns(m *metrics.Metrics, idleTimeout time.Duration) *Runs {
+	return &Runs{metrics: m, idleTimeout: idleTimeout, lookup: enclosure.Lookup, runs: map[string]*Run{}}
+}
+
+// Start creates a run. The working directory must exist; the enclosure is
+// looked up, never created.
+func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
+	if p.Workdir == "" {
+		return nil, fmt.Errorf("workdir is required: pass the absolute path of the checkout: %w", ErrInvalid)
+	}
+	if !filepath.IsAbs(p.Workdir) {
+		return nil, fmt.Errorf("workdir %q is not absolute: pass an absolute path: %w", p.Workdir, ErrInvalid)
+	}
+	wd, err := filepath.EvalSymlinks(p.Workdir)
+	if err != nil {
+		return nil, fmt.Errorf("workdir %q: %v: pass an existing directory: %w", p.Workdir, err, ErrInvalid)
+	}
+	if st, err := os.Stat(wd); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("workdir %q is not a directory: %w", p.Workdir, ErrInvalid)
+	}
+	for k := range p.Features {
+		if _, known := DefaultFeatures()[k]; !known {
+			return nil, fmt.Errorf("unknown feature %q: known features are lsp, structural, debug, kernels, questions, vibe: %w", k, ErrInvalid)
+		}
+	}
+	enc, err := rs.lookup(ctx, p.Enclosure, p.ConversationID)
+	if err != nil {
+		return nil, fmt.Errorf("enclosure: %v: %w", err, ErrInvalid)
+	}
+	id := p.RunID
+	if id == "" {
+		id = newID("run_")
+	}
+	run := NewRun(id, p.ConversationID, wd, enc, p.Harness, p.Features)
+	run.Owner = p.Owner
+	rs.mu.Lock()
+	if _, dup := rs.runs[id]; dup {
+		rs.mu.Unlock()
+		run.End(EndStopped)
+		return nil, fmt.Errorf("run %q already exists: stop it first or omit runId to get a fresh one: %w", id, ErrInvalid)
+	}
+	rs.runs[id] = run
+	rs.mu.Unlock()
+	rs.metrics.RunsActive.Inc()
+	return run, nil
+}
+
+// Get returns the run with id if owner started it.
+func (rs *Runs) Get(id string, owner any) (*Run, error) {
+	rs.mu.Lock()
+	run, ok := rs.runs[id]
+	rs.mu.Unlock()
+	if !ok || run.Owner != owner {
+		return nil, fmt.Errorf("unknown run %q: start one with run/start on this connection: %w", id, ErrUnknownRun)
+	}
+	run.Touch()
+	return run, nil
+}
+
+// Stop ends the run with id if owner started it.
+func (rs *Runs) Stop(id string, owner any) error {
+	run, err := rs.Get(id, owner)
+	if err != nil {
+		return err
+	}
+	rs.end(run, EndStopped)
+	return nil
+}
+
+// EndOwnedBy ends every run the owner started (its connection closed).
+func (rs *Runs) EndOwnedBy(owner any, reason string) {
+	for _, r := range rs.snapshot() {
+		if r.Owner == owner {
+			rs.end(r, reason)
+		}
+	}
+}
+
+// StopAll ends every run (shutdown).
+func (rs *Runs) StopAll() {
+	var wg sync.WaitGroup
+	for _, r := range rs.snapshot() {
+		wg.Add(1)
+		go func() { defer wg.Done(); rs.end(r, EndShutdown) }()
+	}
+	wg.Wait()
+}
+
+// Len is the number of live runs.
+func (rs *Runs) Len() int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return len(rs.runs)
+}
+
+func (rs *Runs) snapshot() []*Run {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := make([]*Run, 0, len(rs.runs))
+	for _, r := range rs.runs {
+		out = append(out, r)
+	}
+	return out
+}
+
+func (rs *Runs) end(run *Run, reason string) {
+	rs.mu.Lock()
+	_, live := rs.runs[run.ID]
+	if live && rs.runs[run.ID] == run {
+		delete(rs.runs, run.ID)
+	} else {
+		live = false
+	}
+	rs.mu.Unlock()
+	if live {
+		rs.metrics.RunsActive.Dec()
+	}
+	run.End(reason)
+}
+
+// Reap ends runs idle longer than the idle timeout; a run with a call in
+// flight is never idle.
+func (rs *Runs) Reap(now time.Time) {
+	rs.metrics.ReaperLastRun.Set(float64(now.Unix()))
+	if rs.idleTimeout <= 0 {
+		return
+	}
+	for _, r := range rs.snapshot() {
+		if since, idle := r.idleSince(); idle && now.Sub(since) > rs.idleTimeout {
+			rs.end(r, EndIdle)
+		}
+	}
+}
+
+// Reaper calls Reap every interval until ctx ends.
+func (rs *Runs) Reaper(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	rs.Reap(time.Now())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			rs.Reap(now)
+		}
+	}
+}
+
+func newID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

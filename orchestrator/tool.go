@@ -1,0 +1,115 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Tier is what a tool may do. The tier decides which surfaces see a tool,
+// not only whether it asks for approval.
+type Tier int
+
+const (
+	// Read tools have no side effects.
+	Read Tier = iota
+	// Write tools change files.
+	Write
+	// Exec tools start or control a process.
+	Exec
+)
+
+func (t Tier) String() string {
+	switch t {
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	case Exec:
+		return "exec"
+	}
+	return fmt.Sprintf("tier(%d)", int(t))
+}
+
+// MarshalJSON writes the tier's name.
+func (t Tier) MarshalJSON() ([]byte, error) { return json.Marshal(t.String()) }
+
+// Surface is who is asking: the full agent, plan mode, or a read-only
+// subagent.
+type Surface string
+
+const (
+	SurfaceFull     Surface = "full"
+	SurfacePlan     Surface = "plan"
+	SurfaceReadonly Surface = "readonly"
+)
+
+// ParseSurface accepts "full", "plan" and "readonly"; empty means full.
+func ParseSurface(s string) (Surface, error) {
+	switch Surface(s) {
+	case "", SurfaceFull:
+		return SurfaceFull, nil
+	case SurfacePlan, SurfaceReadonly:
+		return Surface(s), nil
+	}
+	return "", fmt.Errorf("unknown surface %q: use \"full\", \"plan\" or \"readonly\"", s)
+}
+
+// MaxTier is the highest tier the surface may see and call.
+func (s Surface) MaxTier() Tier {
+	if s == SurfaceFull {
+		return Exec
+	}
+	return Read
+}
+
+// Spec describes a tool to the model and to dispatch.
+type Spec struct {
+	Name        string
+	Tier        Tier
+	Description string          // what the model reads: what to pass, what comes back
+	InputSchema json.RawMessage // JSON Schema of the arguments
+	// ParallelSafe is false for tools whose calls on one run must not
+	// overlap (debug, eval): dispatch serialises them per run and tool.
+	ParallelSafe bool
+	// Timeout bounds one call; zero means the registry's default.
+	Timeout time.Duration
+}
+
+// Tool is one callable tool, bound to a run by its Provider.
+type Tool interface {
+	Spec() Spec
+	// Call runs the tool. A problem the model can act on is a Result with
+	// IsError set and a sentence that says what to do next; a Go error is
+	// for broken infrastructure.
+	Call(ctx context.Context, run *Run, args json.RawMessage) (*Result, error)
+}
+
+// Provider offers its tools for a run only while its feature is connected
+// for that run. Tools may return nil when the run lacks what the provider
+// needs (debug without a conversation id).
+type Provider interface {
+	Feature() string
+	Tools(run *Run) []Tool
+}
+
+// Features named by DESIGN.md. The first four are Berth's own and on unless
+// run/start turns them off; questions and vibe are off unless the harness
+// turns them on.
+const (
+	FeatureLSP        = "lsp"
+	FeatureStructural = "structural"
+	FeatureDebug      = "debug"
+	FeatureKernels    = "kernels"
+	FeatureQuestions  = "questions"
+	FeatureVibe       = "vibe"
+)
+
+// DefaultFeatures is the feature set of a run that named none.
+func DefaultFeatures() map[string]bool {
+	return map[string]bool{
+		FeatureLSP: true, FeatureStructural: true, FeatureDebug: true, FeatureKernels: true,
+		FeatureQuestions: false, FeatureVibe: false,
+	}
+}

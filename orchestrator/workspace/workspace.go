@@ -1,0 +1,123 @@
+// Package workspace keeps tools inside a run's working directory: it
+// resolves the paths a model passes (refusing any that escape, through
+// "..", an absolute path or a symlink), reads files, and writes changes to
+// several files all-or-nothing.
+//
+// It must never write a file outside the root, nor leave a multi-file
+// change half-applied.
+package workspace
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrOutside is wrapped by errors for paths that leave the root.
+var ErrOutside = errors.New("outside the working directory")
+
+// Root is a working directory.
+type Root struct {
+	dir string // absolute, cleaned, symlinks resolved
+}
+
+// New returns the root for dir, which must exist.
+func New(dir string) (*Root, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("working directory %s: %w", dir, err)
+	}
+	return &Root{dir: real}, nil
+}
+
+// Dir is the root's absolute path.
+func (r *Root) Dir() string { return r.dir }
+
+// Resolve turns a path the model gave (relative to the root, or absolute)
+// into an absolute path inside the root. The path need not exist; the part
+// of it that does is resolved through symlinks, and must stay inside.
+func (r *Root) Resolve(p string) (string, error) {
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("path %q contains a NUL byte", p)
+	}
+	if p == "" || p == "." {
+		return r.dir, nil
+	}
+	var abs string
+	if filepath.IsAbs(p) {
+		abs = filepath.Clean(p)
+	} else {
+		abs = filepath.Join(r.dir, p)
+	}
+	if !r.contains(abs) {
+		return "", fmt.Errorf("path %q is %w %s: pass a path inside it", p, ErrOutside, r.dir)
+	}
+	real, err := resolveExisting(abs)
+	if err != nil {
+		return "", fmt.Errorf("path %q: %w", p, err)
+	}
+	if !r.contains(real) {
+		return "", fmt.Errorf("path %q leads through a symlink to %s, %w %s: pass a path inside it", p, real, ErrOutside, r.dir)
+	}
+	return real, nil
+}
+
+// Rel is abs relative to the root, with forward slashes; a path outside
+// the root is returned unchanged.
+func (r *Root) Rel(abs string) string {
+	rel, err := filepath.Rel(r.dir, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return abs
+	}
+	return filepath.ToSlash(rel)
+}
+
+// Contains says whether an absolute path is lexically inside the root.
+func (r *Root) contains(abs string) bool {
+	return abs == r.dir || strings.HasPrefix(abs, r.dir+string(filepath.Separator))
+}
+
+// resolveExisting resolves symlinks in the longest existing prefix of abs
+// and appends the rest.
+func resolveExisting(abs string) (string, error) {
+	rest := ""
+	cur := abs
+	for {
+		real, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+// ReadFile reads a path inside the root.
+func (r *Root) ReadFile(p string) ([]byte, error) {
+	abs, err := r.Resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(abs)
+}
+
+// Hash is the content hash recorded when a change is staged.
+func Hash(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
