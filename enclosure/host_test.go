@@ -1,0 +1,127 @@
+package enclosure
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// A zombie still has a /proc entry; it is not running.
+	fields := strings.Fields(string(b))
+	return len(fields) > 2 && fields[2] != "Z"
+}
+
+func TestHostRunsAndReportsExit(t *testing.T) {
+	p, err := Host().Start(context.Background(), Cmd{Path: "sh", Args: []string{"-c", "read x; echo got $x; echo err >&2; exit 3"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(p.Stdin(), "hello\n")
+	out, _ := io.ReadAll(p.Stdout())
+	errOut, _ := io.ReadAll(p.Stderr())
+	code, err := p.Wait()
+	if string(out) != "got hello\n" || string(errOut) != "err\n" || code != 3 || err != nil {
+		t.Fatalf("out=%q err=%q code=%d werr=%v", out, errOut, code, err)
+	}
+}
+
+func TestHostKillEndsTheWholeGroup(t *testing.T) {
+	p, err := Host().Start(context.Background(), Cmd{Path: "sh", Args: []string{"-c", "sleep 60 & echo $!; wait"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 32)
+	n, _ := p.Stdout().Read(buf)
+	child, _ := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if !alive(child) {
+		t.Fatalf("child %d not running", child)
+	}
+	p.Kill()
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("process did not end after Kill")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for alive(child) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(child) {
+		t.Fatalf("grandchild %d outlived Kill", child)
+	}
+}
+
+func TestHostOrphansDieWithTheLeader(t *testing.T) {
+	p, err := Host().Start(context.Background(), Cmd{Path: "sh", Args: []string{"-c", "sleep 60 >/dev/null & echo $!"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(p.Stdout())
+	p.Wait()
+	child, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	deadline := time.Now().Add(2 * time.Second)
+	for alive(child) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(child) {
+		t.Fatalf("background child %d outlived its leader", child)
+	}
+}
+
+func TestHostSignalReachesProcess(t *testing.T) {
+	p, err := Host().Start(context.Background(), Cmd{Path: "sh", Args: []string{"-c", "trap 'echo int; exit 0' INT; echo ready; while :; do sleep 0.05; done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	buf := make([]byte, 6)
+	io.ReadFull(p.Stdout(), buf)
+	if err := p.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(p.Stdout())
+	if !strings.Contains(string(rest), "int") {
+		t.Fatalf("after SIGINT: %q", rest)
+	}
+}
+
+func TestHostLookPathAndDial(t *testing.T) {
+	if _, err := Host().LookPath(context.Background(), "definitely-not-a-command-xyz"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("LookPath missing = %v", err)
+	}
+	if _, err := Host().Start(context.Background(), Cmd{Path: "definitely-not-a-command-xyz"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Start missing = %v", err)
+	}
+	if _, err := Host().Dial(context.Background(), 70000); err == nil {
+		t.Fatal("Dial accepted port 70000")
+	}
+}
+
+func TestLookupNeverFallsBackSilently(t *testing.T) {
+	for _, s := range []Spec{{Driver: "docker", ID: "x"}, {Driver: "containerd", ID: "x"}, {Driver: "nope"}, {Driver: "host", ID: "other"}} {
+		if _, err := Lookup(context.Background(), s, "c"); err == nil {
+			t.Errorf("Lookup(%+v) succeeded", s)
+		}
+	}
+	for _, s := range []Spec{{}, {Driver: "host"}, {Driver: "auto"}} {
+		e, err := Lookup(context.Background(), s, "c")
+		if err != nil || e.Driver() != "host" {
+			t.Errorf("Lookup(%+v) = %v, %v", s, e, err)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package orchestrator_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+)
+
+func TestRunsStartValidatesAndOwns(t *testing.T) {
+	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour)
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, p := range []orchestrator.StartParams{
+		{Workdir: ""},
+		{Workdir: "relative/dir"},
+		{Workdir: dir + "/missing"},
+		{Workdir: dir, Features: map[string]bool{"teleport": true}},
+		{Workdir: dir, Enclosure: enclosure.Spec{Driver: "docker", ID: "abc"}},
+		{Workdir: dir, Enclosure: enclosure.Spec{Driver: "bogus"}},
+	} {
+		if _, err := rs.Start(ctx, p); !errors.Is(err, orchestrator.ErrInvalid) {
+			t.Errorf("Start(%+v) = %v, want ErrInvalid", p, err)
+		}
+	}
+	run, err := rs.Start(ctx, orchestrator.StartParams{RunID: "a", Workdir: dir, Owner: "conn1", Enclosure: enclosure.Spec{Driver: "auto"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Enclosure.Driver() != "host" {
+		t.Fatalf("auto chose %s", run.Enclosure.Driver())
+	}
+	if _, err := rs.Start(ctx, orchestrator.StartParams{RunID: "a", Workdir: dir, Owner: "conn1"}); err == nil {
+		t.Fatal("duplicate run id accepted")
+	}
+	if _, err := rs.Get("a", "conn2"); !errors.Is(err, orchestrator.ErrUnknownRun) {
+		t.Fatalf("other owner sees the run: %v", err)
+	}
+	if err := rs.Stop("a", "conn2"); !errors.Is(err, orchestrator.ErrUnknownRun) {
+		t.Fatalf("other owner stops the run: %v", err)
+	}
+	ended := false
+	run.OnEnd(func() { ended = true })
+	rs.EndOwnedBy("conn1", orchestrator.EndDisconnect)
+	if !ended || rs.Len() != 0 {
+		t.Fatalf("EndOwnedBy left the run: ended=%v len=%d", ended, rs.Len())
+	}
+}
+
+func TestReaperEndsIdleRuns(t *testing.T) {
+	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Minute)
+	run, err := rs.Start(context.Background(), orchestrator.StartParams{Workdir: t.TempDir(), Owner: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.Reap(time.Now())
+	if rs.Len() != 1 {
+		t.Fatal("a fresh run was reaped")
+	}
+	rs.Reap(time.Now().Add(2 * time.Minute))
+	if ended, why := run.Ended(); !ended || why != orchestrator.EndIdle || rs.Len() != 0 {
+		t.Fatalf("idle run not reaped: %v %q", ended, why)
+	}
+}

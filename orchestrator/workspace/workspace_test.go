@@ -1,0 +1,147 @@
+package workspace
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestResolveKeepsPathsInside(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "a"), 0o755)
+	os.WriteFile(filepath.Join(dir, "a", "f.txt"), []byte("x"), 0o644)
+	os.Symlink(outside, filepath.Join(dir, "escape"))
+	os.Symlink(filepath.Join(dir, "a"), filepath.Join(dir, "inner"))
+	root, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		in      string
+		want    string // relative to the root, "" for an error
+		outside bool
+	}{
+		{"a/f.txt", "a/f.txt", false},
+		{"./a/../a/f.txt", "a/f.txt", false},
+		{"new/file.go", "new/file.go", false},
+		{"inner/f.txt", "a/f.txt", false},
+		{filepath.Join(dir, "a", "f.txt"), "a/f.txt", false},
+		{"", ".", false},
+		{"../x", "", true},
+		{"a/../../x", "", true},
+		{"/etc/passwd", "", true},
+		{"escape/secret", "", true},
+		{"escape", "", true},
+	} {
+		got, err := root.Resolve(tc.in)
+		if tc.want == "" {
+			if !errors.Is(err, ErrOutside) {
+				t.Errorf("Resolve(%q) = %q, %v; want ErrOutside", tc.in, got, err)
+			}
+			continue
+		}
+		if err != nil || root.Rel(got) != tc.want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", tc.in, root.Rel(got), err, tc.want)
+		}
+	}
+}
+
+func setup(t *testing.T, files map[string]string) (*Root, []Change) {
+	t.Helper()
+	dir := t.TempDir()
+	root, _ := New(dir)
+	var changes []Change
+	for name, content := range files {
+		p := filepath.Join(root.Dir(), name)
+		if err := os.WriteFile(p, []byte(content), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		changes = append(changes, Change{Path: p, Expected: Hash([]byte(content)), Content: []byte(strings.ToUpper(content))})
+	}
+	return root, changes
+}
+
+func contents(t *testing.T, root *Root) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	entries, _ := os.ReadDir(root.Dir())
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(root.Dir(), e.Name()))
+		out[e.Name()] = string(b)
+	}
+	return out
+}
+
+var three = map[string]string{"a.go": "alpha", "b.go": "beta", "c.go": "gamma"}
+
+func TestApplyWritesAllAndKeepsMode(t *testing.T) {
+	root, changes := setup(t, three)
+	if err := (&Writer{}).Apply(root, changes); err != nil {
+		t.Fatal(err)
+	}
+	got := contents(t, root)
+	for name, c := range three {
+		if got[name] != strings.ToUpper(c) {
+			t.Errorf("%s = %q", name, got[name])
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("temporary files left: %v", got)
+	}
+	st, _ := os.Stat(filepath.Join(root.Dir(), "a.go"))
+	if st.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want 0640", st.Mode().Perm())
+	}
+}
+
+func TestApplyRejectsWholeChangeOnConflict(t *testing.T) {
+	root, changes := setup(t, three)
+	os.WriteFile(filepath.Join(root.Dir(), "b.go"), []byte("edited by someone"), 0o644)
+	err := (&Writer{}).Apply(root, changes)
+	var ce *ConflictError
+	if !errors.As(err, &ce) || len(ce.Paths) != 1 || ce.Paths[0] != "b.go" {
+		t.Fatalf("Apply = %v, want a conflict naming b.go", err)
+	}
+	got := contents(t, root)
+	if got["a.go"] != "alpha" || got["c.go"] != "gamma" || got["b.go"] != "edited by someone" {
+		t.Fatalf("files changed: %v", got)
+	}
+}
+
+func TestApplyRollsBackWhenARenameFails(t *testing.T) {
+	for failAt := 1; failAt <= 3; failAt++ {
+		root, changes := setup(t, three)
+		calls := 0
+		w := &Writer{Rename: func(oldpath, newpath string) error {
+			calls++
+			if calls == failAt {
+				return errors.New("injected failure")
+			}
+			return os.Rename(oldpath, newpath)
+		}}
+		err := w.Apply(root, changes)
+		if err == nil || !strings.Contains(err.Error(), "nothing was written") {
+			t.Fatalf("failAt %d: Apply = %v", failAt, err)
+		}
+		got := contents(t, root)
+		if len(got) != 3 {
+			t.Fatalf("failAt %d: temporary files left: %v", failAt, got)
+		}
+		for name, c := range three {
+			if got[name] != c {
+				t.Errorf("failAt %d: %s = %q, want %q", failAt, name, got[name], c)
+			}
+		}
+	}
+}
+
+func TestApplyRefusesPathsOutside(t *testing.T) {
+	root, _ := setup(t, nil)
+	err := (&Writer{}).Apply(root, []Change{{Path: "/tmp/x", Expected: Hash(nil)}})
+	if !errors.Is(err, ErrOutside) {
+		t.Fatalf("Apply outside = %v", err)
+	}
+}
