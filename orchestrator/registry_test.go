@@ -33,7 +33,7 @@ type provider struct {
 	tools   []orchestrator.Tool
 }
 
-func (p provider) Feature() string                           { return p.feature }
+func (p provider) Feature() string                             { return p.feature }
 func (p provider) Tools(*orchestrator.Run) []orchestrator.Tool { return p.tools }
 
 const echoSchema = `{"type":"object","properties":{"text":{"type":"string"},"n":{"type":"integer"}},"required":["text"],"additionalProperties":false}`
