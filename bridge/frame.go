@@ -1,0 +1,105 @@
+package bridge
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// sep starts every frame; a newline ends it. JSON encodes control bytes
+// inside strings, so neither can appear within a frame's object.
+const sep = 0x1E
+
+// MaxFrame bounds one frame (a large image is the biggest thing sent).
+const MaxFrame = 64 << 20
+
+// ErrFrameTooLarge is returned for a line longer than MaxFrame.
+var ErrFrameTooLarge = errors.New("bridge: frame larger than MaxFrame")
+
+// Writer writes frames; it is safe for concurrent use and writes each
+// frame with one call to the underlying writer.
+type Writer struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewWriter returns a Writer on w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Write encodes and writes one frame.
+func (w *Writer) Write(f Frame) error {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("bridge: encode %s frame: %w", f.Type, err)
+	}
+	buf := make([]byte, 0, len(b)+2)
+	buf = append(buf, sep)
+	buf = append(buf, b...)
+	buf = append(buf, '\n')
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, err = w.w.Write(buf)
+	return err
+}
+
+// Reader reads frames. It is not safe for concurrent use.
+type Reader struct {
+	r       *bufio.Reader
+	pending []Frame
+}
+
+// NewReader returns a Reader on r.
+func NewReader(r io.Reader) *Reader { return &Reader{r: bufio.NewReaderSize(r, 64<<10)} }
+
+// Read returns the next frame. Bytes outside a frame come back as a
+// TypeStray frame holding them; a line that starts like a frame but is not
+// valid JSON is stray too, so nothing a process prints is lost or taken
+// for a message.
+func (r *Reader) Read() (Frame, error) {
+	if len(r.pending) > 0 {
+		f := r.pending[0]
+		r.pending = r.pending[1:]
+		return f, nil
+	}
+	line, err := r.line()
+	if len(line) == 0 {
+		return Frame{}, err
+	}
+	i := bytes.IndexByte(line, sep)
+	if i < 0 {
+		return Frame{Type: TypeStray, Text: string(line)}, nil
+	}
+	var out []Frame
+	if i > 0 {
+		out = append(out, Frame{Type: TypeStray, Text: string(line[:i])})
+	}
+	body := bytes.TrimSuffix(line[i+1:], []byte("\n"))
+	var f Frame
+	if jerr := json.Unmarshal(body, &f); jerr != nil || f.Type == "" {
+		out = append(out, Frame{Type: TypeStray, Text: string(line[i:])})
+	} else {
+		out = append(out, f)
+	}
+	r.pending = out[1:]
+	return out[0], nil
+}
+
+// line reads through the next newline (or to EOF), at most MaxFrame bytes.
+func (r *Reader) line() ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.r.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > MaxFrame {
+			return nil, ErrFrameTooLarge
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return buf, err
+	}
+}
