@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/rpc"
+)
+
+// config is the core's part of the configuration file; each component
+// (wire_*.go) adds its own section.
+type config struct {
+	RPC  rpcConfig  `yaml:"rpc"`
+	Runs runsConfig `yaml:"runs"`
+	Log  logConfig  `yaml:"log"`
+}
+
+type rpcConfig struct {
+	// Listen is the TCP address of the HTTP listener (WebSocket at
+	// /v1/rpc, /metrics, /healthz, /readyz).
+	Listen string `yaml:"listen"`
+	// Unix, when set, also serves on a unix socket at this path (mode 0600).
+	Unix string `yaml:"unix"`
+	// TokenFile holds the bearer token; empty: BERTH_TOKEN, else a
+	// generated token written to a file only the user can read.
+	TokenFile string `yaml:"token_file"`
+	// MaxMessageBytes bounds one protocol message.
+	MaxMessageBytes int64 `yaml:"max_message_bytes"`
+}
+
+type runsConfig struct {
+	// IdleTimeout ends a run with no call for this long (0: never).
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// DisconnectGrace is how long a closed connection's runs live on.
+	DisconnectGrace time.Duration `yaml:"disconnect_grace"`
+	// ReaperInterval is how often idle runs are looked for.
+	ReaperInterval time.Duration `yaml:"reaper_interval"`
+	// CallTimeout bounds a tool call whose tool names no timeout.
+	CallTimeout time.Duration `yaml:"call_timeout"`
+}
+
+type logConfig struct {
+	// Level is debug, info, warn or error; logs go to stderr.
+	Level string `yaml:"level"`
+}
+
+func defaultConfig() config {
+	return config{
+		RPC: rpcConfig{Listen: "127.0.0.1:7070", MaxMessageBytes: rpc.DefaultMaxMessageSize},
+		Runs: runsConfig{
+			IdleTimeout:     time.Hour,
+			DisconnectGrace: rpc.DefaultDisconnectGrace,
+			ReaperInterval:  time.Minute,
+			CallTimeout:     orchestrator.DefaultCallTimeout,
+		},
+		Log: logConfig{Level: "info"},
+	}
+}
+
+// sections pairs each YAML key with the struct it decodes into: the core's
+// sections, then every registered component's, sorted.
+func sections(c *config) ([]string, []any, error) {
+	keys := []string{"rpc", "runs", "log"}
+	ptrs := []any{&c.RPC, &c.Runs, &c.Log}
+	comps := append([]component(nil), components...)
+	sort.Slice(comps, func(i, j int) bool { return comps[i].section < comps[j].section })
+	seen := map[string]bool{"rpc": true, "runs": true, "log": true}
+	for _, comp := range comps {
+		if seen[comp.section] {
+			return nil, nil, fmt.Errorf("configuration section %q is claimed twice", comp.section)
+		}
+		seen[comp.section] = true
+		keys = append(keys, comp.section)
+		ptrs = append(ptrs, comp.config)
+	}
+	return keys, ptrs, nil
+}
+
+// document builds a struct value whose fields point at every section, so
+// one strict decode fills them all (with the file's line numbers in
+// errors) and one encode prints them in order.
+func document(c *config) (reflect.Value, error) {
+	keys, ptrs, err := sections(c)
+	if err != nil {
+		return reflect.Value{}, err
+	}
+	fields := make([]reflect.StructField, len(keys))
+	for i, k := range keys {
+		fields[i] = reflect.StructField{
+			Name: fmt.Sprintf("S%d", i),
+			Type: reflect.TypeOf(ptrs[i]),
+			Tag:  reflect.StructTag(fmt.Sprintf(`yaml:%q`, k)),
+		}
+	}
+	doc := reflect.New(reflect.StructOf(fields))
+	for i, p := range ptrs {
+		doc.Elem().Field(i).Set(reflect.ValueOf(p))
+	}
+	return doc, nil
+}
+
+// loadConfig returns the defaults overlaid with the file (if path is not
+// empty). Unknown keys are errors that name them.
+func loadConfig(path string) (*config, error) {
+	c := defaultConfig()
+	if path == "" {
+		return &c, c.check()
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	doc, err := document(&c)
+	if err != nil {
+		return nil, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(doc.Interface()); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("config %s: %s (run \"orchestrator config\" to see every key and its default)", path, strings.ReplaceAll(err.Error(), "\n", " "))
+	}
+	if err := c.check(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return &c, nil
+}
+
+func (c *config) check() error {
+	switch {
+	case c.RPC.MaxMessageBytes <= 0:
+		return fmt.Errorf("rpc.max_message_bytes must be positive, got %d", c.RPC.MaxMessageBytes)
+	case c.Runs.IdleTimeout < 0:
+		return fmt.Errorf("runs.idle_timeout must be 0 (never) or positive, got %s", c.Runs.IdleTimeout)
+	case c.Runs.DisconnectGrace < 0:
+		return fmt.Errorf("runs.disconnect_grace must be 0 or positive, got %s", c.Runs.DisconnectGrace)
+	case c.Runs.ReaperInterval <= 0:
+		return fmt.Errorf("runs.reaper_interval must be positive, got %s", c.Runs.ReaperInterval)
+	case c.Runs.CallTimeout <= 0:
+		return fmt.Errorf("runs.call_timeout must be positive, got %s", c.Runs.CallTimeout)
+	}
+	if _, err := parseLevel(c.Log.Level); err != nil {
+		return err
+	}
+	return nil
+}
+
+// writeConfig prints the effective configuration, every section.
+func writeConfig(w io.Writer, c *config) error {
+	doc, err := document(c)
+	if err != nil {
+		return err
+	}
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc.Interface()); err != nil {
+		return err
+	}
+	return enc.Close()
+}

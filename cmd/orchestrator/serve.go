@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/rpc"
+)
+
+func serveCmd(args []string, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	file := fs.String("config", "", "configuration file (YAML); every key has a default")
+	listen := fs.String("listen", "", "TCP address of the HTTP listener (default rpc.listen, 127.0.0.1:7070); with --stdio or --unix it is only opened when given")
+	stdio := fs.Bool("stdio", false, "speak the protocol on stdin/stdout (Content-Length framing); exit when stdin closes")
+	unixPath := fs.String("unix", "", "also serve on a unix socket at this path (mode 0600, no token)")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token for /v1/rpc (default rpc.token_file, else $BERTH_TOKEN, else generated)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*file)
+	if err != nil {
+		return err
+	}
+	listenSet := false
+	fs.Visit(func(f *flag.Flag) { listenSet = listenSet || f.Name == "listen" })
+	if *listen != "" {
+		cfg.RPC.Listen = *listen
+	}
+	if *unixPath != "" {
+		cfg.RPC.Unix = *unixPath
+	}
+	if *tokenFile != "" {
+		cfg.RPC.TokenFile = *tokenFile
+	}
+	// With stdio or a unix socket, a TCP listener is opened only on request,
+	// so a harness starting Berth as a child never collides on a port.
+	tcp := cfg.RPC.Listen != "" && (listenSet || (!*stdio && cfg.RPC.Unix == ""))
+
+	log := newLogger(cfg, stderr)
+	reg, m, preg, err := build(cfg, log)
+	if err != nil {
+		return err
+	}
+	runs := orchestrator.NewRuns(m, cfg.Runs.IdleTimeout)
+	srv := &rpc.Server{
+		Registry: reg, Runs: runs, Metrics: m, Version: buildVersion(),
+		DisconnectGrace: cfg.Runs.DisconnectGrace, MaxMessageSize: cfg.RPC.MaxMessageBytes, Log: log,
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var ready atomic.Bool
+	ready.Store(true)
+	metricsHandler := promhttp.HandlerFor(preg, promhttp.HandlerOpts{Registry: preg})
+
+	var wg sync.WaitGroup
+	wg.Go(func() { runs.Reaper(ctx, cfg.Runs.ReaperInterval) })
+
+	var servers []*http.Server
+	serveHTTP := func(l net.Listener, h http.Handler) {
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, hs)
+		wg.Go(func() {
+			if err := hs.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("http server stopped", "addr", l.Addr().String(), "err", err)
+				stop()
+			}
+		})
+	}
+	if tcp {
+		token, path, err := loadToken(cfg.RPC.TokenFile)
+		if err != nil {
+			return err
+		}
+		l, err := net.Listen("tcp", cfg.RPC.Listen)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w (pick another address with --listen)", cfg.RPC.Listen, err)
+		}
+		if path != "" {
+			fmt.Fprintf(stderr, "token written to %s (send it as \"Authorization: Bearer <token>\")\n", path)
+		}
+		serveHTTP(l, srv.HTTPHandler(rpc.HTTPOptions{Token: token, Transport: "websocket", Metrics: metricsHandler, Ready: ready.Load}))
+		fmt.Fprintf(stderr, "listening on http://%s (WebSocket at ws://%s%s)\n", l.Addr(), l.Addr(), rpc.RPCPath)
+	}
+	if cfg.RPC.Unix != "" {
+		l, err := listenUnix(cfg.RPC.Unix)
+		if err != nil {
+			return err
+		}
+		defer os.Remove(cfg.RPC.Unix)
+		serveHTTP(l, srv.HTTPHandler(rpc.HTTPOptions{Transport: "unix", Metrics: metricsHandler, Ready: ready.Load}))
+		fmt.Fprintf(stderr, "listening on unix:%s (WebSocket at %s, no token: the socket is mode 0600)\n", cfg.RPC.Unix, rpc.RPCPath)
+	}
+	if *stdio {
+		wg.Go(func() {
+			srv.ServeStdio(os.Stdin, os.Stdout)
+			log.Debug("stdin closed: stopping")
+			stop()
+		})
+	}
+
+	<-ctx.Done()
+	ready.Store(false)
+	log.Info("stopping: ending every run")
+	srv.Close()
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, hs := range servers {
+		_ = hs.Shutdown(shutdown)
+	}
+	runs.StopAll()
+	if *stdio {
+		// A read from stdin cannot be interrupted; the process is exiting.
+		return nil
+	}
+	wg.Wait()
+	return nil
+}
+
+// listenUnix listens on a unix socket only its user may open. A stale
+// socket file (nobody listening) is replaced; anything else is an error.
+func listenUnix(path string) (net.Listener, error) {
+	if st, err := os.Lstat(path); err == nil {
+		if st.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("unix socket %s: a file that is not a socket is in the way", path)
+		}
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("unix socket %s: another server is listening on it", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("unix socket %s: removing the stale socket: %w", path, err)
+		}
+	}
+	// The socket is created with the process umask; tighten it before
+	// anyone can connect by creating it under a restrictive umask.
+	old := syscall.Umask(0o177)
+	l, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen unix %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}

@@ -1,0 +1,372 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+)
+
+// ErrClosed is returned by calls on a connection that has closed.
+var ErrClosed = errors.New("connection closed")
+
+// Request is an inbound request or notification.
+type Request struct {
+	Method string
+	Params json.RawMessage // an object, an array, or nil
+	// Notification is true when the sender expects no reply.
+	Notification bool
+}
+
+// Handler answers inbound requests. A returned *Error is sent as it is;
+// any other error becomes an internal error (-32603) with its message.
+// ctx ends when the peer cancels the request ($/cancelRequest) or the
+// connection closes. Requests are handled concurrently.
+type Handler interface {
+	Handle(ctx context.Context, req *Request) (any, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *Request) (any, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req *Request) (any, error) { return f(ctx, req) }
+
+// ConnOptions configure a connection.
+type ConnOptions struct {
+	// Handler answers the peer's requests; nil answers every method with
+	// "method not found".
+	Handler Handler
+	// OnReject, when set, hears each rejected inbound message's reason:
+	// "parse", "invalid" or "too_large".
+	OnReject func(reason string)
+	Log      *slog.Logger
+}
+
+// Conn is one JSON-RPC 2.0 connection, both directions at once.
+//
+// One goroutine reads messages: responses go to the Call waiting for them,
+// requests each get a goroutine running the Handler. When the read loop
+// ends (the peer went away, or Close), waiting Calls fail with ErrClosed,
+// handler contexts are cancelled, and Done is closed once every handler
+// has returned.
+type Conn struct {
+	framer Framer
+	opts   ConnOptions
+
+	ctx    context.Context // cancelled when the read loop ends
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	seq      int64
+	pending  map[string]chan *message      // our calls waiting for a reply
+	inflight map[string]context.CancelFunc // the peer's requests being handled
+	closed   bool
+	readErr  error
+
+	readDone chan struct{} // the read loop has ended
+	handlers sync.WaitGroup
+	done     chan struct{} // every handler has returned too
+}
+
+// NewConn starts a connection over f.
+func NewConn(f Framer, opts ConnOptions) *Conn {
+	c := newConn(f, opts)
+	c.start()
+	return c
+}
+
+// newConn builds a connection without reading yet, so the caller can
+// finish wiring what its handler needs before the first request arrives.
+func newConn(f Framer, opts ConnOptions) *Conn {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Conn{
+		framer: f, opts: opts, ctx: ctx, cancel: cancel,
+		pending: map[string]chan *message{}, inflight: map[string]context.CancelFunc{},
+		readDone: make(chan struct{}), done: make(chan struct{}),
+	}
+	return c
+}
+
+func (c *Conn) start() { go c.readLoop() }
+
+// Done is closed when the connection has ended and its handlers returned.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err says why the read loop ended (nil for a clean end of stream or Close).
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.readErr
+}
+
+// Close closes the connection and waits for its handlers to return.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	already := c.closed
+	c.closed = true
+	c.mu.Unlock()
+	var err error
+	if !already {
+		c.cancel()
+		err = c.framer.Close()
+	}
+	<-c.done
+	return err
+}
+
+// abort starts closing the connection without waiting for it: for
+// shutdown, where a stdio read may never return.
+func (c *Conn) abort() {
+	c.mu.Lock()
+	already := c.closed
+	c.closed = true
+	c.mu.Unlock()
+	if !already {
+		c.cancel()
+		_ = c.framer.Close()
+	}
+}
+
+// Call sends a request and decodes its result into result (which may be
+// nil). An error reply is returned as an *Error. If ctx ends first, the
+// peer is sent $/cancelRequest and ctx's error is returned.
+func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.seq++
+	id := json.RawMessage(fmt.Sprint(c.seq))
+	key := idKey(id)
+	ch := make(chan *message, 1)
+	c.pending[key] = ch
+	c.mu.Unlock()
+	drop := func() {
+		c.mu.Lock()
+		delete(c.pending, key)
+		c.mu.Unlock()
+	}
+
+	p, err := json.Marshal(params)
+	if err != nil {
+		drop()
+		return fmt.Errorf("%s: encoding params: %w", method, err)
+	}
+	if err := c.write(ctx, message{JSONRPC: "2.0", ID: id, Method: method, Params: p}); err != nil {
+		drop()
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	select {
+	case m := <-ch:
+		if m.Error != nil {
+			return m.Error
+		}
+		if result == nil || len(m.Result) == 0 {
+			return nil
+		}
+		if err := json.Unmarshal(m.Result, result); err != nil {
+			return fmt.Errorf("%s: decoding result: %w", method, err)
+		}
+		return nil
+	case <-ctx.Done():
+		drop()
+		// The peer may still be working on it: tell it to stop. Best
+		// effort, on a fresh context since ctx is over.
+		_ = c.Notify(context.Background(), "$/cancelRequest", map[string]json.RawMessage{"id": id})
+		return ctx.Err()
+	case <-c.readDone:
+		drop()
+		return fmt.Errorf("%s: %w", method, ErrClosed)
+	}
+}
+
+// Notify sends a notification.
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("%s: encoding params: %w", method, err)
+	}
+	return c.write(ctx, message{JSONRPC: "2.0", Method: method, Params: p})
+}
+
+func (c *Conn) write(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-c.readDone:
+		return ErrClosed
+	default:
+	}
+	return c.framer.Write(ctx, b)
+}
+
+func (c *Conn) reply(id json.RawMessage, result any, e *Error) {
+	if id == nil {
+		id = nullID
+	}
+	r := response{JSONRPC: "2.0", ID: id, Error: e}
+	if e == nil {
+		b, err := json.Marshal(result)
+		if err != nil {
+			r.Error = Errorf(CodeInternalError, "internal error: encoding the result: %v", err)
+		} else {
+			r.Result = b
+		}
+	}
+	if err := c.write(c.ctx, r); err != nil && !errors.Is(err, ErrClosed) {
+		c.opts.Log.Debug("rpc: reply not written", "err", err)
+	}
+}
+
+func (c *Conn) reject(reason string, id json.RawMessage, e *Error) {
+	if c.opts.OnReject != nil {
+		c.opts.OnReject(reason)
+	}
+	c.reply(id, nil, e)
+}
+
+func (c *Conn) readLoop() {
+	defer c.shutdown()
+	for {
+		body, err := c.framer.Read(c.ctx)
+		if err != nil {
+			var fe *FrameError
+			if errors.As(err, &fe) {
+				c.reject(fe.Reason, nil, fe.Err)
+				continue
+			}
+			c.mu.Lock()
+			if !c.closed {
+				c.readErr = err
+			}
+			c.mu.Unlock()
+			return
+		}
+		d := decode(body)
+		switch {
+		case d.err != nil:
+			reason := "invalid"
+			if d.err.Code == CodeParseError {
+				reason = "parse"
+			}
+			c.reject(reason, d.msg.ID, d.err)
+		case d.isResponse():
+			c.mu.Lock()
+			ch, ok := c.pending[idKey(d.msg.ID)]
+			delete(c.pending, idKey(d.msg.ID))
+			c.mu.Unlock()
+			if ok {
+				ch <- &d.msg
+			} else {
+				c.opts.Log.Debug("rpc: response to no pending call", "id", string(d.msg.ID))
+			}
+		case d.msg.Method == "$/cancelRequest":
+			c.cancelInflight(d)
+		default:
+			c.dispatch(d)
+		}
+	}
+}
+
+func (c *Conn) cancelInflight(d decoded) {
+	var p struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal(d.msg.Params, &p); err != nil || !validID(p.ID) {
+		if d.hasID {
+			c.reject("invalid", d.msg.ID, Errorf(CodeInvalidParams, "invalid params for $/cancelRequest: field \"id\" must be the string or integer id of a request in flight"))
+		}
+		return
+	}
+	c.mu.Lock()
+	cancel := c.inflight[idKey(p.ID)]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	if d.hasID {
+		c.reply(d.msg.ID, nil, nil)
+	}
+}
+
+func (c *Conn) dispatch(d decoded) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	req := &Request{Method: d.msg.Method, Params: d.msg.Params, Notification: !d.hasID}
+	var key string
+	if d.hasID {
+		key = idKey(d.msg.ID)
+		c.mu.Lock()
+		_, dup := c.inflight[key]
+		if !dup {
+			c.inflight[key] = cancel
+		}
+		c.mu.Unlock()
+		if dup {
+			cancel()
+			c.reject("invalid", d.msg.ID, Errorf(CodeInvalidRequest, "invalid request: id %s is already used by a request in flight; use a fresh id per request", d.msg.ID))
+			return
+		}
+	}
+	c.handlers.Add(1)
+	go func() {
+		defer c.handlers.Done()
+		defer cancel()
+		result, err := c.handle(ctx, req)
+		if !d.hasID {
+			return
+		}
+		c.mu.Lock()
+		delete(c.inflight, key)
+		c.mu.Unlock()
+		if err == nil {
+			c.reply(d.msg.ID, result, nil)
+			return
+		}
+		var e *Error
+		switch {
+		case errors.As(err, &e):
+		case ctx.Err() != nil && c.ctx.Err() == nil:
+			e = Errorf(CodeRequestCancelled, "request cancelled: %v", err)
+		default:
+			e = Errorf(CodeInternalError, "internal error: %v", err)
+		}
+		c.reply(d.msg.ID, nil, e)
+	}()
+}
+
+// handle runs the handler under a panic guard.
+func (c *Conn) handle(ctx context.Context, req *Request) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.opts.Log.Error("rpc: handler panicked", "method", req.Method, "panic", p, "stack", string(debug.Stack()))
+			result, err = nil, Errorf(CodeInternalError, "internal error handling %s: %v", req.Method, p)
+		}
+	}()
+	if c.opts.Handler == nil {
+		return nil, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
+	}
+	return c.opts.Handler.Handle(ctx, req)
+}
+
+func (c *Conn) shutdown() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	close(c.readDone)
+	c.cancel()
+	go func() {
+		c.handlers.Wait()
+		_ = c.framer.Close()
+		close(c.done)
+	}()
+}

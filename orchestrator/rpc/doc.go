@@ -1,0 +1,13 @@
+// Package rpc is Berth's harness protocol: JSON-RPC 2.0 in both directions
+// over stdio (Content-Length framing, as LSP), WebSocket (one message per
+// text frame, bearer token) and a unix socket (WebSocket without a token,
+// guarded by the socket's file mode). It holds the connection layer
+// (wire.go, frame.go, conn.go), the server that maps the protocol's methods
+// onto the core (server.go, session.go, params.go), the HTTP transport
+// (http.go) and the Go client a harness imports (client.go).
+//
+// It must never know about a tool family: tools are reached only through
+// orchestrator.Registry, and the harness is offered to tools only as the
+// orchestrator.Harness each run carries. A malformed message never closes a
+// connection: it gets an error reply and the next message is read.
+package rpc

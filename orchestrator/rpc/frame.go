@@ -1,0 +1,194 @@
+package rpc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/coder/websocket"
+)
+
+// DefaultMaxMessageSize bounds one message when the caller names no limit.
+const DefaultMaxMessageSize = 16 << 20
+
+// Framer reads and writes whole messages. Read returns a *FrameError for a
+// message that was skipped but left the stream in step (too large, bad
+// header): the connection answers it and reads on. Any other error ends
+// the connection.
+type Framer interface {
+	Read(ctx context.Context) ([]byte, error)
+	Write(ctx context.Context, msg []byte) error
+	Close() error
+}
+
+// FrameError is a message the framer skipped; the stream is still usable.
+type FrameError struct {
+	Err *Error
+	// Reason is the metrics label: "too_large" or "invalid".
+	Reason string
+}
+
+func (e *FrameError) Error() string { return e.Err.Message }
+
+func tooLarge(n, limit int64) *FrameError {
+	return &FrameError{Reason: "too_large", Err: Errorf(CodeInvalidRequest,
+		"message of %d bytes exceeds the limit of %d bytes (rpc.max_message_bytes): the message was skipped; split the request or raise the limit", n, limit)}
+}
+
+// maxHeaderBytes bounds one header block of the stream framer.
+const maxHeaderBytes = 8 << 10
+
+// streamFramer is LSP's framing: "Content-Length: N\r\n" (other headers
+// ignored), a blank line, then N bytes of JSON.
+type streamFramer struct {
+	r     *bufio.Reader
+	w     io.Writer
+	c     io.Closer
+	limit int64
+	wmu   sync.Mutex
+}
+
+// NewStreamFramer frames messages on a byte stream with Content-Length
+// headers. limit <= 0 means DefaultMaxMessageSize. closer (may be nil) is
+// closed by Close.
+func NewStreamFramer(r io.Reader, w io.Writer, closer io.Closer, limit int64) Framer {
+	if limit <= 0 {
+		limit = DefaultMaxMessageSize
+	}
+	return &streamFramer{r: bufio.NewReaderSize(r, 64<<10), w: w, c: closer, limit: limit}
+}
+
+func (f *streamFramer) Read(context.Context) ([]byte, error) {
+	length := int64(-1)
+	var problem string
+	read := 0
+	for {
+		line, err := f.r.ReadSlice('\n')
+		read += len(line)
+		if err != nil {
+			if errors.Is(err, bufio.ErrBufferFull) {
+				return nil, fmt.Errorf("header line longer than %d bytes: the stream is out of step", f.r.Size())
+			}
+			if err == io.EOF && read > 0 {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if read > maxHeaderBytes {
+			return nil, fmt.Errorf("header block longer than %d bytes: the stream is out of step", maxHeaderBytes)
+		}
+		s := strings.TrimRight(string(line), "\r\n")
+		if s == "" {
+			if read <= 2 {
+				// A stray blank line between messages: tolerate it.
+				read = 0
+				continue
+			}
+			break
+		}
+		name, value, ok := strings.Cut(s, ":")
+		if !ok {
+			problem = fmt.Sprintf("header line %q is not \"Name: value\"", s)
+			continue
+		}
+		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
+			n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+			if err != nil || n < 0 {
+				problem = fmt.Sprintf("Content-Length %q is not a non-negative integer", strings.TrimSpace(value))
+				continue
+			}
+			length = n
+		}
+	}
+	if problem != "" || length < 0 {
+		if problem == "" {
+			problem = "the header has no Content-Length"
+		}
+		if length > 0 {
+			if _, err := io.CopyN(io.Discard, f.r, length); err != nil {
+				return nil, err
+			}
+		}
+		return nil, &FrameError{Reason: "invalid", Err: Errorf(CodeInvalidRequest,
+			"invalid header: %s; frame each message as \"Content-Length: N\\r\\n\\r\\n\" followed by N bytes of JSON", problem)}
+	}
+	if length > f.limit {
+		if _, err := io.CopyN(io.Discard, f.r, length); err != nil {
+			return nil, err
+		}
+		return nil, tooLarge(length, f.limit)
+	}
+	body := make([]byte, length)
+	if _, err := io.ReadFull(f.r, body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+func (f *streamFramer) Write(_ context.Context, msg []byte) error {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	if _, err := fmt.Fprintf(f.w, "Content-Length: %d\r\n\r\n", len(msg)); err != nil {
+		return err
+	}
+	_, err := f.w.Write(msg)
+	return err
+}
+
+func (f *streamFramer) Close() error {
+	if f.c == nil {
+		return nil
+	}
+	return f.c.Close()
+}
+
+// wsFramer carries one message per WebSocket text frame.
+type wsFramer struct {
+	c     *websocket.Conn
+	limit int64
+}
+
+// NewWebSocketFramer frames messages on a WebSocket. A message over the
+// limit is read to its end and discarded, so the connection stays usable.
+func NewWebSocketFramer(c *websocket.Conn, limit int64) Framer {
+	if limit <= 0 {
+		limit = DefaultMaxMessageSize
+	}
+	// The library's own limit closes the connection; ours skips the message.
+	c.SetReadLimit(-1)
+	return &wsFramer{c: c, limit: limit}
+}
+
+func (f *wsFramer) Read(ctx context.Context) ([]byte, error) {
+	typ, r, err := f.c.Reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(io.LimitReader(r, f.limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(body)) > f.limit {
+		n, err := io.Copy(io.Discard, r)
+		if err != nil {
+			return nil, err
+		}
+		return nil, tooLarge(int64(len(body))+n, f.limit)
+	}
+	if typ != websocket.MessageText {
+		return nil, &FrameError{Reason: "invalid", Err: Errorf(CodeInvalidRequest,
+			"invalid request: binary WebSocket frame; send each JSON-RPC message as one text frame")}
+	}
+	return body, nil
+}
+
+func (f *wsFramer) Write(ctx context.Context, msg []byte) error {
+	return f.c.Write(ctx, websocket.MessageText, msg)
+}
+
+func (f *wsFramer) Close() error { return f.c.Close(websocket.StatusNormalClosure, "") }

@@ -1,0 +1,150 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+)
+
+// DefaultDisconnectGrace is how long a closed connection's runs live on
+// when the server names no grace.
+const DefaultDisconnectGrace = 30 * time.Second
+
+// Server serves the harness protocol on any number of connections.
+type Server struct {
+	Registry *orchestrator.Registry
+	Runs     *orchestrator.Runs
+	Metrics  *metrics.Metrics
+	// Version is reported by initialize.
+	Version string
+	// DisconnectGrace is how long the runs of a closed connection live on
+	// before they end; zero ends them at once.
+	DisconnectGrace time.Duration
+	// MaxMessageSize bounds one inbound message; <= 0 means
+	// DefaultMaxMessageSize.
+	MaxMessageSize int64
+	Log            *slog.Logger
+
+	mu     sync.Mutex
+	conns  map[*Conn]bool
+	timers map[*time.Timer]bool
+	closed bool
+}
+
+// ServeConn serves one connection until it closes, then schedules the end
+// of its runs after the disconnect grace. transport labels metrics
+// ("stdio", "websocket", "unix").
+func (s *Server) ServeConn(f Framer, transport string) {
+	sess := &session{srv: s}
+	conn := newConn(f, ConnOptions{Handler: sess, Log: s.log(), OnReject: func(reason string) {
+		s.Metrics.RPCMessagesRejected.WithLabelValues(reason).Inc()
+	}})
+	sess.conn = conn
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = f.Close()
+		return
+	}
+	if s.conns == nil {
+		s.conns = map[*Conn]bool{}
+	}
+	s.conns[conn] = true
+	s.mu.Unlock()
+
+	gauge := s.Metrics.RPCConnectionsActive.WithLabelValues(transport)
+	gauge.Inc()
+	conn.start()
+	<-conn.Done()
+	gauge.Dec()
+	if err := conn.Err(); err != nil {
+		s.log().Debug("rpc: connection ended", "transport", transport, "err", err)
+	}
+	s.mu.Lock()
+	delete(s.conns, conn)
+	s.mu.Unlock()
+	s.release(sess)
+}
+
+// release ends the session's runs after the grace period.
+func (s *Server) release(sess *session) {
+	if s.DisconnectGrace <= 0 {
+		s.Runs.EndOwnedBy(sess, orchestrator.EndDisconnect)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if s.timers == nil {
+		s.timers = map[*time.Timer]bool{}
+	}
+	var t *time.Timer
+	t = time.AfterFunc(s.DisconnectGrace, func() {
+		s.mu.Lock()
+		delete(s.timers, t)
+		s.mu.Unlock()
+		s.Runs.EndOwnedBy(sess, orchestrator.EndDisconnect)
+	})
+	s.timers[t] = true
+}
+
+// Close starts closing every connection (cancelling their handlers)
+// without waiting, and cancels pending grace timers; the caller ends the
+// runs (Runs.StopAll).
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	conns := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	for t := range s.timers {
+		t.Stop()
+	}
+	s.timers = nil
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.abort()
+	}
+}
+
+func (s *Server) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.Default()
+	}
+	return s.Log
+}
+
+func (s *Server) maxMessageSize() int64 {
+	if s.MaxMessageSize <= 0 {
+		return DefaultMaxMessageSize
+	}
+	return s.MaxMessageSize
+}
+
+// toError maps the core's error classes to protocol codes.
+func toError(err error) error {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, orchestrator.ErrUnknownRun):
+		return Errorf(CodeUnknownRun, "%v", err)
+	case errors.Is(err, orchestrator.ErrInvalid):
+		return Errorf(CodeInvalidParams, "%v", err)
+	case errors.Is(err, orchestrator.ErrRunEnded):
+		return Errorf(CodeRunEnded, "%v", err)
+	case errors.Is(err, orchestrator.ErrUnavailable):
+		return Errorf(CodeUnavailable, "%v", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return Errorf(CodeInternalError, "internal error: %v", err)
+}

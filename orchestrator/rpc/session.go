@@ -1,0 +1,300 @@
+package rpc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator"
+)
+
+// session is one connection's side of the protocol. It is the Owner of the
+// runs the connection starts, so no other connection can reach them.
+type session struct {
+	srv  *Server
+	conn *Conn
+}
+
+// Handle dispatches one request of the harness.
+func (s *session) Handle(ctx context.Context, req *Request) (any, error) {
+	switch req.Method {
+	case "initialize":
+		return s.initialize(req)
+	case "run/start":
+		return s.startRun(ctx, req)
+	case "run/update":
+		return s.updateRun(req)
+	case "run/stop":
+		return s.stopRun(req)
+	case "tools/list":
+		return s.listTools(req)
+	case "tools/call":
+		return s.callTool(ctx, req)
+	case "files/willWrite":
+		return s.willWrite(ctx, req)
+	case "files/didWrite":
+		return s.didWrite(ctx, req)
+	}
+	if req.Notification && strings.HasPrefix(req.Method, "$/") {
+		// Optional notifications may be ignored (as in LSP).
+		return nil, nil
+	}
+	return nil, Errorf(CodeMethodNotFound, "method not found: %q; Berth serves initialize, run/start, run/update, run/stop, tools/list, tools/call, files/willWrite, files/didWrite and $/cancelRequest", req.Method)
+}
+
+func (s *session) initialize(req *Request) (any, error) {
+	var p InitializeParams
+	if err := decodeParams(req.Method, req.Params, &p); err != nil {
+		return nil, err
+	}
+	f := s.srv.Registry.Features()
+	if f == nil {
+		f = []string{}
+	}
+	return InitializeResult{Server: ClientInfo{Name: "berth", Version: s.srv.Version}, ProtocolVersion: ProtocolVersion, Features: f}, nil
+}
+
+func (s *session) startRun(ctx context.Context, req *Request) (any, error) {
+	var p StartRunParams
+	if err := decodeParams(req.Method, req.Params, &p, "workdir"); err != nil {
+		return nil, err
+	}
+	id := p.RunID
+	if id == "" {
+		id = newRunID()
+	}
+	h := &runHarness{conn: s.conn, runID: id}
+	var spec enclosure.Spec
+	if p.Enclosure != nil {
+		spec = enclosure.Spec(*p.Enclosure)
+	}
+	run, err := s.srv.Runs.Start(ctx, orchestrator.StartParams{
+		RunID: id, ConversationID: p.ConversationID, Workdir: p.Workdir, Enclosure: spec,
+		Features: p.Features, Harness: h, Owner: s,
+	})
+	if err != nil {
+		return nil, toError(err)
+	}
+	return StartRunResult{
+		RunID:     run.ID,
+		Enclosure: enclosure.Spec{Driver: run.Enclosure.Driver(), ID: run.Enclosure.ID()},
+		Features:  nonNil(run.Features()),
+	}, nil
+}
+
+func (s *session) updateRun(req *Request) (any, error) {
+	var p UpdateRunParams
+	if err := decodeParams(req.Method, req.Params, &p, "runId", "features"); err != nil {
+		return nil, err
+	}
+	known := orchestrator.DefaultFeatures()
+	for k := range p.Features {
+		if _, ok := known[k]; !ok {
+			return nil, Errorf(CodeInvalidParams, "invalid params for run/update: field \"features\": unknown feature %q; known features are %s", k, strings.Join(sortedKeys(known), ", "))
+		}
+	}
+	run, err := s.srv.Runs.Get(p.RunID, s)
+	if err != nil {
+		return nil, toError(err)
+	}
+	run.SetFeatures(p.Features)
+	return struct{}{}, nil
+}
+
+func (s *session) stopRun(req *Request) (any, error) {
+	var p RunParams
+	if err := decodeParams(req.Method, req.Params, &p, "runId"); err != nil {
+		return nil, err
+	}
+	if err := s.srv.Runs.Stop(p.RunID, s); err != nil {
+		return nil, toError(err)
+	}
+	return struct{}{}, nil
+}
+
+func (s *session) listTools(req *Request) (any, error) {
+	var p ListToolsParams
+	if err := decodeParams(req.Method, req.Params, &p, "runId"); err != nil {
+		return nil, err
+	}
+	surface, err := parseSurface(req.Method, p.Surface)
+	if err != nil {
+		return nil, err
+	}
+	run, err := s.srv.Runs.Get(p.RunID, s)
+	if err != nil {
+		return nil, toError(err)
+	}
+	out := ListToolsResult{Tools: []ToolInfo{}}
+	for _, sp := range s.srv.Registry.List(run, surface) {
+		schema := sp.InputSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		out.Tools = append(out.Tools, ToolInfo{Name: sp.Name, Tier: sp.Tier.String(), Description: sp.Description, InputSchema: schema, ParallelSafe: sp.ParallelSafe})
+	}
+	return out, nil
+}
+
+func (s *session) callTool(ctx context.Context, req *Request) (any, error) {
+	var p CallToolParams
+	if err := decodeParams(req.Method, req.Params, &p, "runId", "name"); err != nil {
+		return nil, err
+	}
+	surface, err := parseSurface(req.Method, p.Surface)
+	if err != nil {
+		return nil, err
+	}
+	run, err := s.srv.Runs.Get(p.RunID, s)
+	if err != nil {
+		return nil, toError(err)
+	}
+	res, err := s.srv.Registry.Call(ctx, run, surface, p.Name, p.Arguments)
+	if ctx.Err() != nil {
+		// The harness cancelled the call (or went away): whatever the tool
+		// returned, the answer is that it was cancelled.
+		return nil, Errorf(CodeRequestCancelled, "tools/call %s was cancelled by the harness", p.Name)
+	}
+	if err != nil {
+		return nil, toError(err)
+	}
+	return res, nil
+}
+
+func (s *session) willWrite(ctx context.Context, req *Request) (any, error) {
+	run, obs, _, err := s.writeTarget(req)
+	if err != nil {
+		return nil, err
+	}
+	if obs != nil {
+		var p WriteParams
+		_ = json.Unmarshal(req.Params, &p)
+		if err := obs.WillWrite(ctx, run, p.Paths); err != nil {
+			return nil, toError(err)
+		}
+	}
+	return struct{}{}, nil
+}
+
+func (s *session) didWrite(ctx context.Context, req *Request) (any, error) {
+	run, obs, why, err := s.writeTarget(req)
+	if err != nil {
+		return nil, err
+	}
+	if obs == nil {
+		return &orchestrator.WriteReport{Diagnostics: []orchestrator.Diagnostic{}, Text: why, State: orchestrator.WriteUnknown}, nil
+	}
+	var p WriteParams
+	_ = json.Unmarshal(req.Params, &p)
+	rep, err := obs.DidWrite(ctx, run, p.Paths)
+	if err != nil {
+		return nil, toError(err)
+	}
+	if rep.Diagnostics == nil {
+		rep.Diagnostics = []orchestrator.Diagnostic{}
+	}
+	return rep, nil
+}
+
+// writeTarget checks a files/* request and finds who hears it: the
+// registry's write observer when the run's lsp feature is on, or nil with
+// the reason diagnostics are unknown.
+func (s *session) writeTarget(req *Request) (*orchestrator.Run, orchestrator.WriteObserver, string, error) {
+	var p WriteParams
+	if err := decodeParams(req.Method, req.Params, &p, "runId", "paths"); err != nil {
+		return nil, nil, "", err
+	}
+	for i, path := range p.Paths {
+		if path == "" {
+			return nil, nil, "", Errorf(CodeInvalidParams, "invalid params for %s: field \"paths\": entry %d is empty; give paths relative to the working directory", req.Method, i)
+		}
+	}
+	run, err := s.srv.Runs.Get(p.RunID, s)
+	if err != nil {
+		return nil, nil, "", toError(err)
+	}
+	obs := s.srv.Registry.WriteObserver()
+	switch {
+	case obs == nil:
+		return run, nil, "diagnostics unknown: this Berth has no language-server support built in, so the write was not checked", nil
+	case !run.Feature(orchestrator.FeatureLSP):
+		return run, nil, "diagnostics unknown: the run's lsp feature is off (run/start features.lsp=false), so the write was not checked", nil
+	}
+	return run, obs, "", nil
+}
+
+func parseSurface(method, s string) (orchestrator.Surface, error) {
+	surface, err := orchestrator.ParseSurface(s)
+	if err != nil {
+		return "", Errorf(CodeInvalidParams, "invalid params for %s: field \"surface\": %v", method, err)
+	}
+	return surface, nil
+}
+
+// runHarness is the orchestrator.Harness of one run: reverse requests on
+// the connection that started it.
+type runHarness struct {
+	conn  *Conn
+	runID string
+}
+
+var _ orchestrator.Harness = (*runHarness)(nil)
+
+func (h *runHarness) CallTool(ctx context.Context, call orchestrator.ToolCall) (*orchestrator.Result, error) {
+	args := call.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	var res orchestrator.Result
+	err := h.conn.Call(ctx, "harness/callTool", HarnessCallToolParams{RunID: h.runID, Name: call.Name, Arguments: args, Origin: call.Origin}, &res)
+	if err != nil {
+		return nil, harnessError("harness/callTool", err)
+	}
+	return &res, nil
+}
+
+func (h *runHarness) Ask(ctx context.Context, q orchestrator.Question) (*orchestrator.Answer, error) {
+	var a orchestrator.Answer
+	err := h.conn.Call(ctx, "harness/ask", AskParams{RunID: h.runID, Card: q, TimeoutSeconds: q.Timeout.Seconds()}, &a)
+	if err != nil {
+		return nil, harnessError("harness/ask", err)
+	}
+	return &a, nil
+}
+
+// harnessError keeps the harness's own message (an *Error) as it is and
+// says plainly when the connection is gone.
+func harnessError(method string, err error) error {
+	if errors.Is(err, ErrClosed) {
+		return fmt.Errorf("the harness connection closed before %s was answered: %w", method, err)
+	}
+	return err
+}
+
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "run_" + hex.EncodeToString(b[:])
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

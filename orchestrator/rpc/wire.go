@@ -1,0 +1,188 @@
+package rpc
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// ProtocolVersion is the protocol version initialize reports.
+const ProtocolVersion = "1"
+
+// Error codes. The first five are JSON-RPC 2.0's; RequestCancelled is
+// LSP's; the -3200x codes are Berth's own.
+const (
+	CodeParseError     = -32700 // the message is not JSON
+	CodeInvalidRequest = -32600 // JSON, but not a JSON-RPC request (or too large)
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602 // the message names the offending field
+	CodeInternalError  = -32603
+	// CodeRequestCancelled answers a request cancelled with $/cancelRequest.
+	CodeRequestCancelled = -32800
+	// CodeUnknownRun: the runId names no live run started on this
+	// connection (it never existed, it ended, or another connection owns it).
+	CodeUnknownRun = -32001
+	// CodeRunEnded: the run ended while the request was being handled.
+	CodeRunEnded = -32002
+	// CodeUnavailable: a resource the request needs is not available.
+	CodeUnavailable = -32003
+)
+
+// Error is a JSON-RPC error object. Its Error() is the message alone, so a
+// harness's refusal reads as the harness wrote it.
+type Error struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf builds an *Error.
+func Errorf(code int64, format string, a ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
+// message is any JSON-RPC message on the wire. Which fields are present
+// decides what it is: method and id a request, method alone a
+// notification, id with result or error a response.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+// response is written for every request; Result is always present on
+// success (JSON-RPC requires it) and id is null when the request's id
+// could not be read.
+type response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+var nullID = json.RawMessage("null")
+
+// decoded is what decode makes of one message body.
+type decoded struct {
+	msg message
+	// hasID says the message carried an "id" member (requests and
+	// responses); a notification has none.
+	hasID bool
+	// err, when set, is the reply to send (with id, or null) instead of
+	// handling the message.
+	err *Error
+}
+
+// decode checks a body against JSON-RPC 2.0 and says what is wrong with it
+// in words a harness author can act on.
+func decode(body []byte) decoded {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		if !json.Valid(body) {
+			return decoded{err: Errorf(CodeParseError, "parse error: the message is not valid JSON (%v); send one JSON-RPC 2.0 object per message", err)}
+		}
+		return decoded{err: Errorf(CodeInvalidRequest, "invalid request: the message must be a JSON object (batches are not supported); got %s", kindOf(body))}
+	}
+	var d decoded
+	if id, ok := raw["id"]; ok {
+		d.hasID = true
+		d.msg.ID = id
+		if !validID(id) {
+			d.msg.ID = nullID
+			return d.withErr(Errorf(CodeInvalidRequest, "invalid request: \"id\" must be a string or an integer, got %s", kindOf(id)))
+		}
+	}
+	if v, ok := raw["jsonrpc"]; !ok || string(v) != `"2.0"` {
+		return d.withErr(Errorf(CodeInvalidRequest, "invalid request: \"jsonrpc\" must be \"2.0\""))
+	}
+	if m, ok := raw["method"]; ok {
+		if err := json.Unmarshal(m, &d.msg.Method); err != nil || d.msg.Method == "" {
+			return d.withErr(Errorf(CodeInvalidRequest, "invalid request: \"method\" must be a non-empty string"))
+		}
+		if p, ok := raw["params"]; ok && string(p) != "null" {
+			if k := kindOf(p); k != "object" && k != "array" {
+				return d.withErr(Errorf(CodeInvalidRequest, "invalid request: \"params\" must be an object, got %s", k))
+			}
+			d.msg.Params = p
+		}
+		return d
+	}
+	// A response to one of our calls.
+	if !d.hasID {
+		return d.withErr(Errorf(CodeInvalidRequest, "invalid request: a message needs \"method\" (a request or notification) or \"id\" with \"result\" or \"error\" (a response)"))
+	}
+	res, hasRes := raw["result"]
+	e, hasErr := raw["error"]
+	if hasRes == hasErr {
+		return d.withErr(Errorf(CodeInvalidRequest, "invalid response: exactly one of \"result\" and \"error\" must be present"))
+	}
+	d.msg.Result = res
+	if hasErr {
+		if err := json.Unmarshal(e, &d.msg.Error); err != nil || d.msg.Error == nil {
+			return d.withErr(Errorf(CodeInvalidRequest, "invalid response: \"error\" must be an object {code, message}"))
+		}
+	}
+	return d
+}
+
+func (d decoded) withErr(e *Error) decoded {
+	d.err = e
+	return d
+}
+
+// isResponse says the message is a valid response to one of our calls.
+func (d decoded) isResponse() bool { return d.err == nil && d.msg.Method == "" }
+
+func validID(id json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		return false
+	}
+	switch n := v.(type) {
+	case string:
+		return true
+	case float64:
+		return n == float64(int64(n))
+	}
+	return false
+}
+
+// kindOf names the JSON type of a value for error messages.
+func kindOf(b []byte) string {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return "invalid JSON"
+	}
+	switch v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "boolean"
+	}
+	return "null"
+}
+
+// idKey normalises an id for map lookups (1 and 1.0 are the same id).
+func idKey(id json.RawMessage) string {
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		return string(id)
+	}
+	if f, ok := v.(float64); ok {
+		return fmt.Sprintf("n%d", int64(f))
+	}
+	if s, ok := v.(string); ok {
+		return "s" + s
+	}
+	return string(id)
+}
