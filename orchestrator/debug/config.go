@@ -1,0 +1,110 @@
+package debug
+
+import "time"
+
+// Config is the debug section of the configuration. Every field has a
+// default (DefaultConfig).
+type Config struct {
+	// SessionTTL is the strict lifetime of a session from launch; past it
+	// the session is terminated whatever it is doing.
+	SessionTTL time.Duration `yaml:"session_ttl"`
+	// StopWait bounds how long continue and step_* wait for the program to
+	// stop before answering "still running".
+	StopWait time.Duration `yaml:"stop_wait"`
+	// BuildWait replaces StopWait for a launch whose adapter builds the
+	// program first (delve compiles the package before it runs).
+	BuildWait time.Duration `yaml:"build_wait"`
+	// RequestWait bounds one request to the adapter (stack, variables, …).
+	RequestWait time.Duration `yaml:"request_wait"`
+	// Python is the interpreter used for debugpy when the working
+	// directory has no .venv/bin/python or venv/bin/python.
+	Python string `yaml:"python"`
+	// OutputLimit caps each of the debuggee's kept stdout and stderr, in bytes;
+	// the oldest output is dropped first.
+	OutputLimit int `yaml:"output_limit"`
+	// Adapters is the catalog, tried in this order.
+	Adapters []Adapter `yaml:"adapters"`
+}
+
+// Adapter is one debug adapter of the catalog.
+type Adapter struct {
+	// ID names the adapter (debugpy, delve, lldb, dart).
+	ID string `yaml:"id"`
+	// Executables are the names tried for the adapter's program, first
+	// found wins (lldb-dap is also installed as lldb-dap-NN). Ignored when
+	// Interpreter is set.
+	Executables []string `yaml:"executables"`
+	// Interpreter, when "python", runs the adapter with the working
+	// directory's .venv/bin/python or venv/bin/python, else Config.Python;
+	// that interpreter is also the debuggee's.
+	Interpreter string `yaml:"interpreter,omitempty"`
+	// Module is a module that must import in Interpreter (debugpy).
+	Module string `yaml:"module,omitempty"`
+	// Args follow the executable.
+	Args []string `yaml:"args"`
+	// Transport is "stdio", or "tcp": the adapter prints the address it
+	// listens on (Args should ask for port 0) and is reached through the
+	// enclosure's Dial.
+	Transport string `yaml:"transport"`
+	// Markers are the root markers; one must exist at or above the program,
+	// inside the working directory.
+	Markers []string `yaml:"markers"`
+	// Extensions are the program file extensions the adapter debugs.
+	Extensions []string `yaml:"extensions"`
+	// PackageExtension, when set, makes a directory holding files with it a
+	// program (a Go package for delve).
+	PackageExtension string `yaml:"package_extension,omitempty"`
+	// Native makes a native executable (ELF) a program of this adapter.
+	Native bool `yaml:"native,omitempty"`
+	// Builds says the launch compiles first, so it waits BuildWait.
+	Builds bool `yaml:"builds,omitempty"`
+	// AdapterID is sent in initialize.
+	AdapterID string `yaml:"adapter_id"`
+	// Launch holds adapter-specific launch arguments; program, args and
+	// cwd are added by Berth.
+	Launch map[string]any `yaml:"launch"`
+	// ExceptionFilters are enabled when the adapter offers them.
+	ExceptionFilters []string `yaml:"exception_filters"`
+}
+
+// DefaultConfig is the built-in configuration.
+func DefaultConfig() Config {
+	return Config{
+		SessionTTL:  30 * time.Minute,
+		StopWait:    30 * time.Second,
+		BuildWait:   3 * time.Minute,
+		RequestWait: 15 * time.Second,
+		Python:      "python3",
+		OutputLimit: 64 << 10,
+		Adapters: []Adapter{
+			{
+				ID: "debugpy", Interpreter: "python", Module: "debugpy",
+				Args: []string{"-m", "debugpy.adapter"}, Transport: "stdio",
+				Markers:    []string{"pyproject.toml", "setup.py", "requirements.txt"},
+				Extensions: []string{".py"}, AdapterID: "python",
+				Launch: map[string]any{
+					"type": "python", "console": "internalConsole",
+					"redirectOutput": true, "justMyCode": true,
+				},
+				ExceptionFilters: []string{"uncaught"},
+			},
+			{
+				ID: "delve", Executables: []string{"dlv"},
+				Args: []string{"dap", "--listen", "127.0.0.1:0"}, Transport: "tcp",
+				Markers: []string{"go.mod"}, Extensions: []string{".go"}, PackageExtension: ".go",
+				Builds: true, AdapterID: "go",
+				Launch: map[string]any{"mode": "debug", "outputMode": "remote"},
+			},
+			{
+				ID: "lldb", Executables: []string{"lldb-dap", "lldb-dap-21", "lldb-dap-20", "lldb-dap-19", "lldb-dap-18", "lldb-dap-17"},
+				Transport: "stdio", Markers: []string{"Cargo.toml", "CMakeLists.txt"},
+				Native: true, AdapterID: "lldb-dap", Launch: map[string]any{},
+			},
+			{
+				ID: "dart", Executables: []string{"dart"}, Args: []string{"debug_adapter"},
+				Transport: "stdio", Markers: []string{"pubspec.yaml"},
+				Extensions: []string{".dart"}, AdapterID: "dart", Launch: map[string]any{},
+			},
+		},
+	}
+}

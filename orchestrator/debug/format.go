@@ -1,0 +1,105 @@
+package debug
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+)
+
+// Caps from the spec.
+const (
+	maxFrames   = 30
+	maxChildren = 50
+	maxValue    = 400 // characters
+)
+
+// cutValue caps a value at maxValue characters, on a UTF-8 boundary, and
+// says so when it cut.
+func cutValue(v string) string {
+	n := utf8.RuneCountInString(v)
+	if n <= maxValue {
+		return v
+	}
+	i, k := 0, 0
+	for i = range v {
+		if k == maxValue {
+			break
+		}
+		k++
+	}
+	return fmt.Sprintf("%s… (cut: showing %d of %d characters)", v[:i], maxValue, n)
+}
+
+// paths shows adapter paths relative to the working directory and reads
+// source lines. Adapters see the enclosure's paths: mapped is the working
+// directory as the enclosure sees it, host as Berth sees it.
+type paths struct {
+	host, mapped string
+	// anywhere lets files outside the working directory be read (the host
+	// enclosure: its paths are Berth's).
+	anywhere bool
+	// mapFn turns a host path into the enclosure's (Enclosure.MapPath).
+	mapFn func(string) (string, error)
+}
+
+// show is the path the model reads.
+func (p paths) show(path string) string {
+	if rel, ok := p.rel(path); ok {
+		return rel
+	}
+	return path
+}
+
+func (p paths) rel(path string) (string, bool) {
+	rel, err := filepath.Rel(p.mapped, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return rel, true
+}
+
+// sourceLine is line n (1-based) of the adapter's path, trimmed, or "".
+func (p paths) sourceLine(path string, n int) string {
+	host := ""
+	if rel, ok := p.rel(path); ok {
+		host = filepath.Join(p.host, rel)
+	} else if p.anywhere {
+		host = path
+	}
+	if host == "" || n <= 0 {
+		return ""
+	}
+	f, err := os.Open(host)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for i := 1; sc.Scan(); i++ {
+		if i == n {
+			return cutValue(strings.TrimSpace(sc.Text()))
+		}
+	}
+	return ""
+}
+
+// location is "file:line in name" and note, with the source line
+// beneath, or the frame name when the adapter gave no source.
+func (p paths) location(path string, line int, name, note string) string {
+	if path == "" {
+		return fmt.Sprintf("%s (no source available)%s", name, note)
+	}
+	loc := fmt.Sprintf("%s:%d", p.show(path), line)
+	if name != "" {
+		loc += " in " + name
+	}
+	loc += note
+	if src := p.sourceLine(path, line); src != "" {
+		loc += fmt.Sprintf("\n  %d | %s", line, src)
+	}
+	return loc
+}

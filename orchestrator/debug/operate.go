@@ -1,0 +1,371 @@
+package debug
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+	"github.com/berth-dev/berth/orchestrator/workspace"
+)
+
+// operate runs one operation, under the conversation's lock.
+func (p *Provider) operate(ctx context.Context, run *orchestrator.Run, c *conversation, a args) (string, error) {
+	switch a.Operation {
+	case "adapters":
+		return p.adapters(ctx, run), nil
+	case "status":
+		return p.status(ctx, run, c), nil
+	case "breakpoints":
+		return p.breakpoints(ctx, run, c, a.File, a.Lines)
+	case "launch":
+		return p.launch(ctx, run, c, a.Program, a.Args)
+	case "attach":
+		return p.attach(ctx, run, c, a.Port)
+	case "output":
+		return p.output(c), nil
+	case "terminate":
+		return p.terminate(c), nil
+	}
+	s, err := p.live(c)
+	if err != nil {
+		return "", err
+	}
+	switch a.Operation {
+	case "continue":
+		return s.resume(ctx, "continue", a.ThreadID)
+	case "step_over":
+		return s.resume(ctx, "next", a.ThreadID)
+	case "step_in":
+		return s.resume(ctx, "stepIn", a.ThreadID)
+	case "step_out":
+		return s.resume(ctx, "stepOut", a.ThreadID)
+	case "pause":
+		return s.pause(ctx, a.ThreadID)
+	case "threads":
+		return s.threads(ctx)
+	case "stack":
+		return s.stack(ctx, a.ThreadID)
+	case "scopes":
+		return s.scopes(ctx, a.FrameID)
+	case "variables":
+		return s.variables(ctx, a.Reference)
+	case "evaluate":
+		return s.evaluate(ctx, a.Expression, a.FrameID)
+	}
+	return "", fmt.Errorf("unknown operation %q", a.Operation)
+}
+
+// live returns the conversation's running session, or says there is none.
+func (p *Provider) live(c *conversation) (*session, error) {
+	s, last := p.current(c)
+	if s != nil && s.alive() {
+		return s, nil
+	}
+	msg := "no debug session is running in this conversation: set breakpoints, then call launch with a program (or attach with a port)"
+	if last != nil {
+		msg += "; the last one " + strings.TrimPrefix(last.endText(), "the session ")
+	}
+	return nil, errors.New(msg)
+}
+
+// adapters reports, for each adapter, whether its root marker and its
+// executable were found, and why not.
+func (p *Provider) adapters(ctx context.Context, run *orchestrator.Run) string {
+	var b strings.Builder
+	for i := range p.cfg.Adapters {
+		a := &p.cfg.Adapters[i]
+		f := p.detect(ctx, run, a, run.Workdir)
+		if f.usable() {
+			fmt.Fprintf(&b, "%s: usable (marker %s in %s, executable %s)\n", a.ID, f.marker, relTo(run.Workdir, f.root), f.exe)
+			continue
+		}
+		fmt.Fprintf(&b, "%s: not usable: %s", a.ID, f.why())
+		if f.noMarker == "" {
+			fmt.Fprintf(&b, " (marker %s found)", f.marker)
+		}
+		if f.noExe == "" {
+			fmt.Fprintf(&b, " (executable %s found)", f.exe)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("Markers are looked for at the top of the working directory here; launch looks from the program's directory upward.")
+	return b.String()
+}
+
+// status says whether a session runs, and where it stopped.
+func (p *Provider) status(ctx context.Context, run *orchestrator.Run, c *conversation) string {
+	s, last := p.current(c)
+	if s != nil && s.alive() {
+		age := time.Since(s.started).Round(time.Second)
+		left := (s.cfg.SessionTTL - time.Since(s.started)).Round(time.Second)
+		return fmt.Sprintf("session: %s debugging %s, started %s ago (ends in %s, its time to live)\n%s",
+			s.adapter.ID, s.program, age, left, s.describeStop(ctx))
+	}
+	text := "no debug session is running in this conversation"
+	if last != nil {
+		text += fmt.Sprintf("; the last one (%s, %s) %s", last.adapter.ID, last.program, strings.TrimPrefix(last.endText(), "the session "))
+	}
+	if n := len(c.bps); n > 0 {
+		text += fmt.Sprintf("\n%d files have stored breakpoints; launch sets them", n)
+	}
+	return text
+}
+
+// breakpoints stores a file's lines and, in a session, sets them at once.
+func (p *Provider) breakpoints(ctx context.Context, run *orchestrator.Run, c *conversation, file string, lines []int) (string, error) {
+	root, err := workspace.New(run.Workdir)
+	if err != nil {
+		return "", err
+	}
+	abs, err := root.Resolve(file)
+	if err != nil {
+		return "", err
+	}
+	if st, err := os.Stat(abs); err != nil || st.IsDir() {
+		return "", fmt.Errorf("%s is not a file: pass a source file inside the working directory", file)
+	}
+	lines = c.setLines(abs, lines)
+	s, _ := p.current(c)
+	if s == nil || !s.alive() {
+		if len(lines) == 0 {
+			return fmt.Sprintf("cleared the breakpoints of %s", root.Rel(abs)), nil
+		}
+		pp := paths{host: run.Workdir, mapped: run.Workdir}
+		var b strings.Builder
+		fmt.Fprintf(&b, "stored %d breakpoints in %s; launch sets them and says which the adapter verified:", len(lines), root.Rel(abs))
+		for _, l := range lines {
+			fmt.Fprintf(&b, "\n%s:%d", root.Rel(abs), l)
+			if src := pp.sourceLine(abs, l); src != "" {
+				fmt.Fprintf(&b, "\n  %d | %s", l, src)
+			}
+		}
+		return b.String(), nil
+	}
+	if _, err := s.setBreakpoints(ctx, abs, lines); err != nil {
+		return "", err
+	}
+	if len(lines) == 0 {
+		return fmt.Sprintf("cleared the breakpoints of %s", root.Rel(abs)), nil
+	}
+	return s.breakpointText(abs), nil
+}
+
+// refuseSecond refuses a launch or attach while a session lives.
+func (p *Provider) refuseSecond(c *conversation) error {
+	if s, _ := p.current(c); s != nil && s.alive() {
+		return fmt.Errorf("a debug session is already running in this conversation: %s debugging %s, started %s ago; keep using it, or call terminate first",
+			s.adapter.ID, s.program, time.Since(s.started).Round(time.Second))
+	}
+	return nil
+}
+
+// newSessionFor builds a session for the run and makes it the
+// conversation's; the run that starts it owns it.
+func (p *Provider) newSessionFor(run *orchestrator.Run, c *conversation, a *Adapter, program string) (*session, error) {
+	mapped, err := run.Enclosure.MapPath(run.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	pp := paths{host: run.Workdir, mapped: mapped, anywhere: run.Enclosure.Driver() == "host", mapFn: run.Enclosure.MapPath}
+	s := newSession(&p.cfg, a, p.metrics, pp, program)
+	p.adopt(c, s)
+	run.OnEnd(func() { s.end(metrics.ReasonRunEnded, "the run that launched it ended") })
+	return s, nil
+}
+
+// launch starts the program under its adapter, stopped at the stored
+// breakpoints.
+func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *conversation, program string, progArgs []string) (string, error) {
+	if err := p.refuseSecond(c); err != nil {
+		return "", err
+	}
+	root, err := workspace.New(run.Workdir)
+	if err != nil {
+		return "", err
+	}
+	abs, err := root.Resolve(program)
+	if err != nil {
+		return "", err
+	}
+	a, err := p.adapterFor(abs)
+	if err != nil {
+		return "", err
+	}
+	dir := abs
+	if st, err := os.Stat(abs); err == nil && !st.IsDir() {
+		dir = filepath.Dir(abs)
+	}
+	f := p.detect(ctx, run, a, dir)
+	if !f.usable() {
+		return "", fmt.Errorf("%s cannot debug %s here: %s (the adapters operation shows every adapter)", a.ID, program, f.why())
+	}
+	mappedProgram, err := run.Enclosure.MapPath(abs)
+	if err != nil {
+		return "", err
+	}
+	mappedDir, err := run.Enclosure.MapPath(run.Workdir)
+	if err != nil {
+		return "", err
+	}
+	launchArgs := map[string]any{}
+	for k, v := range a.Launch {
+		launchArgs[k] = v
+	}
+	launchArgs["request"] = "launch"
+	launchArgs["program"] = mappedProgram
+	launchArgs["args"] = append([]string{}, progArgs...)
+	launchArgs["cwd"] = mappedDir
+	if a.Interpreter != "" {
+		launchArgs["python"] = f.exe
+	}
+	if a.Builds {
+		// The built binary goes to a temporary file, never into the checkout.
+		launchArgs["output"] = filepath.Join(os.TempDir(), "berth-debug-"+randomHex())
+	}
+
+	s, err := p.newSessionFor(run, c, a, root.Rel(abs))
+	if err != nil {
+		return "", err
+	}
+	if err := s.startAdapter(ctx, run.Enclosure, f.exe, run.Workdir); err != nil {
+		s.end(metrics.ReasonCrashed, "the adapter did not start: "+err.Error())
+		return "", fmt.Errorf("%v%s", err, s.adapterSaid())
+	}
+	wait := p.cfg.StopWait
+	if a.Builds {
+		wait = p.cfg.BuildWait
+	}
+	stop := s.c.watch(stopEvents...)
+	if err := s.handshake(ctx, "launch", launchArgs, c.storedBreakpoints(), wait); err != nil {
+		said := s.adapterSaid()
+		s.end(metrics.ReasonCrashed, "the launch failed: "+err.Error())
+		return "", fmt.Errorf("launching %s with %s failed: %v%s", root.Rel(abs), a.ID, err, said)
+	}
+	s.markLive()
+	var b strings.Builder
+	fmt.Fprintf(&b, "launched %s with %s (the session ends by itself in %s)\n", root.Rel(abs), a.ID, p.cfg.SessionTTL)
+	s.writeBreakpoints(&b)
+	b.WriteString(s.waitStop(ctx, stop, p.cfg.StopWait))
+	return b.String(), nil
+}
+
+// attach connects to a debugpy listening on port in the enclosure.
+func (p *Provider) attach(ctx context.Context, run *orchestrator.Run, c *conversation, port int) (string, error) {
+	if err := p.refuseSecond(c); err != nil {
+		return "", err
+	}
+	var a *Adapter
+	for i := range p.cfg.Adapters {
+		if p.cfg.Adapters[i].ID == "debugpy" {
+			a = &p.cfg.Adapters[i]
+		}
+	}
+	if a == nil {
+		return "", errors.New("attach needs the debugpy adapter, which the configuration does not list")
+	}
+	dctx, cancel := context.WithTimeout(ctx, p.cfg.RequestWait)
+	conn, err := run.Enclosure.Dial(dctx, port)
+	cancel()
+	if err != nil {
+		return "", fmt.Errorf("nothing accepts connections on port %d (%v): start the program with python -m debugpy --listen 127.0.0.1:%d --wait-for-client, then attach", port, err, port)
+	}
+	s, err := p.newSessionFor(run, c, a, fmt.Sprintf("the program on port %d", port))
+	if err != nil {
+		_ = conn.Close()
+		return "", err
+	}
+	s.attached, s.conn = true, conn
+	s.connect(conn, conn)
+	attachArgs := map[string]any{"request": "attach"}
+	for k, v := range a.Launch {
+		attachArgs[k] = v
+	}
+	if err := s.handshake(ctx, "attach", attachArgs, c.storedBreakpoints(), p.cfg.StopWait); err != nil {
+		s.end(metrics.ReasonCrashed, "the attach failed: "+err.Error())
+		return "", fmt.Errorf("attaching to port %d failed: %v", port, err)
+	}
+	s.markLive()
+	var b strings.Builder
+	fmt.Fprintf(&b, "attached to the debugpy on port %d (the session ends by itself in %s; terminate detaches and leaves the program running)\n", port, p.cfg.SessionTTL)
+	s.writeBreakpoints(&b)
+	b.WriteString("the program runs: call status to see whether it stopped at a breakpoint, or pause")
+	return b.String(), nil
+}
+
+// output is the debuggee's captured stdout and stderr, of the running
+// session or the last one.
+func (p *Provider) output(c *conversation) string {
+	s, last := p.current(c)
+	if s == nil {
+		s = last
+	}
+	if s == nil {
+		return "no output: no debug session has run in this conversation"
+	}
+	out, errOut := s.stdout.report(), s.stderrOut.report()
+	if out == "" && errOut == "" {
+		return "the program has printed nothing yet"
+	}
+	var b strings.Builder
+	for _, part := range []struct{ name, text string }{{"stdout", out}, {"stderr", errOut}} {
+		if part.text != "" {
+			fmt.Fprintf(&b, "%s:\n%s\n", part.name, strings.TrimRight(part.text, "\n"))
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// terminate ends the running session.
+func (p *Provider) terminate(c *conversation) string {
+	s, _ := p.current(c)
+	if s == nil || !s.alive() {
+		return "no debug session is running; nothing to terminate"
+	}
+	age := time.Since(s.started).Round(time.Second)
+	s.end(metrics.ReasonStopped, "terminated on request")
+	if s.attached {
+		return fmt.Sprintf("detached from %s after %s; the program keeps running", s.program, age)
+	}
+	return fmt.Sprintf("terminated %s (%s) after %s; the program and the adapter are stopped", s.program, s.adapter.ID, age)
+}
+
+// writeBreakpoints adds the adapter's answer for every file to b.
+func (s *session) writeBreakpoints(b *strings.Builder) {
+	s.mu.Lock()
+	files := make([]string, 0, len(s.bps))
+	for f := range s.bps {
+		files = append(files, f)
+	}
+	s.mu.Unlock()
+	if len(files) == 0 {
+		return
+	}
+	b.WriteString("breakpoints:\n")
+	for _, f := range sorted(files) {
+		if t := s.breakpointTextMapped(f); t != "" {
+			b.WriteString(t + "\n")
+		}
+	}
+}
+
+// adapterSaid is the adapter's last stderr lines, for a failed start.
+func (s *session) adapterSaid() string {
+	if t := strings.TrimSpace(s.stderr.String()); t != "" {
+		return "\nadapter said: " + cutValue(lastLines(t, 8))
+	}
+	return ""
+}
+
+func randomHex() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,385 @@
+package debug
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/go-dap"
+)
+
+// stillRunning is the answer when the program did not stop in time.
+const stillRunning = "still running: call pause or status"
+
+// errRunning refuses an operation that needs a stopped program.
+var errRunning = errors.New("the program is running, not stopped: call pause first (or status to see what it is doing)")
+
+// stopEvents are the events that end a wait for the program to stop.
+var stopEvents = []string{"stopped", "terminated", "exited"}
+
+// waitStop waits up to wait for w's event and says where the program is:
+// stopped (with the location), ended (with its exit code), or still
+// running.
+func (s *session) waitStop(ctx context.Context, w *waiter, wait time.Duration) string {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	e, err := s.c.wait(wctx, w)
+	switch {
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return fmt.Sprintf("%s (it did not stop within %s)", stillRunning, wait)
+	case errors.Is(err, ErrEnded):
+		<-s.ended
+		return s.endText()
+	default:
+		return fmt.Sprintf("%s (the wait was cut short: %v)", stillRunning, err)
+	}
+	if _, ok := e.(*dap.StoppedEvent); ok {
+		return s.describeStop(ctx)
+	}
+	// exited comes before terminated; give the adapter a moment to finish
+	// (late output), then end the session.
+	if _, ok := e.(*dap.ExitedEvent); ok {
+		t := s.c.watch("terminated")
+		tctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, _ = s.c.wait(tctx, t)
+		cancel()
+	}
+	s.end("stopped", "the program ended")
+	return s.endText()
+}
+
+// endText says how the session ended, with the program's exit code.
+func (s *session) endText() string {
+	_, detail := s.endedWhy()
+	s.mu.Lock()
+	code := s.exitCode
+	s.mu.Unlock()
+	text := "the session ended: " + detail
+	if code != nil {
+		text += fmt.Sprintf(" (exit code %d)", *code)
+	}
+	if stderr := strings.TrimSpace(s.stderr.String()); stderr != "" && detail != "the program ended" {
+		text += "\nadapter said: " + cutValue(lastLines(stderr, 5))
+	}
+	return text + "\ncall output for what the program printed"
+}
+
+// describeStop says where the program stopped, fetching the top frame
+// once per stop.
+func (s *session) describeStop(ctx context.Context) string {
+	s.mu.Lock()
+	st := s.stop
+	s.mu.Unlock()
+	if st == nil {
+		return "running"
+	}
+	if st.frame == nil {
+		tid := st.threadID
+		if tid == 0 {
+			if ts, err := s.threadList(ctx); err == nil && len(ts) > 0 {
+				tid = ts[0].Id
+			}
+		}
+		frames, _, err := s.frames(ctx, tid, 1)
+		s.mu.Lock()
+		if st.threadID == 0 {
+			st.threadID = tid
+		}
+		if err == nil && len(frames) > 0 {
+			st.frame = &frames[0]
+		}
+		s.mu.Unlock()
+	}
+	text := fmt.Sprintf("stopped (%s) in thread %d", st.reason, st.threadID)
+	if st.description != "" && st.description != st.reason {
+		text += ": " + cutValue(st.description)
+	}
+	if st.frame != nil {
+		text += " at " + s.paths.location(sourcePath(st.frame.Source), st.frame.Line, st.frame.Name, fmt.Sprintf(" (frame_id %d)", st.frame.Id))
+	}
+	return text
+}
+
+// stopped returns the current stop, or errRunning.
+func (s *session) stopped() (*stopState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop == nil {
+		return nil, errRunning
+	}
+	return s.stop, nil
+}
+
+// resume sends continue, next, stepIn or stepOut and waits for the stop.
+func (s *session) resume(ctx context.Context, command string, threadID int) (string, error) {
+	st, err := s.stopped()
+	if err != nil {
+		if command == "continue" {
+			return "", errors.New("the program is already running: call pause to stop it, or status")
+		}
+		return "", err
+	}
+	if threadID == 0 {
+		threadID = st.threadID
+	}
+	var req dap.RequestMessage
+	switch command {
+	case "continue":
+		req = &dap.ContinueRequest{Request: dap.Request{Command: command}, Arguments: dap.ContinueArguments{ThreadId: threadID}}
+	case "next":
+		req = &dap.NextRequest{Request: dap.Request{Command: command}, Arguments: dap.NextArguments{ThreadId: threadID}}
+	case "stepIn":
+		req = &dap.StepInRequest{Request: dap.Request{Command: command}, Arguments: dap.StepInArguments{ThreadId: threadID}}
+	case "stepOut":
+		req = &dap.StepOutRequest{Request: dap.Request{Command: command}, Arguments: dap.StepOutArguments{ThreadId: threadID}}
+	}
+	w := s.c.watch(stopEvents...)
+	if _, err := s.request(ctx, req); err != nil {
+		s.c.unwatch(w)
+		return "", err
+	}
+	s.mu.Lock()
+	if s.stop == st {
+		s.stop = nil
+	}
+	s.mu.Unlock()
+	return s.waitStop(ctx, w, s.cfg.StopWait), nil
+}
+
+// pause stops a running program.
+func (s *session) pause(ctx context.Context, threadID int) (string, error) {
+	if _, err := s.stopped(); err == nil {
+		return "already " + s.describeStop(ctx), nil
+	}
+	if threadID == 0 {
+		ts, err := s.threadList(ctx)
+		if err != nil {
+			return "", err
+		}
+		if len(ts) == 0 {
+			return "", errors.New("the program has no threads to pause")
+		}
+		threadID = ts[0].Id
+	}
+	w := s.c.watch(stopEvents...)
+	if _, err := s.request(ctx, &dap.PauseRequest{Request: dap.Request{Command: "pause"}, Arguments: dap.PauseArguments{ThreadId: threadID}}); err != nil {
+		s.c.unwatch(w)
+		return "", err
+	}
+	return s.waitStop(ctx, w, s.cfg.StopWait), nil
+}
+
+// request sends one request and waits up to RequestWait for its answer.
+func (s *session) request(ctx context.Context, req dap.RequestMessage) (dap.Message, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestWait)
+	defer cancel()
+	return s.c.call(rctx, req)
+}
+
+func (s *session) threadList(ctx context.Context) ([]dap.Thread, error) {
+	resp, err := s.request(ctx, &dap.ThreadsRequest{Request: dap.Request{Command: "threads"}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*dap.ThreadsResponse).Body.Threads, nil
+}
+
+func (s *session) threads(ctx context.Context) (string, error) {
+	ts, err := s.threadList(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(ts) == 0 {
+		return "no threads", nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d threads:\n", len(ts))
+	for _, t := range ts {
+		fmt.Fprintf(&b, "thread_id %d: %s\n", t.Id, t.Name)
+	}
+	return strings.TrimRight(b.String(), "\n"), nil
+}
+
+func (s *session) frames(ctx context.Context, threadID, levels int) ([]dap.StackFrame, int, error) {
+	resp, err := s.request(ctx, &dap.StackTraceRequest{Request: dap.Request{Command: "stackTrace"},
+		Arguments: dap.StackTraceArguments{ThreadId: threadID, Levels: levels}})
+	if err != nil {
+		return nil, 0, err
+	}
+	body := resp.(*dap.StackTraceResponse).Body
+	return body.StackFrames, body.TotalFrames, nil
+}
+
+// stack lists up to 30 frames of the thread (default: the stopped one).
+func (s *session) stack(ctx context.Context, threadID int) (string, error) {
+	st, err := s.stopped()
+	if err != nil {
+		return "", err
+	}
+	if threadID == 0 {
+		threadID = st.threadID
+	}
+	frames, total, err := s.frames(ctx, threadID, maxFrames)
+	if err != nil {
+		return "", err
+	}
+	if len(frames) > maxFrames {
+		frames = frames[:maxFrames]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "thread %d, %d frames", threadID, len(frames))
+	if total > len(frames) {
+		fmt.Fprintf(&b, " (showing %d of %d)", len(frames), total)
+	}
+	b.WriteString(":\n")
+	for i, f := range frames {
+		fmt.Fprintf(&b, "#%d frame_id %d: %s\n", i, f.Id, s.paths.location(sourcePath(f.Source), f.Line, f.Name, ""))
+	}
+	return strings.TrimRight(b.String(), "\n"), nil
+}
+
+// scopes lists a frame's scopes with their references.
+func (s *session) scopes(ctx context.Context, frameID int) (string, error) {
+	if _, err := s.stopped(); err != nil {
+		return "", err
+	}
+	resp, err := s.request(ctx, &dap.ScopesRequest{Request: dap.Request{Command: "scopes"}, Arguments: dap.ScopesArguments{FrameId: frameID}})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "scopes of frame %d (pass a reference to variables):\n", frameID)
+	for _, sc := range resp.(*dap.ScopesResponse).Body.Scopes {
+		fmt.Fprintf(&b, "%s: reference %d", sc.Name, sc.VariablesReference)
+		if n := sc.NamedVariables + sc.IndexedVariables; n > 0 {
+			fmt.Fprintf(&b, " (%d variables)", n)
+		}
+		if sc.Expensive {
+			b.WriteString(" (expensive)")
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimRight(b.String(), "\n"), nil
+}
+
+// variables lists up to 50 children of a reference, values cut at 400
+// characters.
+func (s *session) variables(ctx context.Context, ref int) (string, error) {
+	if _, err := s.stopped(); err != nil {
+		return "", err
+	}
+	resp, err := s.request(ctx, &dap.VariablesRequest{Request: dap.Request{Command: "variables"}, Arguments: dap.VariablesArguments{VariablesReference: ref}})
+	if err != nil {
+		return "", err
+	}
+	vars := resp.(*dap.VariablesResponse).Body.Variables
+	var b strings.Builder
+	shown := vars
+	if len(shown) > maxChildren {
+		shown = shown[:maxChildren]
+	}
+	fmt.Fprintf(&b, "reference %d: %d children", ref, len(vars))
+	if len(vars) > len(shown) {
+		fmt.Fprintf(&b, " (showing %d of %d)", len(shown), len(vars))
+	}
+	b.WriteString(":\n")
+	for _, v := range shown {
+		b.WriteString(v.Name)
+		if v.Type != "" {
+			fmt.Fprintf(&b, " (%s)", v.Type)
+		}
+		b.WriteString(" = " + cutValue(v.Value))
+		if v.VariablesReference > 0 {
+			fmt.Fprintf(&b, " [reference %d]", v.VariablesReference)
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimRight(b.String(), "\n"), nil
+}
+
+// evaluate evaluates an expression in a frame (default: the stopped
+// frame), in that frame's own scope.
+func (s *session) evaluate(ctx context.Context, expr string, frameID int) (string, error) {
+	if frameID == 0 {
+		if _, err := s.stopped(); err != nil {
+			return "", err
+		}
+		s.describeStop(ctx)
+		s.mu.Lock()
+		if s.stop != nil && s.stop.frame != nil {
+			frameID = s.stop.frame.Id
+		}
+		s.mu.Unlock()
+	}
+	resp, err := s.request(ctx, &dap.EvaluateRequest{Request: dap.Request{Command: "evaluate"},
+		Arguments: dap.EvaluateArguments{Expression: expr, FrameId: frameID, Context: "repl"}})
+	if err != nil {
+		return "", err
+	}
+	body := resp.(*dap.EvaluateResponse).Body
+	text := cutValue(body.Result)
+	if body.Type != "" {
+		text += " (" + body.Type + ")"
+	}
+	if body.VariablesReference > 0 {
+		text += fmt.Sprintf(" [reference %d]", body.VariablesReference)
+	}
+	return text, nil
+}
+
+// breakpointText reports one file's breakpoints as the adapter answered.
+func (s *session) breakpointText(file string) string {
+	mapped, err := s.mapPath(file)
+	if err != nil {
+		return err.Error()
+	}
+	return s.breakpointTextMapped(mapped)
+}
+
+// breakpointTextMapped is breakpointText for a path as the adapter sees it.
+func (s *session) breakpointTextMapped(mapped string) string {
+	s.mu.Lock()
+	bps := append([]dap.Breakpoint(nil), s.bps[mapped]...)
+	s.mu.Unlock()
+	var b strings.Builder
+	for _, bp := range bps {
+		fmt.Fprintf(&b, "%s:%d ", s.paths.show(mapped), bp.Line)
+		if bp.Verified {
+			b.WriteString("verified")
+		} else {
+			b.WriteString("unverified")
+			if bp.Message != "" {
+				b.WriteString(": " + cutValue(bp.Message))
+			}
+		}
+		if src := s.paths.sourceLine(mapped, bp.Line); src != "" {
+			fmt.Fprintf(&b, "\n  %d | %s", bp.Line, src)
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func sorted(xs []string) []string {
+	sort.Strings(xs)
+	return xs
+}
+
+func sourcePath(src *dap.Source) string {
+	if src == nil {
+		return ""
+	}
+	return src.Path
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,202 @@
+package debug
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+)
+
+// Provider serves the debug tool. It keeps one conversation entry per
+// conversation id with a live run: its stored breakpoints, its session (at
+// most one) and the last session that ended (for status and output).
+type Provider struct {
+	cfg     Config
+	metrics *metrics.Metrics
+
+	mu       sync.Mutex
+	convs    map[string]*conversation
+	imported map[string]bool // enclosure, interpreter, module → imports
+}
+
+var _ orchestrator.Provider = (*Provider)(nil)
+
+// conversation is one conversation's debugging state. lock serialises its
+// operations (one-slot semaphore, so waiting can be cancelled); bps is
+// touched only under lock; sess, last and refs are under Provider.mu.
+type conversation struct {
+	id   string
+	lock chan struct{}
+	bps  map[string][]int // absolute host path (symlinks resolved) → lines
+
+	refs int // runs that joined it
+	sess *session
+	last *session
+}
+
+// New builds the provider; cfg must be valid (Validate).
+func New(cfg Config, m *metrics.Metrics) (*Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Provider{cfg: cfg, metrics: m, convs: map[string]*conversation{}, imported: map[string]bool{}}, nil
+}
+
+// Validate checks what New relies on.
+func (c Config) Validate() error {
+	for name, d := range map[string]time.Duration{"session_ttl": c.SessionTTL, "stop_wait": c.StopWait, "build_wait": c.BuildWait, "request_wait": c.RequestWait} {
+		if d <= 0 {
+			return fmt.Errorf("debug.%s must be a positive duration such as 30s, not %s", name, d)
+		}
+	}
+	if c.OutputLimit <= 0 {
+		return errors.New("debug.output_limit must be a positive number of bytes")
+	}
+	if c.Python == "" {
+		return errors.New("debug.python must name an interpreter, such as python3 or /usr/bin/python3")
+	}
+	seen := map[string]bool{}
+	for _, a := range c.Adapters {
+		switch {
+		case a.ID == "" || seen[a.ID]:
+			return fmt.Errorf("debug.adapters: every adapter needs a unique id (%q)", a.ID)
+		case a.Transport != "stdio" && a.Transport != "tcp":
+			return fmt.Errorf("debug.adapters[%s].transport must be stdio or tcp, not %q", a.ID, a.Transport)
+		case a.Interpreter == "" && len(a.Executables) == 0:
+			return fmt.Errorf("debug.adapters[%s] needs executables (or interpreter: python)", a.ID)
+		case a.Interpreter != "" && a.Interpreter != "python":
+			return fmt.Errorf("debug.adapters[%s].interpreter must be python or empty, not %q", a.ID, a.Interpreter)
+		case len(a.Markers) == 0:
+			return fmt.Errorf("debug.adapters[%s] needs at least one root marker", a.ID)
+		}
+		seen[a.ID] = true
+	}
+	return nil
+}
+
+// Feature is debug.
+func (p *Provider) Feature() string { return orchestrator.FeatureDebug }
+
+// Tools offers debug only to a run with a working directory and a
+// conversation id: the session is the conversation's.
+func (p *Provider) Tools(run *orchestrator.Run) []orchestrator.Tool {
+	if run.Workdir == "" || run.ConversationID == "" {
+		return nil
+	}
+	return []orchestrator.Tool{tool{p: p}}
+}
+
+// Close ends every session (Berth is stopping).
+func (p *Provider) Close() {
+	p.mu.Lock()
+	var live []*session
+	for _, c := range p.convs {
+		if c.sess != nil {
+			live = append(live, c.sess)
+		}
+	}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range live {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.end(metrics.ReasonStopped, "Berth is stopping") }()
+	}
+	wg.Wait()
+}
+
+// convKey is the run.Value key of a run's membership in its conversation.
+type convKey struct{ p *Provider }
+
+// membership releases the run's hold on its conversation when the run
+// ends; the entry goes when no run holds it and no session lives.
+type membership struct {
+	p *Provider
+	c *conversation
+}
+
+func (m *membership) Close() {
+	m.p.mu.Lock()
+	defer m.p.mu.Unlock()
+	m.c.refs--
+	m.p.dropIfUnused(m.c)
+}
+
+// dropIfUnused forgets a conversation no run holds. Called with mu held.
+func (p *Provider) dropIfUnused(c *conversation) {
+	if c.refs <= 0 && c.sess == nil && p.convs[c.id] == c {
+		delete(p.convs, c.id)
+	}
+}
+
+// join returns the run's conversation entry, creating it on first use.
+func (p *Provider) join(run *orchestrator.Run) *conversation {
+	m := run.Value(convKey{p}, func() any {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		c, ok := p.convs[run.ConversationID]
+		if !ok {
+			c = &conversation{id: run.ConversationID, lock: make(chan struct{}, 1), bps: map[string][]int{}}
+			p.convs[run.ConversationID] = c
+		}
+		c.refs++
+		return &membership{p: p, c: c}
+	}).(*membership)
+	return m.c
+}
+
+// current returns the live session and the last ended one.
+func (p *Provider) current(c *conversation) (*session, *session) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return c.sess, c.last
+}
+
+// adopt makes s the conversation's session; when it ends it becomes the
+// last one.
+func (p *Provider) adopt(c *conversation, s *session) {
+	s.onEnd = func(s *session) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if c.sess == s {
+			c.sess, c.last = nil, s
+		}
+		p.dropIfUnused(c)
+	}
+	p.mu.Lock()
+	c.sess = s
+	p.mu.Unlock()
+}
+
+// storedBreakpoints copies the conversation's breakpoints. Called under
+// the conversation's lock.
+func (c *conversation) storedBreakpoints() map[string][]int {
+	out := make(map[string][]int, len(c.bps))
+	for f, l := range c.bps {
+		out[f] = append([]int(nil), l...)
+	}
+	return out
+}
+
+// setLines stores lines for file, sorted and without repeats; none
+// clears the file. Called under the conversation's lock.
+func (c *conversation) setLines(file string, lines []int) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, l := range lines {
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	sort.Ints(out)
+	if len(out) == 0 {
+		delete(c.bps, file)
+	} else {
+		c.bps[file] = out
+	}
+	return out
+}

@@ -1,0 +1,263 @@
+package debug
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/google/go-dap"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+)
+
+// session is one debug session: an adapter process (none for attach,
+// where the debuggee's own adapter listens on a port), its DAP client, and
+// what the adapter's events have said.
+//
+// Goroutines, after delve's service/dap/server.go:
+//
+//   - The reader (client.read) is the only reader of the adapter's stream.
+//     It applies each event to the session's state (onEvent, under mu),
+//     then hands it to the waiters registered for it, and routes each
+//     response to its request by request_seq. It never sends a request and
+//     never waits on a caller; when the stream ends or breaks it closes the
+//     client's done channel, which ends every pending wait.
+//   - The caller is one tool operation at a time (the conversation's
+//     operation lock serialises them). It registers a waiter before each
+//     request that causes an event, sends, and waits, every wait bounded
+//     (RequestWait, StopWait, BuildWait) and cut short by the reader
+//     stopping or by the session ending.
+//   - Enders: the TTL timer, the reader's watcher (the stream ended) and
+//     the terminated event each start end in a goroutine; a tool
+//     operation (terminate) or the owning run's end call it directly. end
+//     runs once, the first reason wins, and every other caller waits for
+//     it to finish: disconnect (terminating the debuggee), kill the
+//     adapter's process group, close the stream, wait for the reader.
+//   - The enclosure's process handle has its own owner goroutine, and the
+//     adapter's stderr is drained into a capped buffer (cmd.Stderr) that
+//     explains a failed start.
+type session struct {
+	cfg      *Config
+	adapter  *Adapter
+	metrics  *metrics.Metrics
+	paths    paths
+	program  string // as the model gave it
+	attached bool
+	started  time.Time
+
+	proc      enclosure.Process // nil for attach
+	conn      net.Conn          // nil for stdio
+	stderr    *capped
+	c         *client
+	caps      dap.Capabilities
+	stdout    *capped // the debuggee's, from output events
+	stderrOut *capped
+	ttl       *time.Timer
+
+	mu         sync.Mutex
+	stop       *stopState // nil while running
+	exitCode   *int
+	terminated bool
+	bps        map[string][]dap.Breakpoint // by absolute (enclosure) path
+	live       bool                        // the start succeeded and was counted
+
+	endOnce sync.Once
+	ended   chan struct{}
+	reason  string // why it ended, for status
+	detail  string
+	// onEnd is called once, from end, after everything is stopped.
+	onEnd func(*session)
+}
+
+// stopState is where the program stopped, filled lazily: the event gives
+// the thread and reason, the caller fetches the top frame.
+type stopState struct {
+	threadID    int
+	reason      string
+	description string
+	frame       *dap.StackFrame // nil until fetched
+}
+
+// newSession builds a session around an open stream; start or attach
+// sets proc/conn before.
+func newSession(cfg *Config, a *Adapter, m *metrics.Metrics, p paths, program string) *session {
+	return &session{
+		cfg: cfg, adapter: a, metrics: m, paths: p, program: program, started: time.Now(),
+		stderr: &capped{limit: 16 << 10}, stdout: &capped{limit: cfg.OutputLimit}, stderrOut: &capped{limit: cfg.OutputLimit},
+		bps: map[string][]dap.Breakpoint{}, ended: make(chan struct{}),
+	}
+}
+
+// connect starts the DAP client on the stream, the TTL timer and the
+// watcher that ends the session when the stream does.
+func (s *session) connect(r io.Reader, w io.Writer) {
+	s.c = newClient(r, w, s.onEvent)
+	s.ttl = time.AfterFunc(s.cfg.SessionTTL, func() {
+		s.end(metrics.ReasonTTL, fmt.Sprintf("its time to live (%s) passed", s.cfg.SessionTTL))
+	})
+	go func() {
+		select {
+		case <-s.c.Done():
+			s.mu.Lock()
+			finished := s.terminated || s.exitCode != nil
+			s.mu.Unlock()
+			if finished {
+				go s.end(metrics.ReasonStopped, "the program ended")
+			} else {
+				go s.end(metrics.ReasonCrashed, "the adapter stopped: "+errString(s.c.Err()))
+			}
+		case <-s.ended:
+		}
+	}()
+}
+
+// onEvent keeps the session's state; it runs on the reader goroutine.
+func (s *session) onEvent(e dap.EventMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch ev := e.(type) {
+	case *dap.StoppedEvent:
+		s.stop = &stopState{threadID: ev.Body.ThreadId, reason: ev.Body.Reason, description: firstOf(ev.Body.Text, ev.Body.Description)}
+	case *dap.ContinuedEvent:
+		s.stop = nil
+	case *dap.OutputEvent:
+		// Kept apart: the adapters read the two pipes separately, so
+		// interleaving them splits lines.
+		switch ev.Body.Category {
+		case "stdout":
+			_, _ = s.stdout.Write([]byte(ev.Body.Output))
+		case "stderr":
+			_, _ = s.stderrOut.Write([]byte(ev.Body.Output))
+		}
+	case *dap.ExitedEvent:
+		code := ev.Body.ExitCode
+		s.exitCode = &code
+		s.stop = nil
+	case *dap.TerminatedEvent:
+		s.terminated = true
+		s.stop = nil
+		go s.end(metrics.ReasonStopped, "the program ended")
+	case *dap.BreakpointEvent:
+		s.updateBreakpoint(ev.Body.Reason, ev.Body.Breakpoint)
+	}
+}
+
+// updateBreakpoint applies a breakpoint event to the stored results, by
+// breakpoint id. Called with mu held.
+func (s *session) updateBreakpoint(reason string, bp dap.Breakpoint) {
+	if bp.Id == 0 {
+		return
+	}
+	for file, list := range s.bps {
+		for i, old := range list {
+			if old.Id != bp.Id {
+				continue
+			}
+			if reason == "removed" {
+				s.bps[file] = append(list[:i], list[i+1:]...)
+				return
+			}
+			if bp.Line == 0 {
+				bp.Line = old.Line
+			}
+			if bp.Source == nil {
+				bp.Source = old.Source
+			}
+			list[i] = bp
+			return
+		}
+	}
+}
+
+// alive says whether the session has not ended.
+func (s *session) alive() bool {
+	select {
+	case <-s.ended:
+		return false
+	default:
+		return true
+	}
+}
+
+// endedWhy is the reason and detail of the end, once ended.
+func (s *session) endedWhy() (string, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason, s.detail
+}
+
+// end ends the session once: a polite disconnect that terminates a
+// launched debuggee, then the adapter's process group killed and the
+// stream closed. Later callers wait for the first to finish.
+func (s *session) end(reason, detail string) {
+	s.endOnce.Do(func() {
+		s.mu.Lock()
+		s.reason, s.detail = reason, detail
+		s.mu.Unlock()
+		if s.ttl != nil {
+			s.ttl.Stop()
+		}
+		if s.c != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			_, _ = s.c.call(ctx, &dap.DisconnectRequest{
+				Request:   dap.Request{Command: "disconnect"},
+				Arguments: &dap.DisconnectArguments{TerminateDebuggee: !s.attached},
+			})
+			cancel()
+		}
+		if s.proc != nil {
+			_ = s.proc.Kill()
+		}
+		if s.conn != nil {
+			_ = s.conn.Close()
+		}
+		if s.proc != nil {
+			if cl, ok := s.proc.Stdout().(io.Closer); ok {
+				_ = cl.Close()
+			}
+			<-s.proc.Done()
+		}
+		if s.c != nil {
+			<-s.c.Done()
+		}
+		s.mu.Lock()
+		live := s.live
+		s.mu.Unlock()
+		if live {
+			s.metrics.SessionEnded(metrics.KindDebug, reason)
+		} else {
+			s.metrics.SessionFailed(metrics.KindDebug)
+		}
+		if s.onEnd != nil {
+			s.onEnd(s)
+		}
+		close(s.ended)
+	})
+	<-s.ended
+}
+
+// markLive counts the session as started, once the handshake succeeded.
+func (s *session) markLive() {
+	s.mu.Lock()
+	s.live = true
+	s.mu.Unlock()
+	s.metrics.SessionStarted(metrics.KindDebug)
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "no reason given"
+	}
+	return err.Error()
+}
