@@ -226,14 +226,19 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 	if a.Interpreter != "" {
 		launchArgs["python"] = f.exe
 	}
+	built := ""
 	if a.Builds {
 		// The built binary goes to a temporary file, never into the checkout.
-		launchArgs["output"] = filepath.Join(os.TempDir(), "berth-debug-"+randomHex())
+		built = filepath.Join(os.TempDir(), "berth-debug-"+randomHex())
+		launchArgs["output"] = built
 	}
 
 	s, err := p.newSessionFor(run, c, a, root.Rel(abs))
 	if err != nil {
 		return "", err
+	}
+	if built != "" && run.Enclosure.Driver() == "host" {
+		s.removeAfter = built
 	}
 	if err := s.startAdapter(ctx, run.Enclosure, f.exe, run.Workdir); err != nil {
 		s.end(metrics.ReasonCrashed, "the adapter did not start: "+err.Error())

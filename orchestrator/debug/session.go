@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -57,6 +58,9 @@ type session struct {
 	stdout    *capped // the debuggee's, from output events
 	stderrOut *capped
 	ttl       *time.Timer
+	// removeAfter is a host file the adapter built (delve's binary),
+	// removed when the session ends, whether or not the adapter did.
+	removeAfter string
 
 	mu         sync.Mutex
 	stop       *stopState // nil while running
@@ -223,6 +227,9 @@ func (s *session) end(reason, detail string) {
 		}
 		if s.c != nil {
 			<-s.c.Done()
+		}
+		if s.removeAfter != "" {
+			_ = os.Remove(s.removeAfter)
 		}
 		s.mu.Lock()
 		live := s.live
