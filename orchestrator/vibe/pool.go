@@ -14,6 +14,10 @@ import (
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
+// outputGrace is how long output is still read after a worker's process
+// group has died, from processes that escaped it.
+const outputGrace = 2 * time.Second
+
 // errRunEnded refuses work on a pool whose run has ended.
 var errRunEnded = errors.New("the run has ended, and its workers with it: start a new run")
 
@@ -116,8 +120,23 @@ func (p *pool) watch(w *worker, a *attempt, input string) {
 		_ = a.proc.Stdin().Close()
 	})
 	wg.Go(func() { _, _ = io.Copy(stderr, a.proc.Stderr()) })
-	_, _ = io.Copy(stdout, a.proc.Stdout())
-	wg.Wait()
+	wg.Go(func() { _, _ = io.Copy(stdout, a.proc.Stdout()) })
+	copied := make(chan struct{})
+	go func() { wg.Wait(); close(copied) }()
+	select {
+	case <-copied:
+	case <-a.proc.Done():
+		// The worker and its process group are gone. A process that left
+		// the group (setsid) may still hold the pipes open: take what it
+		// writes for a moment, then stop reading, so the worker settles
+		// and the run can end.
+		select {
+		case <-copied:
+		case <-time.After(outputGrace):
+			closeReaders(a.proc)
+			<-copied
+		}
+	}
 	code, err := a.proc.Wait()
 
 	p.mu.Lock()
@@ -291,4 +310,14 @@ func (p *pool) Close() {
 			<-a.done
 		}
 	})
+}
+
+// closeReaders closes the process's output pipes, ending the reads of a
+// worker whose pipes outlive it.
+func closeReaders(proc enclosure.Process) {
+	for _, r := range []io.Reader{proc.Stdout(), proc.Stderr()} {
+		if c, ok := r.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
 }

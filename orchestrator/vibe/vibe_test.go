@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -407,4 +408,39 @@ func TestConfigCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A process that leaves the worker's process group keeps its stdout open;
+// the worker must still settle (and the run still end) once the group is
+// gone.
+func TestEscapedProcessDoesNotHoldTheWorker(t *testing.T) {
+	marker := strconv.Itoa(500000 + os.Getpid()%100000)
+	f := newFixture(t, config(append(script(t, "escape"), marker), nil))
+	t.Cleanup(func() {
+		// The escaped process is outside what the enclosure can kill.
+		for _, pid := range escaped(t, marker) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	f.ok(t, "vibe_spawn", obj{"brief": "b", "label": "l"})
+	f.ok(t, "vibe_wait", obj{"worker_id": "w1", "timeout_seconds": 30}, "succeeded", "started")
+	if len(escaped(t, marker)) == 0 {
+		t.Fatal("the escaped process is not running: the test shows nothing")
+	}
+	f.run.End(orchestrator.EndStopped)
+}
+
+// escaped lists the processes running "sleep marker".
+func escaped(t *testing.T, marker string) []int {
+	t.Helper()
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && string(b) == "sleep\x00"+marker+"\x00" {
+			pid, _ := strconv.Atoi(e.Name())
+			out = append(out, pid)
+		}
+	}
+	return out
 }
