@@ -1,0 +1,145 @@
+package lsp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator"
+)
+
+// checker runs the project checker of every catalog entry rooted at the
+// workdir (diagnostics "*"), in the run's enclosure, and lists what it
+// reports as path:line:col: message.
+func (p *Provider) checker(ctx context.Context, run *orchestrator.Run) *orchestrator.Result {
+	var out []string
+	var why []string
+	ran := map[string]bool{}
+	for _, sc := range p.conf.Servers {
+		if len(sc.Checker) == 0 {
+			continue
+		}
+		m := probe(ctx, run, sc, run.Workdir)
+		if m.root != run.Workdir {
+			why = append(why, fmt.Sprintf("%s: no root marker (%s) in the workdir itself", sc.Name, strings.Join(sc.RootMarkers, ", ")))
+			continue
+		}
+		key := strings.Join(sc.Languages, ",")
+		if ran[key] {
+			continue // one checker per language (pyright before pylsp)
+		}
+		if _, err := run.Enclosure.LookPath(ctx, sc.Checker[0]); err != nil {
+			why = append(why, fmt.Sprintf("%s: checker %q not found in the %s enclosure", sc.Name, sc.Checker[0], run.Enclosure.Driver()))
+			continue
+		}
+		ran[key] = true
+		out = append(out, p.runChecker(ctx, run, sc))
+	}
+	if len(out) == 0 {
+		return orchestrator.Errorf("no project checker can run for the workdir:\n  %s\nPass a file to diagnostics instead.", strings.Join(why, "\n  "))
+	}
+	return orchestrator.Text(strings.Join(out, "\n\n"))
+}
+
+func (p *Provider) runChecker(ctx context.Context, run *orchestrator.Run, sc ServerConfig) string {
+	ctx, cancel := context.WithTimeout(ctx, p.conf.CheckerTimeout.D())
+	defer cancel()
+	cmdline := strings.Join(sc.Checker, " ")
+	dir, err := run.Enclosure.MapPath(run.Workdir)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", cmdline, err)
+	}
+	var stderr bytes.Buffer
+	proc, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: sc.Checker[0], Args: sc.Checker[1:], Dir: dir, Stderr: &lockedBuffer{b: &stderr}})
+	if err != nil {
+		return fmt.Sprintf("%s could not start: %v", cmdline, err)
+	}
+	proc.Stdin().Close()
+	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
+	stdout, _ := io.ReadAll(proc.Stdout())
+	code, _ := proc.Wait()
+	stop()
+	encRoot, _ := run.Enclosure.MapPath(run.Workdir)
+	found := parseChecker(string(stdout)+"\n"+stderr.String(), run.Workdir, encRoot)
+	head := fmt.Sprintf("%s (exit %d): %d problem(s)", cmdline, code, len(found))
+	if ctx.Err() != nil {
+		head = fmt.Sprintf("%s was stopped after %s: %d problem(s) before that", cmdline, p.conf.CheckerTimeout.D(), len(found))
+	}
+	if len(found) > maxFileDiagnostics {
+		head += fmt.Sprintf(", showing %d", maxFileDiagnostics)
+		found = found[:maxFileDiagnostics]
+	}
+	if len(found) == 0 && code != 0 {
+		tail := strings.TrimSpace(string(stdout) + "\n" + stderr.String())
+		if len(tail) > 2000 {
+			tail = "…" + tail[len(tail)-2000:]
+		}
+		return head + "; its output:\n" + tail
+	}
+	return strings.TrimRight(head+"\n"+strings.Join(found, "\n"), "\n")
+}
+
+// Checker output forms: "path:line:col: msg" (go vet, cargo --message-format
+// short, cc, pyflakes), "  path:line:col - error: msg" (pyright),
+// "path(line,col): error TS…: msg" (tsc) and "error - path:line:col - msg"
+// (dart analyze).
+var checkerForms = []*regexp.Regexp{
+	regexp.MustCompile(`^\s*(?:error|warning|info) - (\S+?):(\d+):(\d+) - (.*)$`),
+	regexp.MustCompile(`^\s*(\S+?):(\d+):(\d+) - (.*)$`),
+	regexp.MustCompile(`^\s*(\S+?)\((\d+),(\d+)\): (.*)$`),
+	regexp.MustCompile(`^(?:vet: )?(\S+?):(\d+):(?:(\d+):)? ?(.*)$`),
+}
+
+func parseChecker(out, workdir, encRoot string) []string {
+	var res []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, re := range checkerForms {
+			m := re.FindStringSubmatch(line)
+			if m == nil || !strings.Contains(filepath.Base(m[1]), ".") {
+				continue
+			}
+			path := m[1]
+			if filepath.IsAbs(path) {
+				if r := relTo(encRoot, path); r != path {
+					path = r
+				} else {
+					path = relTo(workdir, path)
+				}
+			} else {
+				path = filepath.ToSlash(filepath.Clean(path))
+			}
+			ln, _ := strconv.Atoi(m[2])
+			col := 1
+			if m[3] != "" {
+				col, _ = strconv.Atoi(m[3])
+			}
+			res = append(res, fmt.Sprintf("%s:%d:%d: %s", path, ln, col, strings.TrimSpace(m[4])))
+			break
+		}
+	}
+	return res
+}
+
+// lockedBuffer is a bytes.Buffer safe for the writer goroutine and the
+// reader after Wait.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}

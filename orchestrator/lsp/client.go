@@ -1,0 +1,110 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"go.lsp.dev/protocol"
+)
+
+// client answers what a language server asks of Berth: it records
+// diagnostics and progress and answers configuration requests. Its methods
+// run on the connection's read goroutine, so none of them blocks.
+type client struct {
+	protocol.UnimplementedClient
+	s *server
+}
+
+var _ protocol.Client = (*client)(nil)
+
+func (c *client) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagnosticsParams) error {
+	v, ok := p.Version.Get()
+	if !ok {
+		v = -1
+	}
+	c.s.published(c.s.fromURI(p.URI), v, p.Diagnostics)
+	return nil
+}
+
+func (c *client) Progress(_ context.Context, p *protocol.ProgressParams) error {
+	var v struct {
+		Kind string `json:"kind"`
+	}
+	if json.Unmarshal(p.Value, &v) == nil {
+		c.s.progressed(fmt.Sprint(p.Token), v.Kind)
+	}
+	return nil
+}
+
+func (c *client) WorkDoneProgressCreate(context.Context, *protocol.WorkDoneProgressCreateParams) error {
+	return nil
+}
+
+func (c *client) Configuration(_ context.Context, p *protocol.ConfigurationParams) ([]protocol.LSPAny, error) {
+	out := make([]protocol.LSPAny, len(p.Items))
+	for i, it := range p.Items {
+		var v any = c.s.cfg.Settings
+		if it.Section != nil && *it.Section != "" {
+			for _, part := range strings.Split(*it.Section, ".") {
+				m, ok := v.(map[string]any)
+				if !ok {
+					v = nil
+					break
+				}
+				v = m[part]
+			}
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			b = []byte("null")
+		}
+		out[i] = protocol.LSPAny(b)
+	}
+	return out, nil
+}
+
+func (c *client) WorkspaceFolders(context.Context) ([]protocol.WorkspaceFolder, error) {
+	return []protocol.WorkspaceFolder{c.s.folder()}, nil
+}
+
+func (c *client) RegisterCapability(context.Context, *protocol.RegistrationParams) error { return nil }
+
+func (c *client) UnregisterCapability(context.Context, *protocol.UnregistrationParams) error {
+	return nil
+}
+
+func (c *client) ShowMessage(_ context.Context, p *protocol.ShowMessageParams) error {
+	if p.Type == protocol.MessageTypeError || p.Type == protocol.MessageTypeWarning {
+		fmt.Fprintf(c.s.stderr, "[window/showMessage] %s\n", p.Message)
+	}
+	return nil
+}
+
+func (c *client) LogMessage(_ context.Context, p *protocol.LogMessageParams) error {
+	if p.Type == protocol.MessageTypeError {
+		fmt.Fprintf(c.s.stderr, "[window/logMessage] %s\n", p.Message)
+	}
+	return nil
+}
+
+func (c *client) ShowMessageRequest(context.Context, *protocol.ShowMessageRequestParams) (*protocol.MessageActionItem, error) {
+	return nil, nil
+}
+
+// ApplyEdit refuses: Berth writes files only through lsp_rename's
+// all-or-nothing writer, never at a server's request.
+func (c *client) ApplyEdit(context.Context, *protocol.ApplyWorkspaceEditParams) (*protocol.ApplyWorkspaceEditResult, error) {
+	reason := "Berth applies edits only through lsp_rename"
+	return &protocol.ApplyWorkspaceEditResult{Applied: false, FailureReason: &reason}, nil
+}
+
+func (c *client) Telemetry(context.Context, protocol.LSPAny) error         { return nil }
+func (c *client) CodeLensRefresh(context.Context) error                    { return nil }
+func (c *client) FoldingRangeRefresh(context.Context) error                { return nil }
+func (c *client) SemanticTokensRefresh(context.Context) error              { return nil }
+func (c *client) InlineValueRefresh(context.Context) error                 { return nil }
+func (c *client) InlayHintRefresh(context.Context) error                   { return nil }
+func (c *client) DiagnosticRefresh(context.Context) error                  { return nil }
+func (c *client) LogTrace(context.Context, *protocol.LogTraceParams) error { return nil }

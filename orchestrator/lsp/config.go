@@ -1,0 +1,173 @@
+package lsp
+
+import (
+	"fmt"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the lsp section of berth.yaml. Every field has a default
+// (DefaultConfig); a configured Servers list replaces the built-in catalog.
+type Config struct {
+	// Servers is the catalog, in order of preference: for a file, the first
+	// entry whose extension matches and whose root marker and executable
+	// are both found serves it.
+	Servers []ServerConfig `yaml:"servers"`
+	// StartTimeout bounds a server's start up to its answer to initialize.
+	// Cold servers on a busy machine are slow: keep it generous.
+	StartTimeout Duration `yaml:"start_timeout"`
+	// LoadTimeout bounds the wait for the server's initial workspace load
+	// ($/progress) before a workspace-wide query (references,
+	// implementation, workspace symbols) is sent anyway.
+	LoadTimeout Duration `yaml:"load_timeout"`
+	// ProgressGrace is how long after initialization a server that has
+	// reported no progress is taken as loaded.
+	ProgressGrace Duration `yaml:"progress_grace"`
+	// RequestTimeout bounds one request to a server.
+	RequestTimeout Duration `yaml:"request_timeout"`
+	// DiagnosticsTimeout bounds the wait for the diagnostics of a synced
+	// version of a file; past it the state is "unknown".
+	DiagnosticsTimeout Duration `yaml:"diagnostics_timeout"`
+	// Debounce is how long to keep listening for follow-up diagnostics
+	// after the first answer for a synced version (gopls publishes type
+	// errors first and analyses later).
+	Debounce Duration `yaml:"debounce"`
+	// WillWriteTimeout bounds files/willWrite, which delays the harness's
+	// write.
+	WillWriteTimeout Duration `yaml:"will_write_timeout"`
+	// CheckerTimeout bounds a project checker (diagnostics "*").
+	CheckerTimeout Duration `yaml:"checker_timeout"`
+	// MaxRestarts is how many times a crashed server is restarted in a row
+	// before calls fail until reload.
+	MaxRestarts int `yaml:"max_restarts"`
+	// RestartBackoff is the wait before the first restart; it doubles with
+	// each further crash in a row.
+	RestartBackoff Duration `yaml:"restart_backoff"`
+	// StderrBytes is how much of each server's stderr is kept for status.
+	StderrBytes int `yaml:"stderr_bytes"`
+	// MaxPerFile and MaxTotal cap the diagnostics a report lists.
+	MaxPerFile int `yaml:"max_per_file"`
+	MaxTotal   int `yaml:"max_total"`
+}
+
+// ServerConfig is one catalog entry.
+type ServerConfig struct {
+	// Name identifies the entry in status and errors (gopls, pyright, ...).
+	Name string `yaml:"name"`
+	// Languages names the languages it serves, for status.
+	Languages []string `yaml:"languages"`
+	// Extensions are the file extensions it serves, with the dot, mapped
+	// to the LSP language id sent in didOpen.
+	Extensions map[string]string `yaml:"extensions"`
+	// Command is the executable and its arguments.
+	Command []string `yaml:"command"`
+	// RootMarkers are file or directory names whose nearest directory at or
+	// above a file is its root.
+	RootMarkers []string `yaml:"root_markers"`
+	// InitializationOptions are sent in initialize.
+	InitializationOptions map[string]any `yaml:"initialization_options,omitempty"`
+	// Settings answer workspace/configuration and are sent with
+	// workspace/didChangeConfiguration after initialization.
+	Settings map[string]any `yaml:"settings,omitempty"`
+	// Checker is the project checker run in the root for diagnostics "*";
+	// its output is parsed into path:line:col: message lines.
+	Checker []string `yaml:"checker,omitempty"`
+}
+
+// DefaultConfig is the built-in configuration.
+func DefaultConfig() Config {
+	return Config{
+		Servers:            DefaultServers(),
+		StartTimeout:       Duration(2 * time.Minute),
+		LoadTimeout:        Duration(2 * time.Minute),
+		ProgressGrace:      Duration(1500 * time.Millisecond),
+		RequestTimeout:     Duration(time.Minute),
+		DiagnosticsTimeout: Duration(20 * time.Second),
+		Debounce:           Duration(400 * time.Millisecond),
+		WillWriteTimeout:   Duration(5 * time.Second),
+		CheckerTimeout:     Duration(5 * time.Minute),
+		MaxRestarts:        3,
+		RestartBackoff:     Duration(500 * time.Millisecond),
+		StderrBytes:        16 << 10,
+		MaxPerFile:         10,
+		MaxTotal:           30,
+	}
+}
+
+// DefaultServers is the built-in catalog.
+func DefaultServers() []ServerConfig {
+	pyMarkers := []string{"pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "pyrightconfig.json"}
+	py := map[string]string{".py": "python", ".pyi": "python"}
+	ts := map[string]string{".ts": "typescript", ".tsx": "typescriptreact", ".mts": "typescript", ".cts": "typescript",
+		".js": "javascript", ".jsx": "javascriptreact", ".mjs": "javascript", ".cjs": "javascript"}
+	return []ServerConfig{
+		{Name: "gopls", Languages: []string{"go"}, Extensions: map[string]string{".go": "go"},
+			Command: []string{"gopls"}, RootMarkers: []string{"go.work", "go.mod"},
+			Checker: []string{"go", "vet", "./..."}},
+		{Name: "pyright", Languages: []string{"python"}, Extensions: py,
+			Command: []string{"pyright-langserver", "--stdio"}, RootMarkers: pyMarkers,
+			Checker: []string{"pyright"}},
+		{Name: "pylsp", Languages: []string{"python"}, Extensions: py,
+			Command: []string{"pylsp"}, RootMarkers: pyMarkers,
+			// pycodestyle and mccabe report style, not breakage: an agent
+			// told about every long line stops reading diagnostics.
+			Settings: map[string]any{"pylsp": map[string]any{"plugins": map[string]any{
+				"pycodestyle": map[string]any{"enabled": false},
+				"mccabe":      map[string]any{"enabled": false},
+			}}},
+			Checker: []string{"/usr/bin/python3", "-m", "pyflakes", "."}},
+		{Name: "rust-analyzer", Languages: []string{"rust"}, Extensions: map[string]string{".rs": "rust"},
+			Command: []string{"rust-analyzer"}, RootMarkers: []string{"Cargo.toml"},
+			Checker: []string{"cargo", "check", "--message-format", "short"}},
+		{Name: "clangd", Languages: []string{"c", "c++"},
+			Extensions:  map[string]string{".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp"},
+			Command:     []string{"clangd", "--background-index=false"},
+			RootMarkers: []string{"compile_commands.json", "compile_flags.txt", "CMakeLists.txt", ".clangd"},
+			Checker: []string{"sh", "-c", `flags=; [ -f compile_flags.txt ] && flags=@compile_flags.txt; ` +
+				`find . -name '*.c' -not -path './build/*' -print0 | xargs -0 -r cc -fsyntax-only $flags; ` +
+				`find . \( -name '*.cc' -o -name '*.cpp' -o -name '*.cxx' \) -not -path './build/*' -print0 | xargs -0 -r c++ -fsyntax-only $flags`}},
+		{Name: "typescript-language-server", Languages: []string{"typescript", "javascript"}, Extensions: ts,
+			Command: []string{"typescript-language-server", "--stdio"}, RootMarkers: []string{"tsconfig.json", "jsconfig.json", "package.json"},
+			Checker: []string{"tsc", "--noEmit", "--pretty", "false"}},
+		{Name: "dart", Languages: []string{"dart"}, Extensions: map[string]string{".dart": "dart"},
+			Command: []string{"dart", "language-server", "--protocol=lsp"}, RootMarkers: []string{"pubspec.yaml"},
+			Checker: []string{"dart", "analyze"}},
+	}
+}
+
+// Duration is a time.Duration written as "90s" or "2m" in YAML.
+type Duration time.Duration
+
+// D is the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// UnmarshalYAML reads "90s", "2m", "1h30m".
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration: write it like \"30s\" or \"2m\"", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// validate checks a configuration before it is used.
+func (c Config) validate() error {
+	for i, s := range c.Servers {
+		switch {
+		case s.Name == "":
+			return fmt.Errorf("lsp.servers[%d]: name is empty: give every server a name", i)
+		case len(s.Command) == 0:
+			return fmt.Errorf("lsp.servers[%d] (%s): command is empty: name the server's executable", i, s.Name)
+		case len(s.Extensions) == 0:
+			return fmt.Errorf("lsp.servers[%d] (%s): extensions is empty: map at least one file extension to a language id", i, s.Name)
+		case len(s.RootMarkers) == 0:
+			return fmt.Errorf("lsp.servers[%d] (%s): root_markers is empty: name at least one file that marks a project root", i, s.Name)
+		}
+	}
+	return nil
+}

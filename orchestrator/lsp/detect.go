@@ -1,0 +1,146 @@
+package lsp
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/berth-dev/berth/orchestrator"
+)
+
+// match is what detection found for one catalog entry and one file.
+type match struct {
+	cfg     ServerConfig
+	root    string // absolute; "" when no marker was found
+	exe     string // resolved executable; "" when missing
+	exeErr  error
+	missing string // why it cannot serve, "" when it can
+}
+
+// detect finds the server for a file (absolute, inside the workdir). It
+// returns the first entry that can serve it, or an error result that names
+// the missing half of every entry that could have.
+func detect(ctx context.Context, run *orchestrator.Run, cfg Config, abs string) (match, *orchestrator.Result) {
+	ext := strings.ToLower(filepath.Ext(abs))
+	var tried []match
+	for _, s := range cfg.Servers {
+		if _, ok := s.Extensions[ext]; !ok {
+			continue
+		}
+		m := probe(ctx, run, s, filepath.Dir(abs))
+		if m.missing == "" {
+			return m, nil
+		}
+		tried = append(tried, m)
+	}
+	rel := relTo(run.Workdir, abs)
+	if len(tried) == 0 {
+		return match{}, orchestrator.Errorf("no language server is configured for %q files (%s); configured extensions: %s. Use ast_grep or read the file instead.",
+			ext, rel, strings.Join(knownExtensions(cfg), " "))
+	}
+	var why []string
+	for _, m := range tried {
+		why = append(why, fmt.Sprintf("%s: %s", m.cfg.Name, m.missing))
+	}
+	return match{}, orchestrator.Errorf("no language server can serve %s:\n  %s\nA server starts only when a root marker exists at or above the file inside the workdir and its executable is installed in the run's enclosure.",
+		rel, strings.Join(why, "\n  "))
+}
+
+// probe checks one entry for a directory: root marker at or above dir
+// (inside the workdir) and executable.
+func probe(ctx context.Context, run *orchestrator.Run, s ServerConfig, dir string) match {
+	m := match{cfg: s, root: findRoot(run.Workdir, dir, s.RootMarkers)}
+	m.exe, m.exeErr = run.Enclosure.LookPath(ctx, s.Command[0])
+	var missing []string
+	if m.root == "" {
+		missing = append(missing, fmt.Sprintf("no root marker (%s) at or above %s inside the workdir",
+			strings.Join(s.RootMarkers, ", "), relTo(run.Workdir, dir)+"/"))
+	}
+	if m.exeErr != nil {
+		m.exe = ""
+		missing = append(missing, fmt.Sprintf("executable %q not found in the %s enclosure", s.Command[0], run.Enclosure.Driver()))
+	}
+	m.missing = strings.Join(missing, "; and ")
+	return m
+}
+
+// findRoot returns the nearest directory at or above dir, not above
+// workdir, that holds one of the markers, or "".
+func findRoot(workdir, dir string, markers []string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if d != workdir && !strings.HasPrefix(d, workdir+string(filepath.Separator)) {
+			return ""
+		}
+		for _, mk := range markers {
+			if _, err := os.Stat(filepath.Join(d, mk)); err == nil {
+				return d
+			}
+		}
+		if d == workdir {
+			return ""
+		}
+	}
+}
+
+// markersAnywhere lists the directories (relative to the workdir) holding
+// one of the markers, walking at most maxDirs directories and skipping
+// dependency and VCS folders; status uses it.
+func markersAnywhere(workdir string, markers []string, maxDirs int) []string {
+	var found []string
+	seen := 0
+	_ = filepath.WalkDir(workdir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if p != workdir && skipDir(d.Name()) {
+			return filepath.SkipDir
+		}
+		if seen++; seen > maxDirs {
+			return filepath.SkipAll
+		}
+		for _, mk := range markers {
+			if _, err := os.Stat(filepath.Join(p, mk)); err == nil {
+				found = append(found, relTo(workdir, p))
+				break
+			}
+		}
+		return nil
+	})
+	return found
+}
+
+func skipDir(name string) bool {
+	switch name {
+	case "node_modules", ".git", ".hg", ".svn", "vendor", "target", "build", "dist", "__pycache__", ".venv", "venv":
+		return true
+	}
+	return strings.HasPrefix(name, ".")
+}
+
+func knownExtensions(cfg Config) []string {
+	set := map[string]bool{}
+	for _, s := range cfg.Servers {
+		for e := range s.Extensions {
+			set[e] = true
+		}
+	}
+	var out []string
+	for e := range set {
+		out = append(out, e)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// relTo is p relative to the workdir with forward slashes ("." for the
+// workdir itself); a path outside is returned as is.
+func relTo(workdir, p string) string {
+	r, err := filepath.Rel(workdir, p)
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return p
+	}
+	return filepath.ToSlash(r)
+}

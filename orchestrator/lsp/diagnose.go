@@ -1,0 +1,206 @@
+package lsp
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.lsp.dev/protocol"
+)
+
+// diagnose returns the diagnostics of the synced version doc of abs:
+// pulled where the server offers textDocument/diagnostic, else the first
+// publish that follows the sync plus follow-ups within the debounce. ok is
+// false when no answer for that version came in time, or the server died:
+// silence is never taken as clean.
+func (s *server) diagnose(ctx context.Context, abs string, doc document) (items []protocol.Diagnostic, ok bool) {
+	if s.caps.DiagnosticProvider != nil {
+		var rep protocol.DocumentDiagnosticReport
+		err := s.call(ctx, func(ctx context.Context) error {
+			var err error
+			rep, err = s.api.Diagnostic(ctx, &protocol.DocumentDiagnosticParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(abs)}})
+			return err
+		})
+		if full, isFull := rep.(*protocol.RelatedFullDocumentDiagnosticReport); err == nil && isFull {
+			return full.Items, true
+		}
+	}
+	deadline := time.NewTimer(s.conf.DiagnosticsTimeout.D())
+	defer deadline.Stop()
+	var quiet <-chan time.Time
+	for {
+		s.mu.Lock()
+		p := s.diags[abs]
+		ch := s.changed
+		s.mu.Unlock()
+		fresh := p != nil && p.seq > doc.syncSeq && (p.version < 0 || p.version >= doc.version)
+		if fresh && quiet == nil {
+			quiet = time.After(s.conf.Debounce.D())
+		}
+		select {
+		case <-ch:
+			if quiet != nil {
+				quiet = time.After(s.conf.Debounce.D()) // a follow-up publish: keep listening
+			}
+		case <-quiet:
+			return p.items, true
+		case <-deadline.C:
+			if fresh {
+				return p.items, true
+			}
+			return nil, false
+		case <-ctx.Done():
+			return nil, false
+		case <-s.exited:
+			return nil, false
+		}
+	}
+}
+
+// publishedSince returns the newest diagnostics of every file published
+// after seq.
+func (s *server) publishedSince(seq uint64) map[string][]protocol.Diagnostic {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]protocol.Diagnostic{}
+	for abs, p := range s.diags {
+		if p.seq > seq {
+			out[abs] = p.items
+		}
+	}
+	return out
+}
+
+// snapshot returns the newest published diagnostics of every file and the
+// publish counter.
+func (s *server) snapshot() (map[string][]protocol.Diagnostic, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string][]protocol.Diagnostic, len(s.diags))
+	for abs, p := range s.diags {
+		out[abs] = p.items
+	}
+	return out, s.seq
+}
+
+// latest returns the newest published diagnostics of a file.
+func (s *server) latest(abs string) []protocol.Diagnostic {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.diags[abs]; p != nil {
+		return p.items
+	}
+	return nil
+}
+
+// diag is a diagnostic as Berth reports it.
+type diag struct {
+	rel      string
+	line     int // 1-based
+	col      int // 1-based, in characters
+	severity protocol.DiagnosticSeverity
+	code     string
+	source   string
+	message  string
+}
+
+func (d diag) key() diagKey {
+	return diagKey{severity: severityName(d.severity), code: d.code, message: d.message}
+}
+
+func (d diag) String() string {
+	s := fmt.Sprintf("%s:%d:%d: %s: %s", d.rel, d.line, d.col, severityName(d.severity), d.message)
+	if d.code != "" {
+		s += " [" + d.code + "]"
+	}
+	return s
+}
+
+// convert turns a server's diagnostics for abs into diags, with columns
+// counted in characters of the file's text.
+func (s *server) convert(abs string, items []protocol.Diagnostic, text string) []diag {
+	out := make([]diag, 0, len(items))
+	for _, it := range items {
+		line := int(it.Range.Start.Line) + 1
+		col := 1
+		if lt, _, err := lineAt(text, line); err == nil {
+			col = utf8.RuneCountInString(lt[:s.enc.fromServer(lt, it.Range.Start.Character)]) + 1
+		}
+		d := diag{rel: relTo(s.workdir, abs), line: line, col: col, severity: it.Severity, message: messageText(it.Message)}
+		if d.severity == 0 {
+			d.severity = protocol.DiagnosticSeverityError
+		}
+		if it.Code != nil {
+			d.code = fmt.Sprint(it.Code)
+		}
+		if src, ok := it.Source.Get(); ok {
+			d.source = src
+		}
+		out = append(out, d)
+	}
+	sortDiags(out)
+	return out
+}
+
+func messageText(m protocol.InlayHintTooltip) string {
+	switch v := m.(type) {
+	case protocol.String:
+		return strings.TrimSpace(string(v))
+	case *protocol.MarkupContent:
+		return strings.TrimSpace(v.Value)
+	}
+	return ""
+}
+
+// sortDiags orders errors before warnings before the rest, then by path
+// and position.
+func sortDiags(ds []diag) {
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i], ds[j]
+		if a.severity != b.severity {
+			return a.severity < b.severity
+		}
+		if a.rel != b.rel {
+			return a.rel < b.rel
+		}
+		if a.line != b.line {
+			return a.line < b.line
+		}
+		return a.col < b.col
+	})
+}
+
+func severityName(s protocol.DiagnosticSeverity) string {
+	switch s {
+	case protocol.DiagnosticSeverityWarning:
+		return "warning"
+	case protocol.DiagnosticSeverityInformation:
+		return "information"
+	case protocol.DiagnosticSeverityHint:
+		return "hint"
+	}
+	return "error"
+}
+
+// capped formats diagnostics errors first, at most perFile per file and
+// total in all, saying how many were left out.
+func capped(ds []diag, perFile, total int) (shown []diag, text string) {
+	sortDiags(ds)
+	count := map[string]int{}
+	var lines []string
+	for _, d := range ds {
+		if len(shown) >= total || count[d.rel] >= perFile {
+			continue
+		}
+		count[d.rel]++
+		shown = append(shown, d)
+		lines = append(lines, d.String())
+	}
+	if n := len(ds) - len(shown); n > 0 {
+		lines = append(lines, fmt.Sprintf("… and %d more", n))
+	}
+	return shown, strings.Join(lines, "\n")
+}

@@ -1,0 +1,167 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// fixture is a run on a copy of a testdata project, with the provider
+// registered so calls go through dispatch's validation.
+type fixture struct {
+	t   *testing.T
+	dir string
+	run *orchestrator.Run
+	reg *orchestrator.Registry
+	p   *Provider
+}
+
+// hiding is the host enclosure with some executables hidden from
+// LookPath, to show status and detection when a server is missing.
+type hiding struct {
+	enclosure.Enclosure
+	hidden map[string]bool
+}
+
+func (h hiding) LookPath(ctx context.Context, name string) (string, error) {
+	if h.hidden[name] {
+		return "", enclosure.ErrNotFound
+	}
+	return h.Enclosure.LookPath(ctx, name)
+}
+
+func newFixture(t *testing.T, project string, conf Config, hide ...string) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	dir, _ = filepath.EvalSymlinks(dir)
+	if project != "" {
+		copyTree(t, filepath.Join("testdata", project), dir)
+	}
+	var enc enclosure.Enclosure = enclosure.Host()
+	if len(hide) > 0 {
+		h := hiding{Enclosure: enc, hidden: map[string]bool{}}
+		for _, n := range hide {
+			h.hidden[n] = true
+		}
+		enc = h
+	}
+	p, err := New(conf, metrics.NewForTest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := orchestrator.NewRegistry(p.metrics, 0)
+	reg.Add(p)
+	reg.SetWriteObserver(p)
+	run := orchestrator.NewRun("run-"+project, "conv", dir, enc, nil, nil)
+	t.Cleanup(func() { run.End(orchestrator.EndStopped) })
+	return &fixture{t: t, dir: dir, run: run, reg: reg, p: p}
+}
+
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// call calls a tool and returns its text and whether it was an error.
+func (f *fixture) call(tool string, a map[string]any) (string, bool) {
+	f.t.Helper()
+	raw, _ := json.Marshal(a)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := f.reg.Call(ctx, f.run, orchestrator.SurfaceFull, tool, raw)
+	if err != nil {
+		f.t.Fatalf("%s %v: %v", tool, a, err)
+	}
+	var parts []string
+	for _, b := range res.Content {
+		parts = append(parts, b.Text)
+	}
+	return strings.Join(parts, "\n"), res.IsError
+}
+
+// ok calls lsp and fails the test on an error result.
+func (f *fixture) ok(a map[string]any) string {
+	f.t.Helper()
+	text, isErr := f.call("lsp", a)
+	if isErr {
+		f.t.Fatalf("lsp %v: error result:\n%s", a, text)
+	}
+	return text
+}
+
+// fails calls lsp and fails the test unless the result is an error.
+func (f *fixture) fails(a map[string]any) string {
+	f.t.Helper()
+	text, isErr := f.call("lsp", a)
+	if !isErr {
+		f.t.Fatalf("lsp %v: want an error result, got:\n%s", a, text)
+	}
+	return text
+}
+
+// write replaces a file and reports it as the harness would.
+func (f *fixture) write(rel, content string) *orchestrator.WriteReport {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := f.p.WillWrite(ctx, f.run, []string{rel}); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, rel), []byte(content), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	rep, err := f.p.DidWrite(ctx, f.run, []string{rel})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return rep
+}
+
+func (f *fixture) read(rel string) string {
+	f.t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.dir, rel))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func contains(t *testing.T, got string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("want %q in:\n%s", w, got)
+		}
+	}
+}

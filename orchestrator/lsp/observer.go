@@ -1,0 +1,211 @@
+package lsp
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"go.lsp.dev/protocol"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/workspace"
+)
+
+// WillWrite records the current diagnostics of the files about to be
+// written as already known, so problems they had before the write are not
+// reported as new. It is best effort within WillWriteTimeout and never
+// fails because of a server.
+func (p *Provider) WillWrite(ctx context.Context, run *orchestrator.Run, paths []string) error {
+	if !run.Feature(orchestrator.FeatureLSP) {
+		return nil
+	}
+	files, err := resolvePaths(run, paths)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.conf.WillWriteTimeout.D())
+	defer cancel()
+	reg := p.state(run).reg
+	for _, abs := range files {
+		s, bad := p.serverFor(ctx, run, abs)
+		if bad != nil {
+			continue
+		}
+		doc, err := s.sync(ctx, abs, false)
+		if err != nil {
+			continue
+		}
+		if items, ok := s.diagnose(ctx, abs, doc); ok {
+			reg.record(relTo(run.Workdir, abs), s.convert(abs, items, doc.text))
+		}
+	}
+	return nil
+}
+
+// DidWrite syncs the written files with their servers and reports only
+// the diagnostics the write introduced, in them and in other files. A
+// server that is missing, cold, crashed or slow makes the state "unknown";
+// it never makes the call fail.
+func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []string) (*orchestrator.WriteReport, error) {
+	if !run.Feature(orchestrator.FeatureLSP) {
+		return &orchestrator.WriteReport{State: orchestrator.WriteUnknown, Diagnostics: []orchestrator.Diagnostic{},
+			Text: "language servers are off for this run, so the write was not checked"}, nil
+	}
+	files, err := resolvePaths(run, paths)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.conf.DiagnosticsTimeout.D())
+	defer cancel()
+	groups := map[*server][]string{}
+	var order []*server
+	var unknown []string
+	for _, abs := range files {
+		s, bad := p.serverFor(ctx, run, abs)
+		if bad != nil {
+			unknown = append(unknown, fmt.Sprintf("%s: %s", relTo(run.Workdir, abs), firstLine(bad.FirstText())))
+			continue
+		}
+		if groups[s] == nil {
+			order = append(order, s)
+		}
+		groups[s] = append(groups[s], abs)
+	}
+	var mu sync.Mutex
+	var fresh []diag
+	var wg sync.WaitGroup
+	for _, s := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, miss := p.check(ctx, run, s, groups[s])
+			mu.Lock()
+			fresh = append(fresh, f...)
+			unknown = append(unknown, miss...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return p.report(fresh, unknown), nil
+}
+
+// check syncs and saves files on s, waits for their diagnostics and
+// returns the new ones (in them and in other files the server reported on
+// meanwhile) and the files it could not learn about.
+func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, files []string) (fresh []diag, unknown []string) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	reg := p.state(run).reg
+	before, seq0 := s.snapshot()
+	written := map[string]bool{}
+	docs := map[string]document{}
+	for _, abs := range files {
+		written[abs] = true
+		doc, err := s.sync(ctx, abs, true)
+		if err != nil {
+			unknown = append(unknown, fmt.Sprintf("%s: %s: %v", relTo(run.Workdir, abs), s.cfg.Name, err))
+			continue
+		}
+		docs[abs] = doc
+	}
+	for _, abs := range files {
+		doc, ok := docs[abs]
+		if !ok {
+			continue
+		}
+		items, ok := s.diagnose(ctx, abs, doc)
+		rel := relTo(run.Workdir, abs)
+		if !ok {
+			why := "gave no diagnostics for this version in time"
+			if !s.alive() {
+				why = "exited"
+			}
+			unknown = append(unknown, fmt.Sprintf("%s: %s %s", rel, s.cfg.Name, why))
+			continue
+		}
+		fresh = append(fresh, p.newOnes(reg, s, abs, items, before)...)
+	}
+	for abs, items := range s.publishedSince(seq0) {
+		if written[abs] {
+			continue
+		}
+		fresh = append(fresh, p.newOnes(reg, s, abs, items, before)...)
+	}
+	return fresh, unknown
+}
+
+// newOnes keeps a file's errors and warnings, and returns those new for
+// the run's registry (the pre-write diagnostics stand in for a file the
+// registry has no record of).
+func (p *Provider) newOnes(reg *registry, s *server, abs string, items []protocol.Diagnostic, before map[string][]protocol.Diagnostic) []diag {
+	text, _ := s.text(abs)
+	cur := problems(s.convert(abs, items, text))
+	base := problems(s.convert(abs, before[abs], text))
+	rel := relTo(s.workdir, abs)
+	f := reg.update(rel, cur, base)
+	p.metrics.Diagnostics.WithLabelValues("new").Add(float64(len(f)))
+	p.metrics.Diagnostics.WithLabelValues("suppressed").Add(float64(len(cur) - len(f)))
+	return f
+}
+
+// problems keeps errors and warnings: hints and information are advice,
+// not breakage.
+func problems(ds []diag) []diag {
+	var out []diag
+	for _, d := range ds {
+		if d.severity <= 2 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// report builds the answer to files/didWrite.
+func (p *Provider) report(fresh []diag, unknown []string) *orchestrator.WriteReport {
+	shown, text := capped(fresh, p.conf.MaxPerFile, p.conf.MaxTotal)
+	rep := &orchestrator.WriteReport{Diagnostics: []orchestrator.Diagnostic{}}
+	for _, d := range shown {
+		rep.Diagnostics = append(rep.Diagnostics, orchestrator.Diagnostic{Path: d.rel, Line: d.line, Col: d.col,
+			Severity: severityName(d.severity), Code: d.code, Source: d.source, Message: d.message})
+	}
+	sort.Strings(unknown)
+	var parts []string
+	switch {
+	case len(fresh) > 0:
+		rep.State = orchestrator.WriteIssues
+		parts = append(parts, fmt.Sprintf("This write introduced %d new problem(s):\n%s", len(fresh), text))
+	case len(unknown) > 0:
+		rep.State = orchestrator.WriteUnknown
+	default:
+		rep.State = orchestrator.WriteClean
+		parts = append(parts, "No new problems: the language server checked the written version.")
+	}
+	if len(unknown) > 0 {
+		parts = append(parts, "Not checked (state unknown, not clean):\n  "+strings.Join(unknown, "\n  "))
+	}
+	rep.Text = strings.Join(parts, "\n")
+	return rep
+}
+
+// resolvePaths resolves the harness's paths inside the workdir.
+func resolvePaths(run *orchestrator.Run, paths []string) ([]string, error) {
+	root, err := workspace.New(run.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		abs, err := root.Resolve(p)
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", err, orchestrator.ErrInvalid)
+		}
+		if !seen[abs] {
+			seen[abs] = true
+			out = append(out, abs)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,104 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+	"github.com/berth-dev/berth/orchestrator/workspace"
+)
+
+// Provider offers lsp and lsp_rename to runs with the lsp feature, and
+// hears the harness's writes as the registry's WriteObserver.
+type Provider struct {
+	conf    Config
+	metrics *metrics.Metrics
+	// Writer applies renames; its Rename hook lets tests inject a failure.
+	Writer *workspace.Writer
+}
+
+var (
+	_ orchestrator.Provider      = (*Provider)(nil)
+	_ orchestrator.WriteObserver = (*Provider)(nil)
+)
+
+// New builds the provider; a configuration that cannot work is an error.
+func New(conf Config, m *metrics.Metrics) (*Provider, error) {
+	if err := conf.validate(); err != nil {
+		return nil, err
+	}
+	return &Provider{conf: conf, metrics: m, Writer: &workspace.Writer{}}, nil
+}
+
+// Feature is orchestrator.FeatureLSP.
+func (p *Provider) Feature() string { return orchestrator.FeatureLSP }
+
+// Tools returns lsp and lsp_rename for a run with a working directory.
+func (p *Provider) Tools(run *orchestrator.Run) []orchestrator.Tool {
+	if run.Workdir == "" {
+		return nil
+	}
+	return []orchestrator.Tool{lspTool{p}, renameTool{p}}
+}
+
+// runState is the provider's per-run state: the servers and the registry
+// of diagnostics already reported.
+type runState struct {
+	sv  *supervisor
+	reg *registry
+}
+
+func (st *runState) Close() { st.sv.Close() }
+
+type stateKey struct{}
+
+func (p *Provider) state(run *orchestrator.Run) *runState {
+	return run.Value(stateKey{}, func() any {
+		return &runState{sv: newSupervisor(run, p.conf, p.metrics), reg: newRegistry()}
+	}).(*runState)
+}
+
+// resolveFile resolves a path the model gave to a regular file inside the
+// workdir.
+func resolveFile(run *orchestrator.Run, file string) (string, *orchestrator.Result) {
+	root, err := workspace.New(run.Workdir)
+	if err != nil {
+		return "", orchestrator.Errorf("the run's working directory is unusable: %v", err)
+	}
+	abs, err := root.Resolve(file)
+	if err != nil {
+		return "", orchestrator.Errorf("file: %v", err)
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return "", orchestrator.Errorf("file %q does not exist in the workdir: pass a path relative to %s", file, run.Workdir)
+	case st.IsDir():
+		return "", orchestrator.Errorf("file %q is a directory: pass a source file", file)
+	}
+	return abs, nil
+}
+
+// serverFor finds and starts the server for a file.
+func (p *Provider) serverFor(ctx context.Context, run *orchestrator.Run, abs string) (*server, *orchestrator.Result) {
+	m, bad := detect(ctx, run, p.conf, abs)
+	if bad != nil {
+		return nil, bad
+	}
+	s, err := p.state(run).sv.get(ctx, m)
+	if err != nil {
+		return nil, orchestrator.Errorf("%v", err)
+	}
+	return s, nil
+}
+
+func schema(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("lsp: schema: %v", err))
+	}
+	return b
+}

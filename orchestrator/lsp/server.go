@@ -1,0 +1,400 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
+	"go.lsp.dev/uri"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/workspace"
+)
+
+// server is one running language server for one root. Its connection's
+// read goroutine runs the client callbacks, which only record under mu;
+// callers wait on the changed channel, which is closed and replaced on
+// every publish.
+type server struct {
+	cfg     ServerConfig
+	conf    Config
+	root    string // absolute host path
+	workdir string
+	encRoot string // the workdir as the enclosure sees it
+	proc    enclosure.Process
+	conn    jsonrpc2.Conn
+	api     protocol.Server
+	caps    protocol.ServerCapabilities
+	enc     encoding
+	stderr  *ring
+	started time.Time
+	exited  chan struct{} // closed when the process has exited
+
+	mu          sync.Mutex
+	docs        map[string]*document // by absolute host path
+	diags       map[string]*publish  // by absolute host path
+	seq         uint64               // counts publishes
+	changed     chan struct{}
+	active      map[string]bool // progress tokens begun and not ended
+	sawProgress bool
+	loaded      chan struct{}
+	loadOnce    sync.Once
+	closing     bool
+	writeMu     sync.Mutex // one diagnostics-on-write exchange at a time
+	syncMu      sync.Mutex // keeps notifications for a file in version order
+}
+
+// document is a file as the server was last told about it.
+type document struct {
+	version int32
+	text    string
+	syncSeq uint64 // s.seq when this version was sent
+}
+
+// publish is the newest diagnostics a server published for a file.
+type publish struct {
+	seq     uint64
+	version int32 // -1 when the server gave none
+	items   []protocol.Diagnostic
+}
+
+// stdio joins a process's stdout and stdin into the stream the connection
+// reads and writes.
+type stdio struct {
+	io.Reader
+	io.WriteCloser
+}
+
+// startServer starts the executable of m in the run's enclosure and
+// initializes it. ctx bounds the start; the server lives until close.
+func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m match) (*server, error) {
+	encRoot, err := run.Enclosure.MapPath(run.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{
+		cfg: m.cfg, conf: conf, root: m.root, workdir: run.Workdir, encRoot: encRoot,
+		stderr: newRing(conf.StderrBytes), exited: make(chan struct{}),
+		docs: map[string]*document{}, diags: map[string]*publish{}, changed: make(chan struct{}),
+		active: map[string]bool{}, loaded: make(chan struct{}),
+	}
+	dir, err := run.Enclosure.MapPath(m.root)
+	if err != nil {
+		return nil, err
+	}
+	s.proc, err = run.Enclosure.Start(ctx, enclosure.Cmd{Path: m.exe, Args: m.cfg.Command[1:], Dir: dir, Stderr: s.stderr})
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", m.cfg.Name, err)
+	}
+	s.started = time.Now()
+	go func() {
+		<-s.proc.Done()
+		close(s.exited)
+	}()
+	stream := jsonrpc2.NewHeaderStream(stdio{s.proc.Stdout(), s.proc.Stdin()})
+	_, s.conn, s.api = protocol.NewClient(context.Background(), &client{s: s}, stream)
+	if err := s.initialize(ctx); err != nil {
+		s.kill()
+		msg := fmt.Sprintf("%s did not initialize in %s: %v", m.cfg.Name, relTo(run.Workdir, m.root), err)
+		if tail := s.stderr.tail(15); tail != "" {
+			msg += "\nits stderr:\n" + tail
+		}
+		return nil, errors.New(msg)
+	}
+	return s, nil
+}
+
+// initialize sends initialize and initialized, and reads the
+// capabilities and the negotiated position encoding.
+func (s *server) initialize(ctx context.Context) error {
+	rootURI := s.toURI(s.root)
+	params := map[string]any{
+		"processId":             os.Getpid(),
+		"clientInfo":            map[string]any{"name": "berth"},
+		"rootUri":               rootURI,
+		"rootPath":              s.mapPath(s.root),
+		"workspaceFolders":      []protocol.WorkspaceFolder{s.folder()},
+		"capabilities":          clientCapabilities,
+		"initializationOptions": s.cfg.InitializationOptions,
+	}
+	var raw jsonrpc2.RawMessage
+	call := make(chan error, 1)
+	go func() {
+		_, err := s.conn.Call(ctx, protocol.MethodInitialize, params, &raw)
+		call <- err
+	}()
+	select {
+	case err := <-call:
+		if err != nil {
+			return err
+		}
+	case <-s.exited:
+		return errors.New("the server exited during initialize")
+	case <-ctx.Done():
+		return fmt.Errorf("no answer to initialize within the start timeout (%s): %w", s.conf.StartTimeout.D(), ctx.Err())
+	}
+	var res protocol.InitializeResult
+	if err := protocol.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("reading its capabilities: %w", err)
+	}
+	s.caps = res.Capabilities
+	s.enc = utf16Enc
+	if res.Capabilities.PositionEncoding == protocol.PositionEncodingKindUTF8 {
+		s.enc = utf8Enc
+	}
+	if err := s.api.Initialized(ctx, &protocol.InitializedParams{}); err != nil {
+		return err
+	}
+	if s.cfg.Settings != nil {
+		b, err := json.Marshal(s.cfg.Settings)
+		if err != nil {
+			return fmt.Errorf("settings: %w", err)
+		}
+		if err := s.api.DidChangeConfiguration(ctx, &protocol.DidChangeConfigurationParams{Settings: b}); err != nil {
+			return err
+		}
+	}
+	// A server that reports no progress soon after initialization is taken
+	// as loaded; one that does is loaded when all its progress has ended.
+	time.AfterFunc(s.conf.ProgressGrace.D(), func() {
+		s.mu.Lock()
+		quiet := !s.sawProgress
+		s.mu.Unlock()
+		if quiet {
+			s.markLoaded()
+		}
+	})
+	return nil
+}
+
+// clientCapabilities is what Berth tells servers it understands.
+var clientCapabilities = map[string]any{
+	"general": map[string]any{"positionEncodings": []string{"utf-8", "utf-16"}},
+	"window":  map[string]any{"workDoneProgress": true},
+	"workspace": map[string]any{
+		"workspaceFolders": true,
+		"configuration":    true,
+		"workspaceEdit":    map[string]any{"documentChanges": true},
+		"symbol":           map[string]any{},
+	},
+	"textDocument": map[string]any{
+		"synchronization":    map[string]any{"didSave": true},
+		"publishDiagnostics": map[string]any{"versionSupport": true, "relatedInformation": false},
+		"diagnostic":         map[string]any{"relatedDocumentSupport": false},
+		"hover":              map[string]any{"contentFormat": []string{"markdown", "plaintext"}},
+		"definition":         map[string]any{"linkSupport": true},
+		"typeDefinition":     map[string]any{"linkSupport": true},
+		"implementation":     map[string]any{"linkSupport": true},
+		"references":         map[string]any{},
+		"documentSymbol":     map[string]any{"hierarchicalDocumentSymbolSupport": true},
+		"rename":             map[string]any{"prepareSupport": true},
+		"codeAction": map[string]any{"codeActionLiteralSupport": map[string]any{"codeActionKind": map[string]any{
+			"valueSet": []string{"", "quickfix", "refactor", "refactor.extract", "refactor.inline", "refactor.rewrite", "source", "source.organizeImports", "source.fixAll"},
+		}}},
+	},
+}
+
+func (s *server) folder() protocol.WorkspaceFolder {
+	return protocol.WorkspaceFolder{URI: s.toURI(s.root), Name: filepath.Base(s.root)}
+}
+
+// mapPath turns a host path into the path the server sees.
+func (s *server) mapPath(abs string) string {
+	if r := relTo(s.workdir, abs); r != abs {
+		return filepath.Join(s.encRoot, filepath.FromSlash(r))
+	}
+	return abs
+}
+
+func (s *server) toURI(abs string) uri.URI { return uri.File(s.mapPath(abs)) }
+
+// fromURI turns a URI from the server into a host path.
+func (s *server) fromURI(u uri.URI) string {
+	p := filepath.FromSlash(u.Path())
+	if r := relTo(s.encRoot, p); r != p {
+		return filepath.Join(s.workdir, filepath.FromSlash(r))
+	}
+	return p
+}
+
+func (s *server) published(abs string, version int32, items []protocol.Diagnostic) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	s.diags[abs] = &publish{seq: s.seq, version: version, items: items}
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *server) progressed(token, kind string) {
+	s.mu.Lock()
+	switch kind {
+	case "begin":
+		s.sawProgress = true
+		s.active[token] = true
+	case "end":
+		delete(s.active, token)
+	}
+	done := s.sawProgress && len(s.active) == 0
+	s.mu.Unlock()
+	if done {
+		s.markLoaded()
+	}
+}
+
+func (s *server) markLoaded() { s.loadOnce.Do(func() { close(s.loaded) }) }
+
+// waitLoaded waits for the initial workspace load, up to the load
+// timeout; it says whether the load was seen to end.
+func (s *server) waitLoaded(ctx context.Context) bool {
+	t := time.NewTimer(s.conf.LoadTimeout.D())
+	defer t.Stop()
+	select {
+	case <-s.loaded:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	case <-s.exited:
+	}
+	return false
+}
+
+func (s *server) alive() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// sync tells the server the file's current content on disk: didOpen the
+// first time, didChange with a new version when it changed, and didSave
+// when save is set. It returns the document as sent.
+func (s *server) sync(ctx context.Context, abs string, save bool) (document, error) {
+	b, err := os.ReadFile(abs)
+	if err != nil {
+		return document{}, fmt.Errorf("reading %s: %w", relTo(s.workdir, abs), err)
+	}
+	text := string(b)
+	u := s.toURI(abs)
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	s.mu.Lock()
+	d, open := s.docs[abs]
+	changed := false
+	switch {
+	case !open:
+		d = &document{version: 1, text: text, syncSeq: s.seq}
+		s.docs[abs] = d
+	case d.text != text:
+		d.version++
+		d.text, d.syncSeq, changed = text, s.seq, true
+	}
+	cp := *d
+	s.mu.Unlock()
+	switch {
+	case !open:
+		lang := s.cfg.Extensions[strings.ToLower(filepath.Ext(abs))]
+		err = s.api.DidOpen(ctx, &protocol.DidOpenTextDocumentParams{TextDocument: protocol.TextDocumentItem{
+			URI: u, LanguageID: protocol.LanguageKind(lang), Version: cp.version, Text: text}})
+	case changed:
+		err = s.api.DidChange(ctx, &protocol.DidChangeTextDocumentParams{
+			TextDocument:   protocol.VersionedTextDocumentIdentifier{TextDocumentIdentifier: protocol.TextDocumentIdentifier{URI: u}, Version: cp.version},
+			ContentChanges: []protocol.TextDocumentContentChangeEvent{&protocol.TextDocumentContentChangeWholeDocument{Text: text}},
+		})
+	}
+	if err == nil && save {
+		err = s.api.DidSave(ctx, &protocol.DidSaveTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: u}})
+	}
+	return cp, err
+}
+
+// text returns the content the server was last sent for a file, if open.
+func (s *server) text(abs string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.docs[abs]
+	if !ok {
+		return "", false
+	}
+	return d.text, true
+}
+
+// call runs one request with the request timeout, retrying when the
+// server answers that the content changed under it or that it cancelled
+// the request itself.
+func (s *server) call(ctx context.Context, f func(ctx context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, s.conf.RequestTimeout.D())
+		err := f(cctx)
+		cancel()
+		if err == nil || attempt == 4 || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+	}
+}
+
+func retryable(err error) bool {
+	var e *jsonrpc2.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.Code == protocol.CodeContentModified || e.Code == codeServerCancelled
+}
+
+// codeServerCancelled is LSP's ServerCancelled (-32802): the server gave
+// up on the request and the client may retry it.
+const codeServerCancelled jsonrpc2.Code = -32802
+
+// close ends the server: shutdown and exit when it still answers, then a
+// kill of its process group.
+func (s *server) close() {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	s.closing = true
+	s.mu.Unlock()
+	if s.alive() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if s.api.Shutdown(ctx) == nil {
+			_ = s.api.Exit(ctx)
+			select {
+			case <-s.exited:
+			case <-ctx.Done():
+			}
+		}
+		cancel()
+	}
+	s.kill()
+}
+
+// kill kills the process and waits for the connection to end.
+func (s *server) kill() {
+	_ = s.proc.Kill()
+	<-s.exited
+	_ = s.conn.Close()
+}
+
+// isClosing says whether the server is being closed on purpose.
+func (s *server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// hashOf is the workspace hash of a text.
+func hashOf(text string) string { return workspace.Hash([]byte(text)) }

@@ -1,0 +1,112 @@
+package lsp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/berth-dev/berth/orchestrator"
+)
+
+// status lists the running servers and, for each catalog entry, whether
+// its root marker and executable were found. With a file it also says
+// which entry serves that file, or which half is missing.
+func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *orchestrator.Result {
+	var b strings.Builder
+	slots := p.state(run).sv.snapshot()
+	fmt.Fprintf(&b, "Language servers of this run (%d):\n", len(slots))
+	if len(slots) == 0 {
+		b.WriteString("  none started yet (a server starts on the first call about one of its files)\n")
+	}
+	p.state(run).sv.mu.Lock()
+	for _, sl := range slots {
+		root := relTo(run.Workdir, sl.key.root)
+		switch {
+		case !done(sl.ready):
+			fmt.Fprintf(&b, "  %s for root %s: starting\n", sl.key.name, root)
+		case sl.srv != nil && sl.srv.alive() && !sl.srv.isClosing():
+			s := sl.srv
+			state := "ready"
+			if !done(s.loaded) {
+				state = "loading the workspace"
+			}
+			fmt.Fprintf(&b, "  %s for root %s: %s, pid %d, up %s, positions in %s\n", sl.key.name, root, state,
+				s.proc.Pid(), time.Since(s.started).Round(time.Second), s.enc)
+		default:
+			fmt.Fprintf(&b, "  %s for root %s: down (%s); %d failure(s) in a row\n", sl.key.name, root, sl.lastErr, sl.crashes)
+		}
+		if sl.srv != nil {
+			if tail := sl.srv.stderr.tail(5); tail != "" {
+				fmt.Fprintf(&b, "    stderr (last lines):\n      %s\n", strings.ReplaceAll(tail, "\n", "\n      "))
+			}
+		}
+	}
+	p.state(run).sv.mu.Unlock()
+
+	b.WriteString("Catalog (a server starts only when both its root marker and its executable are found):\n")
+	for _, sc := range p.conf.Servers {
+		var exe string
+		if path, err := run.Enclosure.LookPath(ctx, sc.Command[0]); err == nil {
+			exe = "executable " + path
+		} else {
+			exe = fmt.Sprintf("executable %q MISSING in the %s enclosure", sc.Command[0], run.Enclosure.Driver())
+		}
+		roots := markersAnywhere(run.Workdir, sc.RootMarkers, 2000)
+		marker := fmt.Sprintf("root marker (%s) MISSING in the workdir", strings.Join(sc.RootMarkers, ", "))
+		if len(roots) > 0 {
+			if len(roots) > 5 {
+				roots = append(roots[:5], fmt.Sprintf("and %d more", len(roots)-5))
+			}
+			marker = "roots at " + strings.Join(roots, ", ")
+		}
+		fmt.Fprintf(&b, "  %s (%s): %s; %s\n", sc.Name, strings.Join(sc.Languages, ", "), marker, exe)
+	}
+	if a.File != "" {
+		abs, bad := resolveFile(run, a.File)
+		if bad != nil {
+			return bad
+		}
+		m, bad := detect(ctx, run, p.conf, abs)
+		if bad != nil {
+			b.WriteString(bad.FirstText())
+		} else {
+			fmt.Fprintf(&b, "%s is served by %s with root %s", relTo(run.Workdir, abs), m.cfg.Name, relTo(run.Workdir, m.root))
+		}
+	}
+	return orchestrator.Text(strings.TrimRight(b.String(), "\n"))
+}
+
+// reload restarts the server of the file's root, or every server.
+func (p *Provider) reload(ctx context.Context, run *orchestrator.Run, a args) *orchestrator.Result {
+	sv := p.state(run).sv
+	var keep func(slotKey) bool
+	if a.File != "" {
+		abs, bad := resolveFile(run, a.File)
+		if bad != nil {
+			return bad
+		}
+		m, bad := detect(ctx, run, p.conf, abs)
+		if bad != nil {
+			return bad
+		}
+		key := slotKey{m.root, m.cfg.Name}
+		keep = func(k slotKey) bool { return k == key }
+		if _, err := sv.get(ctx, m); err != nil && !strings.Contains(err.Error(), "reload") {
+			return orchestrator.Errorf("%v", err)
+		}
+	}
+	start := time.Now()
+	picked, err := sv.reload(ctx, keep)
+	if len(picked) == 0 {
+		return orchestrator.Text("no language server is running for this run, so there was nothing to reload")
+	}
+	var names []string
+	for _, sl := range picked {
+		names = append(names, fmt.Sprintf("%s (root %s)", sl.key.name, relTo(run.Workdir, sl.key.root)))
+	}
+	if err != nil {
+		return orchestrator.Errorf("restarting %s: %v", strings.Join(names, ", "), err)
+	}
+	return orchestrator.Textf("restarted %s in %s", strings.Join(names, ", "), time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,249 @@
+package lsp
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+)
+
+// supervisor keeps a run's language servers: one per (root, server),
+// started on first use, a start shared by racing callers, a crashed server
+// restarted with backoff up to a cap, and every server ended with the run.
+type supervisor struct {
+	run     *orchestrator.Run
+	conf    Config
+	metrics *metrics.Metrics
+
+	mu     sync.Mutex
+	slots  map[slotKey]*slot
+	closed bool
+	wg     sync.WaitGroup // start and watch goroutines
+}
+
+type slotKey struct{ root, name string }
+
+// slot is the life of one (root, server): its current server, or the start
+// in progress, and its crash count.
+type slot struct {
+	key     slotKey
+	m       match
+	ready   chan struct{} // closed when the current start has finished
+	srv     *server       // set when ready and the start succeeded
+	err     error         // set when ready and the start failed
+	crashes int           // crashes and failed starts in a row
+	lastErr string        // why it last went down, for status
+}
+
+func newSupervisor(run *orchestrator.Run, conf Config, m *metrics.Metrics) *supervisor {
+	return &supervisor{run: run, conf: conf, metrics: m, slots: map[slotKey]*slot{}}
+}
+
+// get returns the ready server for m, starting or restarting it when
+// needed. Racing callers share one start. ctx bounds only the wait: a start
+// goes on for later callers when the caller gives up.
+func (sv *supervisor) get(ctx context.Context, m match) (*server, error) {
+	key := slotKey{m.root, m.cfg.Name}
+	sv.mu.Lock()
+	if sv.closed {
+		sv.mu.Unlock()
+		return nil, fmt.Errorf("the run has ended: %w", orchestrator.ErrRunEnded)
+	}
+	sl, ok := sv.slots[key]
+	if !ok {
+		sl = &slot{key: key, m: m}
+		sv.slots[key] = sl
+		sv.launch(sl, 0)
+	} else if done(sl.ready) && (sl.srv == nil || !sl.srv.alive()) {
+		if sl.crashes > sv.conf.MaxRestarts {
+			err := fmt.Errorf("%s for %s failed %d times in a row (last: %s); it is not restarted again until you call lsp with action \"reload\"",
+				m.cfg.Name, relTo(sv.run.Workdir, m.root), sl.crashes, sl.lastErr)
+			sv.mu.Unlock()
+			return nil, err
+		}
+		sv.launch(sl, sv.backoff(sl.crashes))
+	}
+	ready := sl.ready
+	sv.mu.Unlock()
+
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s for %s is still starting (a cold server can take a while): %w", m.cfg.Name, relTo(sv.run.Workdir, m.root), ctx.Err())
+	}
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sl.err != nil {
+		return nil, sl.err
+	}
+	return sl.srv, nil
+}
+
+// backoff is the wait before restart n (1-based): RestartBackoff doubled
+// for each crash in a row.
+func (sv *supervisor) backoff(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return sv.conf.RestartBackoff.D() << (n - 1)
+}
+
+// launch starts sl's server after wait, in the background. Called with mu.
+func (sv *supervisor) launch(sl *slot, wait time.Duration) {
+	sl.ready = make(chan struct{})
+	sl.srv, sl.err = nil, nil
+	ready := sl.ready
+	sv.wg.Add(1)
+	go func() {
+		defer sv.wg.Done()
+		runCtx := sv.run.Context()
+		if wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-runCtx.Done():
+			}
+		}
+		ctx, cancel := context.WithTimeout(runCtx, sv.conf.StartTimeout.D())
+		srv, err := startServer(ctx, sv.run, sv.conf, sl.m)
+		cancel()
+		sv.mu.Lock()
+		if err == nil && sv.closed {
+			sv.mu.Unlock()
+			srv.close()
+			sv.mu.Lock()
+			err = fmt.Errorf("the run has ended: %w", orchestrator.ErrRunEnded)
+			srv = nil
+		}
+		sl.srv, sl.err = srv, err
+		if err != nil {
+			sl.crashes++
+			sl.lastErr = firstLine(err.Error())
+			sv.metrics.SessionFailed(metrics.KindLSP)
+		} else {
+			sv.metrics.SessionStarted(metrics.KindLSP)
+			sv.wg.Add(1)
+			go sv.watch(sl, srv)
+		}
+		close(ready)
+		sv.mu.Unlock()
+	}()
+}
+
+// watch records the end of a server: a crash unless it was closed on
+// purpose.
+func (sv *supervisor) watch(sl *slot, srv *server) {
+	defer sv.wg.Done()
+	<-srv.exited
+	if srv.isClosing() {
+		return
+	}
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if time.Since(srv.started) > time.Minute {
+		sl.crashes = 0 // it had been healthy: this is a fresh run of crashes
+	}
+	sl.crashes++
+	sl.lastErr = "the server exited unexpectedly"
+	if tail := srv.stderr.tail(1); tail != "" {
+		sl.lastErr += ": " + tail
+	}
+	sv.metrics.SessionEnded(metrics.KindLSP, metrics.ReasonCrashed)
+	go srv.kill() // reap the connection; the process is already gone
+}
+
+// reload ends the servers whose root and name match (all of them when
+// keep is nil) and starts them again at once, resetting their crash count.
+func (sv *supervisor) reload(ctx context.Context, keep func(slotKey) bool) ([]*slot, error) {
+	sv.mu.Lock()
+	var picked []*slot
+	for k, sl := range sv.slots {
+		if keep == nil || keep(k) {
+			picked = append(picked, sl)
+		}
+	}
+	sv.mu.Unlock()
+	for _, sl := range picked {
+		sv.stop(sl, metrics.ReasonStopped)
+		sv.mu.Lock()
+		sl.crashes = 0
+		sv.launch(sl, 0)
+		sv.mu.Unlock()
+	}
+	for _, sl := range picked {
+		if _, err := sv.get(ctx, sl.m); err != nil {
+			return picked, err
+		}
+	}
+	return picked, nil
+}
+
+// stop closes sl's server, if one runs, waiting for a start in progress.
+func (sv *supervisor) stop(sl *slot, reason string) {
+	sv.mu.Lock()
+	ready := sl.ready
+	sv.mu.Unlock()
+	<-ready
+	sv.mu.Lock()
+	srv := sl.srv
+	sv.mu.Unlock()
+	if srv != nil && srv.alive() && !srv.isClosing() {
+		srv.close()
+		sv.metrics.SessionEnded(metrics.KindLSP, reason)
+	}
+}
+
+// snapshot lists the slots, ordered by root and name.
+func (sv *supervisor) snapshot() []*slot {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	out := make([]*slot, 0, len(sv.slots))
+	for _, sl := range sv.slots {
+		out = append(out, sl)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].key.root != out[j].key.root {
+			return out[i].key.root < out[j].key.root
+		}
+		return out[i].key.name < out[j].key.name
+	})
+	return out
+}
+
+// Close ends every server of the run and waits for them.
+func (sv *supervisor) Close() {
+	sv.mu.Lock()
+	sv.closed = true
+	sv.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, sl := range sv.snapshot() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sv.stop(sl, metrics.ReasonRunEnded)
+		}()
+	}
+	wg.Wait()
+	sv.wg.Wait()
+}
+
+func done(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func firstLine(s string) string {
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,97 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/berth-dev/berth/orchestrator"
+)
+
+// lspTool is the read-only lsp tool.
+type lspTool struct{ p *Provider }
+
+// args are lsp's arguments; which are needed depends on the action.
+type args struct {
+	Action string `json:"action"`
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Symbol string `json:"symbol"`
+	Query  string `json:"query"`
+}
+
+var actions = []string{"diagnostics", "definition", "type_definition", "implementation", "references",
+	"hover", "symbols", "code_actions", "status", "reload"}
+
+func (t lspTool) Spec() orchestrator.Spec {
+	return orchestrator.Spec{
+		Name: "lsp",
+		Tier: orchestrator.Read,
+		Description: `Ask the project's language server (gopls, pyright or pylsp, clangd, typescript-language-server, rust-analyzer, dart) about code.
+Positions are a 1-based "line" plus "symbol", a substring of that line that names the symbol (the cursor goes to the last identifier in it: "auth.login" means login). Never a column.
+Actions:
+- diagnostics {file}: errors and warnings of the file; file "*" runs the project checker (go vet, pyright, tsc, cargo check, ...) instead.
+- definition / type_definition / implementation / references / hover / code_actions {file, line, symbol}.
+- symbols {query} searches the workspace (add file to pick its server); symbols {file} lists the file's symbols as a tree.
+- status {file?}: which servers run for which roots, and for each known server whether its root marker and executable were found (use it when nothing works).
+- reload {file?}: restart the server for that file's root (all servers without file).
+Locations come back as path:line:col: source line, paths relative to the workdir; long lists say "showing N of M".`,
+		InputSchema: schema(map[string]any{
+			"type":                 "object",
+			"additionalProperties": false,
+			"required":             []string{"action"},
+			"properties": map[string]any{
+				"action": map[string]any{"type": "string", "enum": actions, "description": "what to ask"},
+				"file":   map[string]any{"type": "string", "description": "path relative to the workdir; \"*\" with diagnostics runs the project checker"},
+				"line":   map[string]any{"type": "integer", "minimum": 1, "description": "1-based line of the symbol"},
+				"symbol": map[string]any{"type": "string", "minLength": 1, "description": "a substring of that line naming the symbol, occurring once in it"},
+				"query":  map[string]any{"type": "string", "description": "symbols: the name (or part of it) to search the workspace for"},
+			},
+		}),
+		ParallelSafe: true,
+	}
+}
+
+func (t lspTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
+	var a args
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return orchestrator.Errorf("invalid arguments: %v", err), nil
+	}
+	p := t.p
+	switch a.Action {
+	case "status":
+		return p.status(ctx, run, a), nil
+	case "reload":
+		return p.reload(ctx, run, a), nil
+	case "symbols":
+		if a.Query != "" {
+			return p.workspaceSymbols(ctx, run, a), nil
+		}
+		if a.File == "" {
+			return orchestrator.Errorf(`symbols needs "query" (search the workspace) or "file" (list that file's symbols)`), nil
+		}
+		return p.documentSymbols(ctx, run, a), nil
+	case "diagnostics":
+		switch a.File {
+		case "":
+			return orchestrator.Errorf(`diagnostics needs "file": a path, or "*" to run the project checker`), nil
+		case "*":
+			return p.checker(ctx, run), nil
+		}
+		return p.fileDiagnostics(ctx, run, a), nil
+	}
+	var missing []string
+	if a.File == "" {
+		missing = append(missing, `"file"`)
+	}
+	if a.Line == 0 {
+		missing = append(missing, `"line"`)
+	}
+	if a.Symbol == "" {
+		missing = append(missing, `"symbol"`)
+	}
+	if len(missing) > 0 {
+		return orchestrator.Errorf("%s needs %s: give the 1-based line and a substring of it that names the symbol (a column is never guessed)", a.Action, strings.Join(missing, " and ")), nil
+	}
+	return p.navigate(ctx, run, a), nil
+}
