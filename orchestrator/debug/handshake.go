@@ -153,7 +153,7 @@ func (s *session) handshake(ctx context.Context, command string, args map[string
 		if len(bps[f]) == 0 {
 			continue
 		}
-		if _, err := s.setBreakpoints(ctx, f, bps[f]); err != nil {
+		if err := s.setBreakpoints(ctx, f, bps[f]); err != nil {
 			return err
 		}
 	}
@@ -202,10 +202,10 @@ func (s *session) exceptionFilters() []string {
 
 // setBreakpoints replaces the breakpoints of one file (an absolute host
 // path, symlinks resolved) and keeps the adapter's answer.
-func (s *session) setBreakpoints(ctx context.Context, hostFile string, lines []int) ([]dap.Breakpoint, error) {
+func (s *session) setBreakpoints(ctx context.Context, hostFile string, lines []int) error {
 	file, err := s.mapPath(hostFile)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sbs := make([]dap.SourceBreakpoint, len(lines))
 	for i, l := range lines {
@@ -213,15 +213,18 @@ func (s *session) setBreakpoints(ctx context.Context, hostFile string, lines []i
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestWait)
 	defer cancel()
-	resp, err := s.c.call(rctx, &dap.SetBreakpointsRequest{
-		Request:   dap.Request{Command: "setBreakpoints"},
-		Arguments: dap.SetBreakpointsArguments{Source: dap.Source{Path: file, Name: baseName(file)}, Breakpoints: sbs, Lines: lines},
-	})
+	req := &setBreakpointsRequest{Request: dap.Request{Command: "setBreakpoints"}}
+	req.Arguments.Source = dap.Source{Path: file, Name: baseName(file)}
+	req.Arguments.Breakpoints, req.Arguments.Lines = sbs, lines
+	if lines == nil {
+		req.Arguments.Lines = []int{}
+	}
+	resp, err := s.c.call(rctx, req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	got := resp.(*dap.SetBreakpointsResponse).Body.Breakpoints
-	out := make([]dap.Breakpoint, len(lines))
+	out := make([]breakpoint, len(lines))
 	for i, l := range lines {
 		bp := dap.Breakpoint{Line: l, Message: "the adapter did not answer for this line"}
 		if i < len(got) {
@@ -231,12 +234,24 @@ func (s *session) setBreakpoints(ctx context.Context, hostFile string, lines []i
 			}
 		}
 		bp.Source = &dap.Source{Path: file}
-		out[i] = bp
+		out[i] = breakpoint{requested: l, Breakpoint: bp}
 	}
 	s.mu.Lock()
 	s.bps[file] = out
 	s.mu.Unlock()
-	return out, nil
+	return nil
+}
+
+// setBreakpointsRequest is go-dap's request without omitempty on the
+// lists: clearing a file sends "breakpoints": [], which debugpy needs
+// (without the field its server disconnects).
+type setBreakpointsRequest struct {
+	dap.Request
+	Arguments struct {
+		Source      dap.Source             `json:"source"`
+		Breakpoints []dap.SourceBreakpoint `json:"breakpoints"`
+		Lines       []int                  `json:"lines"`
+	} `json:"arguments"`
 }
 
 // mapPath is hostPath as the adapter sees it.

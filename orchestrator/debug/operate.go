@@ -149,7 +149,7 @@ func (p *Provider) breakpoints(ctx context.Context, run *orchestrator.Run, c *co
 		}
 		return b.String(), nil
 	}
-	if _, err := s.setBreakpoints(ctx, abs, lines); err != nil {
+	if err := s.setBreakpoints(ctx, abs, lines); err != nil {
 		return "", err
 	}
 	if len(lines) == 0 {
@@ -244,7 +244,7 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 		s.end(metrics.ReasonCrashed, "the adapter did not start: "+err.Error())
 		return "", fmt.Errorf("%v%s", err, s.adapterSaid())
 	}
-	wait := p.cfg.StopWait
+	wait := p.cfg.RequestWait
 	if a.Builds {
 		wait = p.cfg.BuildWait
 	}
@@ -293,7 +293,7 @@ func (p *Provider) attach(ctx context.Context, run *orchestrator.Run, c *convers
 	for k, v := range a.Launch {
 		attachArgs[k] = v
 	}
-	if err := s.handshake(ctx, "attach", attachArgs, c.storedBreakpoints(), p.cfg.StopWait); err != nil {
+	if err := s.handshake(ctx, "attach", attachArgs, c.storedBreakpoints(), p.cfg.RequestWait); err != nil {
 		s.end(metrics.ReasonCrashed, "the attach failed: "+err.Error())
 		return "", fmt.Errorf("attaching to port %d failed: %v", port, err)
 	}

@@ -343,11 +343,14 @@ func (s *session) breakpointText(file string) string {
 // breakpointTextMapped is breakpointText for a path as the adapter sees it.
 func (s *session) breakpointTextMapped(mapped string) string {
 	s.mu.Lock()
-	bps := append([]dap.Breakpoint(nil), s.bps[mapped]...)
+	bps := append([]breakpoint(nil), s.bps[mapped]...)
 	s.mu.Unlock()
 	var b strings.Builder
 	for _, bp := range bps {
-		fmt.Fprintf(&b, "%s:%d ", s.paths.show(mapped), bp.Line)
+		fmt.Fprintf(&b, "%s:%d ", s.paths.show(mapped), bp.requested)
+		if bp.Line != bp.requested {
+			fmt.Fprintf(&b, "(moved by the adapter to line %d, the nearest with code) ", bp.Line)
+		}
 		if bp.Verified {
 			b.WriteString("verified")
 		} else {

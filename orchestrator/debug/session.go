@@ -66,8 +66,8 @@ type session struct {
 	stop       *stopState // nil while running
 	exitCode   *int
 	terminated bool
-	bps        map[string][]dap.Breakpoint // by absolute (enclosure) path
-	live       bool                        // the start succeeded and was counted
+	bps        map[string][]breakpoint // by absolute (enclosure) path
+	live       bool                    // the start succeeded and was counted
 
 	endOnce sync.Once
 	ended   chan struct{}
@@ -75,6 +75,13 @@ type session struct {
 	detail  string
 	// onEnd is called once, from end, after everything is stopped.
 	onEnd func(*session)
+}
+
+// breakpoint is the adapter's answer for one requested line; the adapter
+// may move it to the nearest line with code.
+type breakpoint struct {
+	requested int
+	dap.Breakpoint
 }
 
 // stopState is where the program stopped, filled lazily: the event gives
@@ -92,7 +99,7 @@ func newSession(cfg *Config, a *Adapter, m *metrics.Metrics, p paths, program st
 	return &session{
 		cfg: cfg, adapter: a, metrics: m, paths: p, program: program, started: time.Now(),
 		stderr: &capped{limit: 16 << 10}, stdout: &capped{limit: cfg.OutputLimit}, stderrOut: &capped{limit: cfg.OutputLimit},
-		bps: map[string][]dap.Breakpoint{}, ended: make(chan struct{}),
+		bps: map[string][]breakpoint{}, ended: make(chan struct{}),
 	}
 }
 
@@ -171,7 +178,7 @@ func (s *session) updateBreakpoint(reason string, bp dap.Breakpoint) {
 			if bp.Source == nil {
 				bp.Source = old.Source
 			}
-			list[i] = bp
+			list[i].Breakpoint = bp
 			return
 		}
 	}
