@@ -137,6 +137,7 @@ func (p *pool) watch(w *worker, a *attempt, input string) {
 			<-copied
 		}
 	}
+	closeReaders(a.proc)
 	code, err := a.proc.Wait()
 
 	p.mu.Lock()
@@ -312,8 +313,8 @@ func (p *pool) Close() {
 	})
 }
 
-// closeReaders closes the process's output pipes, ending the reads of a
-// worker whose pipes outlive it.
+// closeReaders closes the process's output pipes: once read to the end,
+// or to end the reads of a worker whose pipes outlive it.
 func closeReaders(proc enclosure.Process) {
 	for _, r := range []io.Reader{proc.Stdout(), proc.Stderr()} {
 		if c, ok := r.(io.Closer); ok {

@@ -444,3 +444,29 @@ func escaped(t *testing.T, marker string) []int {
 	}
 	return out
 }
+
+// Every attempt's pipes are closed once it settles: many workers and
+// reruns leave the descriptor count where it was.
+func TestPipesAreClosed(t *testing.T) {
+	f := newFixture(t, config(script(t, "echo"), nil))
+	fds := func() int {
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	f.ok(t, "vibe_spawn", obj{"brief": "warm up", "label": "l"})
+	f.ok(t, "vibe_wait", obj{"worker_id": "w1"}, "succeeded")
+	before := fds()
+	for i := range 20 {
+		id := fmt.Sprint("w", i+2)
+		f.ok(t, "vibe_spawn", obj{"brief": "b", "label": "l"}, "Spawned worker "+id)
+		f.ok(t, "vibe_send", obj{"worker_id": id, "message": "again"})
+		f.ok(t, "vibe_wait", obj{"worker_id": id}, "succeeded")
+		f.ok(t, "vibe_kill", obj{"worker_id": id})
+	}
+	if after := fds(); after > before {
+		t.Fatalf("open descriptors went from %d to %d over 40 attempts", before, after)
+	}
+}
