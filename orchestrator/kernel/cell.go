@@ -1,0 +1,155 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/berth-dev/berth/bridge"
+	"github.com/berth-dev/berth/orchestrator"
+)
+
+// How a cell ended, beyond its own status.
+const (
+	endDone        = iota // the driver sent done
+	endInterrupted        // interrupted, and done arrived within the grace
+	endKilled             // interrupted, no done within the grace: killed
+	endDied               // the kernel died on its own
+)
+
+// cellRun is one cell in flight: the budget, the pending tool() calls,
+// and what has come back so far.
+type cellRun struct {
+	k    *kernel
+	cfg  Config
+	run  *orchestrator.Run
+	id   string
+	out  *output
+	why  string // why it was interrupted: "budget" or "cancelled"
+	end  int
+	died string // how the kernel ended, when it did
+}
+
+// execute runs one cell and returns when the driver says it is done, or
+// the kernel was killed or died. ctx is the caller's: when it ends the
+// cell is interrupted like a cell past its budget.
+func (k *kernel) execute(ctx context.Context, cfg Config, run *orchestrator.Run, id, code string) *cellRun {
+	c := &cellRun{k: k, cfg: cfg, run: run, id: id, out: newOutput(cfg)}
+	if err := k.w.Write(bridge.Frame{Type: bridge.TypeExecute, Cell: id, Code: code}); err != nil {
+		c.end, c.died = endDied, k.exitDescription()
+		return c
+	}
+
+	callCtx, cancelCalls := context.WithCancel(ctx)
+	defer cancelCalls()
+	loopDone := make(chan struct{})
+	defer close(loopDone)
+	callDone := make(chan struct{})
+	pending := 0
+
+	budget := time.NewTimer(cfg.CellIdleBudget)
+	defer budget.Stop()
+	rearm := func() {
+		budget.Stop()
+		if pending == 0 {
+			budget.Reset(cfg.CellIdleBudget)
+		}
+	}
+	var grace <-chan time.Time
+	cancelled := ctx.Done()
+
+	for {
+		select {
+		case f, ok := <-k.frames:
+			if !ok {
+				c.end, c.died = endDied, k.exitDescription()
+				return c
+			}
+			switch f.Type {
+			case bridge.TypeToolCall:
+				pending++
+				rearm()
+				go c.serveCall(callCtx, f, callDone, loopDone)
+				continue
+			case bridge.TypeDone:
+				if f.Cell != id {
+					continue // a late done of a cell given up on
+				}
+				if c.why != "" {
+					c.end = endInterrupted
+				}
+				return c
+			}
+			c.out.add(f, id)
+			rearm()
+		case <-callDone:
+			pending--
+			rearm()
+		case <-budget.C:
+			c.interrupt("budget", &grace)
+		case <-cancelled:
+			cancelled = nil
+			why := "cancelled"
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				why = "timeout"
+			}
+			c.interrupt(why, &grace)
+		case <-grace:
+			c.end = endKilled
+			return c
+		}
+	}
+}
+
+// interrupt sends SIGINT (KeyboardInterrupt in Python) to the kernel's
+// process group, or an interrupt frame where the enclosure cannot signal,
+// and starts the grace period after which the kernel is killed.
+func (c *cellRun) interrupt(why string, grace *<-chan time.Time) {
+	if c.why != "" {
+		return
+	}
+	c.why = why
+	var sig os.Signal = syscall.SIGINT
+	if err := c.k.proc.Signal(sig); err != nil {
+		_ = c.k.w.Write(bridge.Frame{Type: bridge.TypeInterrupt, Cell: c.id})
+	}
+	*grace = time.After(c.cfg.InterruptGrace)
+}
+
+// serveCall answers one tool() call through the run's harness, with the
+// cell as its origin, and writes the answer (or refusal) back.
+func (c *cellRun) serveCall(ctx context.Context, f bridge.Frame, callDone chan<- struct{}, loopDone <-chan struct{}) {
+	c.k.m.BridgeCallsInFlight.Inc()
+	defer c.k.m.BridgeCallsInFlight.Dec()
+	reply := bridge.Frame{Type: bridge.TypeToolResult, ID: f.ID}
+	if h := c.run.Harness; h == nil {
+		reply.Error = "no harness connection owns this run, so tool() cannot reach any tool"
+	} else {
+		res, err := h.CallTool(ctx, orchestrator.ToolCall{
+			Name: f.Name, Arguments: f.Arguments,
+			Origin: orchestrator.Origin{Tool: "eval", Cell: f.Cell},
+		})
+		switch {
+		case err != nil:
+			reply.Error = err.Error()
+		case res == nil:
+			reply.Result = json.RawMessage(`{"content":[],"isError":false}`)
+		default:
+			b, merr := json.Marshal(res)
+			if merr != nil {
+				reply.Error = fmt.Sprintf("the harness's answer could not be encoded: %v", merr)
+			} else {
+				reply.Result = b
+			}
+		}
+	}
+	_ = c.k.w.Write(reply)
+	select {
+	case callDone <- struct{}{}:
+	case <-loopDone:
+	}
+}

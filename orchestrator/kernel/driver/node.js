@@ -1,0 +1,199 @@
+// Berth's JavaScript kernel driver. Berth embeds this file and feeds it to
+// node through a loader given with -e, so no file is left behind; the loader
+// evaluates it and calls the function below with its require. It speaks the
+// bridge protocol (see package bridge) over node's own stdin and stdout.
+// Node cannot repoint fd 1, so user writes through process.stdout,
+// process.stderr and console are captured in-process, and anything that
+// still reaches fd 1 (a child started with stdio "inherit") arrives as
+// bytes outside a frame, which Berth shows as output.
+(function (require) {
+  'use strict';
+  const vm = require('vm');
+  const util = require('util');
+  const path = require('path');
+  const readline = require('readline');
+  const Module = require('module');
+
+  const VERSION = 1;
+  const DRIVER_FILE = '<berth-driver>';
+  // Node's own REPL rewriter for top-level await; present with
+  // --expose-internals, which Berth passes.
+  let processTopLevelAwait = null;
+  try {
+    processTopLevelAwait = require('internal/repl/await').processTopLevelAwait;
+  } catch (e) {
+    processTopLevelAwait = null;
+  }
+
+  const rawWrite = process.stdout.write.bind(process.stdout);
+  function send(frame) {
+    rawWrite('\x1e' + JSON.stringify(frame) + '\n');
+  }
+
+  let current = '';
+  let running = false;
+  let interruptCell = null;
+
+  function capture(stream) {
+    return function (chunk, encoding, cb) {
+      const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+      if (text) send({ type: 'output', cell: current, stream: stream, text: text });
+      const done = typeof encoding === 'function' ? encoding : cb;
+      if (typeof done === 'function') process.nextTick(done);
+      return true;
+    };
+  }
+  process.stdout.write = capture('stdout');
+  process.stderr.write = capture('stderr');
+
+  // --- tool() re-entry ----------------------------------------------------
+  class ToolError extends Error {
+    constructor(message) {
+      super(message);
+      this.name = 'ToolError';
+    }
+  }
+  const calls = new Map();
+  let callSeq = 0;
+
+  function tool(name, args) {
+    if (typeof name !== 'string' || !name) {
+      return Promise.reject(new TypeError('tool(name, args): name must be a tool name string'));
+    }
+    if (args === undefined || args === null) args = {};
+    if (typeof args !== 'object' || Array.isArray(args)) {
+      return Promise.reject(new TypeError("tool(name, args): args must be an object of the tool's named arguments"));
+    }
+    const id = String(++callSeq);
+    return new Promise(function (resolve, reject) {
+      calls.set(id, { name: name, resolve: resolve, reject: reject });
+      send({ type: 'tool_call', cell: current, id: id, name: name, arguments: args });
+    });
+  }
+
+  function toolResult(frame) {
+    const call = calls.get(frame.id);
+    if (!call) return;
+    calls.delete(frame.id);
+    if (frame.error) return call.reject(new ToolError(call.name + ': ' + frame.error));
+    const result = frame.result || {};
+    const content = result.content || [];
+    const texts = content.filter(function (b) { return b.type === 'text'; }).map(function (b) { return b.text || ''; });
+    if (result.isError) return call.reject(new ToolError(call.name + ': ' + (texts.join('\n') || 'failed')));
+    call.resolve(texts.length === content.length ? texts.join('\n') : content);
+  }
+
+  // --- display ------------------------------------------------------------
+  function bundle(value) {
+    if (Buffer.isBuffer(value) && value.length > 8 && value.readUInt32BE(0) === 0x89504e47) {
+      return { 'image/png': value.toString('base64') };
+    }
+    return { 'text/plain': typeof value === 'string' ? value : util.inspect(value, { depth: 4, colors: false }) };
+  }
+
+  // display(value, ...) shows values; display(bundle, {raw: true}) takes a
+  // ready MIME bundle such as {"image/png": base64} or {"text/html": ...}.
+  function display() {
+    const args = Array.prototype.slice.call(arguments);
+    const last = args[args.length - 1];
+    const raw = args.length > 1 && last && typeof last === 'object' && last.raw === true;
+    if (raw) args.pop();
+    for (const v of args) send({ type: 'display', cell: current, data: raw ? v : bundle(v) });
+  }
+
+  // --- the context --------------------------------------------------------
+  const userRequire = Module.createRequire(path.join(process.cwd(), '<eval>'));
+  const sandbox = { console: console, process: process, require: userRequire, display: display, tool: tool, ToolError: ToolError };
+  for (const name of ['Buffer', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate',
+    'clearImmediate', 'queueMicrotask', 'structuredClone', 'URL', 'URLSearchParams', 'TextEncoder', 'TextDecoder',
+    'AbortController', 'AbortSignal', 'EventTarget', 'Event', 'fetch', 'Headers', 'Request', 'Response', 'Blob',
+    'performance', 'atob', 'btoa', 'crypto', 'WebAssembly']) {
+    if (typeof globalThis[name] !== 'undefined') sandbox[name] = globalThis[name];
+  }
+  const context = vm.createContext(sandbox);
+
+  function cleanStack(err) {
+    if (!err || typeof err !== 'object') return String(err);
+    const stack = String(err.stack || (err.name + ': ' + err.message));
+    return stack.split('\n').filter(function (l) {
+      return l.indexOf(DRIVER_FILE) < 0 && l.indexOf('node:vm') < 0 && l.indexOf('node:internal') < 0;
+    }).join('\n') + '\n';
+  }
+
+  function isInterrupt(err) {
+    return !!err && typeof err === 'object' && /Script execution was interrupted/.test(String(err.message));
+  }
+
+  async function runCell(cell, code) {
+    current = cell;
+    let status = 'ok';
+    const filename = '<cell-' + cell + '>';
+    running = true;
+    try {
+      let value;
+      let script = null;
+      let wrapped = null;
+      try {
+        script = new vm.Script(code, { filename: filename });
+      } catch (e) {
+        wrapped = e && e.name === 'SyntaxError' && processTopLevelAwait ? processTopLevelAwait(code) : null;
+        if (!wrapped) throw e;
+      }
+      if (script) {
+        value = script.runInContext(context, { breakOnSigint: true });
+      } else {
+        const interrupted = new Promise(function (resolve, reject) { interruptCell = reject; });
+        const out = await Promise.race([vm.runInContext(wrapped, context, { filename: filename, breakOnSigint: true }), interrupted]);
+        value = out ? out.value : undefined;
+      }
+      if (value !== undefined) {
+        context._ = value;
+        send({ type: 'result', cell: cell, data: bundle(value) });
+      }
+    } catch (e) {
+      const interrupted = isInterrupt(e);
+      status = interrupted ? 'interrupted' : 'error';
+      const name = interrupted ? 'Interrupted' : (e && e.name) || 'Error';
+      const message = interrupted ? 'the cell was interrupted' : (e && typeof e === 'object' ? String(e.message) : String(e));
+      send({ type: 'error', cell: cell, name: name, value: message, traceback: interrupted ? 'Interrupted: the cell was interrupted\n' : cleanStack(e) });
+    } finally {
+      running = false;
+      interruptCell = null;
+    }
+    send({ type: 'done', cell: cell, status: status });
+  }
+
+  process.on('SIGINT', function () {
+    if (running && interruptCell) interruptCell(new Error('Script execution was interrupted by SIGINT'));
+  });
+  process.on('uncaughtException', function (e) {
+    send({ type: 'output', cell: current, stream: 'stderr', text: 'Uncaught ' + cleanStack(e) });
+  });
+  process.on('unhandledRejection', function (e) {
+    send({ type: 'output', cell: current, stream: 'stderr', text: 'Unhandled rejection: ' + cleanStack(e) });
+  });
+
+  let queue = Promise.resolve();
+  const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  rl.on('line', function (line) {
+    const i = line.indexOf('\x1e');
+    if (i < 0) return;
+    let frame;
+    try {
+      frame = JSON.parse(line.slice(i + 1));
+    } catch (e) {
+      return;
+    }
+    if (frame.type === 'execute') {
+      queue = queue.then(function () { return runCell(frame.cell || '', frame.code || ''); });
+    } else if (frame.type === 'tool_result') {
+      toolResult(frame);
+    } else if (frame.type === 'interrupt') {
+      if (running) process.kill(process.pid, 'SIGINT');
+    }
+  });
+  // Berth closed the pipe: it is gone or done with this kernel.
+  rl.on('close', function () { process.exit(0); });
+
+  send({ type: 'ready', version: VERSION, language: 'javascript', pid: process.pid, implementation: 'node ' + process.version });
+});

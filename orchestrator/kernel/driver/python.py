@@ -1,0 +1,549 @@
+# Berth's Python kernel driver. Berth embeds this file and feeds it to the
+# interpreter through a loader given with -c, so no file is left behind. It
+# speaks the bridge protocol (see package bridge): frames on a private copy
+# of the original stdout, commands from a private copy of the original
+# stdin. User code gets fd 1 and 2 pointed at a capture pipe and stdin at
+# /dev/null, so nothing it or its children write can corrupt a frame.
+# Written for Python 3.8 and later; it imports nothing outside the standard
+# library.
+import ast
+import base64
+import builtins
+import codecs
+import importlib
+import io
+import json
+import linecache
+import os
+import queue
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import timeit
+import tokenize
+import traceback
+import types
+import faulthandler
+
+VERSION = 1
+DRIVER_FILE = "<berth-driver>"
+DRAIN = b"\x00\x1fBERTH-DRAIN\x1f\x00"
+TABLE_ROWS = int(os.environ.get("BERTH_TABLE_ROWS", "50"))
+TABLE_COLS = int(os.environ.get("BERTH_TABLE_COLS", "30"))
+TABLE_CELL = 200
+
+# --- the channel: private copies of the original stdin and stdout --------
+_frames_out = os.dup(1)
+_frames_in = os.fdopen(os.dup(0), "rb", buffering=1 << 16)
+_orig_err = os.dup(2)
+_devnull = os.open(os.devnull, os.O_RDONLY)
+os.dup2(_devnull, 0)
+os.close(_devnull)
+# A crash (segfault) reports on the original stderr, which Berth reads.
+_crash_log = os.fdopen(_orig_err, "w")
+faulthandler.enable(file=_crash_log, all_threads=False)
+
+_outq = queue.Queue()
+
+
+def send(**frame):
+    """Queue a frame; one writer thread writes them, so a KeyboardInterrupt
+    in the main thread can never cut a frame in half."""
+    _outq.put(b"\x1e" + json.dumps(frame, separators=(",", ":")).encode() + b"\n")
+
+
+def _writer():
+    while True:
+        data = _outq.get()
+        view = memoryview(data)
+        while view:
+            n = os.write(_frames_out, view)
+            view = view[n:]
+
+
+# --- capture of fd 1 and 2 -------------------------------------------------
+_cell = {"id": "", "running": False}
+_drained = threading.Condition()
+_drain_count = [0]
+
+
+def _capture():
+    """Point fd 1 and 2 at one pipe, as a terminal does with 2>&1, so
+    what user code and its children write keeps its order."""
+    r, w = os.pipe()
+    os.dup2(w, 1)
+    os.dup2(w, 2)
+    os.close(w)
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def pump():
+        carry = b""
+        while True:
+            chunk = os.read(r, 1 << 16)
+            if not chunk:
+                return
+            data = carry + chunk
+            carry = b""
+            while True:
+                i = data.find(DRAIN)
+                if i < 0:
+                    break
+                _emit(decoder, data[:i])
+                data = data[i + len(DRAIN):]
+                with _drained:
+                    _drain_count[0] += 1
+                    _drained.notify_all()
+            # Keep a possible start of a marker for the next read.
+            for k in range(min(len(DRAIN) - 1, len(data)), 0, -1):
+                if DRAIN.startswith(data[-k:]):
+                    carry = data[-k:]
+                    data = data[:-k]
+                    break
+            _emit(decoder, data)
+
+    threading.Thread(target=pump, daemon=True).start()
+
+
+def _emit(decoder, data):
+    text = decoder.decode(data)
+    if text:
+        send(type="output", cell=_cell["id"], stream="stdout", text=text)
+
+
+def _drain():
+    """Return once everything written to fd 1 and 2 so far was sent."""
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.flush()
+        except Exception:
+            pass
+    with _drained:
+        want = _drain_count[0] + 1
+        os.write(1, DRAIN)
+        _drained.wait_for(lambda: _drain_count[0] >= want, timeout=10)
+
+
+# --- tool() re-entry -------------------------------------------------------
+class ToolError(Exception):
+    """Raised by tool() when the harness refuses or the tool fails."""
+
+
+_calls = {}
+_calls_lock = threading.Lock()
+_call_seq = [0]
+
+
+def tool(name, arguments=None):
+    """Call one of the harness's tools; returns its text (or its content
+    blocks when it returned more than text); raises ToolError on a refusal
+    or a failed tool."""
+    if not isinstance(name, str) or not name:
+        raise TypeError("tool(name, arguments): name must be a tool name string")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise TypeError("tool(name, arguments): arguments must be a dict of the tool's named arguments")
+    json.dumps(arguments)  # raise TypeError here, not in the writer thread
+    slot = {"event": threading.Event()}
+    with _calls_lock:
+        _call_seq[0] += 1
+        cid = str(_call_seq[0])
+        _calls[cid] = slot
+    try:
+        send(type="tool_call", cell=_cell["id"], id=cid, name=name, arguments=arguments)
+        slot["event"].wait()
+    finally:
+        with _calls_lock:
+            _calls.pop(cid, None)
+    frame = slot["frame"]
+    if frame.get("error"):
+        raise ToolError("%s: %s" % (name, frame["error"]))
+    result = frame.get("result") or {}
+    content = result.get("content") or []
+    texts = [b.get("text", "") for b in content if b.get("type") == "text"]
+    if result.get("isError"):
+        raise ToolError("%s: %s" % (name, "\n".join(texts) or "failed"))
+    if len(texts) == len(content):
+        return "\n".join(texts)
+    return content
+
+
+# --- rich display ----------------------------------------------------------
+_REPRS = (
+    ("_repr_png_", "image/png"),
+    ("_repr_jpeg_", "image/jpeg"),
+    ("_repr_markdown_", "text/markdown"),
+    ("_repr_json_", "application/json"),
+    ("_repr_html_", "text/html"),
+    ("_repr_svg_", "image/svg+xml"),
+    ("_repr_latex_", "text/latex"),
+)
+
+
+def _cell_text(v):
+    s = str(v)
+    return s if len(s) <= TABLE_CELL else s[: TABLE_CELL - 1] + "…"
+
+
+def _table(obj):
+    pd = sys.modules.get("pandas")
+    if pd is None:
+        return None
+    if isinstance(obj, pd.Series):
+        obj = obj.to_frame(name=obj.name if obj.name is not None else 0)
+    elif not isinstance(obj, pd.DataFrame):
+        return None
+    nrows, ncols = obj.shape
+    show_index = not isinstance(obj.index, pd.RangeIndex) or obj.index.name is not None
+    cols = [str(c) for c in obj.columns[:TABLE_COLS]]
+    if show_index:
+        cols = [str(obj.index.name) if obj.index.name is not None else ""] + cols
+    part = obj.iloc[:TABLE_ROWS, :TABLE_COLS]
+    rows = []
+    for idx, values in zip(part.index, part.itertuples(index=False, name=None)):
+        row = [_cell_text(v) for v in values]
+        rows.append(([_cell_text(idx)] if show_index else []) + row)
+    return {
+        "columns": cols,
+        "rows": rows,
+        "truncated": nrows > TABLE_ROWS or ncols > TABLE_COLS,
+        "shape": [nrows, ncols],
+    }
+
+
+def _figure_png(obj):
+    if not type(obj).__module__.startswith("matplotlib.figure") or not hasattr(obj, "savefig"):
+        return None
+    buf = io.BytesIO()
+    obj.savefig(buf, format="png", bbox_inches="tight")
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close(obj)  # shown now, so not again at the end of the cell
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def bundle(obj):
+    """The MIME bundle of obj, as a notebook front end would get it."""
+    try:
+        table = _table(obj)
+    except Exception:
+        table = None  # the text form below is the fallback
+    if table is not None:
+        return {"application/vnd.berth.table+json": table, "text/plain": repr(obj)}
+    png = _figure_png(obj)
+    if png is not None:
+        return {"image/png": png}
+    data = {}
+    for meth, mime in _REPRS:
+        f = getattr(obj, meth, None)
+        if f is None or isinstance(obj, type):
+            continue
+        try:
+            v = f()
+        except Exception:
+            continue
+        if v is None:
+            continue
+        if isinstance(v, tuple):
+            v = v[0]
+        if mime in ("image/png", "image/jpeg") and isinstance(v, (bytes, bytearray)):
+            v = base64.b64encode(v).decode("ascii")
+        try:
+            json.dumps(v)
+        except TypeError:
+            v = str(v)
+        data[mime] = v
+    if not data or type(obj).__repr__ is not object.__repr__:
+        data["text/plain"] = repr(obj)
+    return data
+
+
+def display(*objs, raw=False):
+    """Show objects in the cell's result: images, tables, HTML, Markdown,
+    JSON or text. raw=True takes each object as a ready MIME bundle."""
+    for obj in objs:
+        send(type="display", cell=_cell["id"], data=obj if raw else bundle(obj))
+
+
+def _figures():
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    try:
+        for num in plt.get_fignums():
+            buf = io.BytesIO()
+            plt.figure(num).savefig(buf, format="png", bbox_inches="tight")
+            send(type="display", cell=_cell["id"],
+                 data={"image/png": base64.b64encode(buf.getvalue()).decode("ascii")})
+    except Exception as e:
+        send(type="output", cell=_cell["id"], stream="stderr", text="figure could not be rendered: %r\n" % (e,))
+    finally:
+        plt.close("all")
+
+
+# --- IPython idioms --------------------------------------------------------
+_SUPPORTED = "%pip, %cd, %timeit, %%timeit, %%bash, %matplotlib, !cmd and x = !cmd"
+_ASSIGN_SHELL = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*!(.*)$")
+_LINE_MAGIC = re.compile(r"^(\s*)%([A-Za-z_]\w*)(.*)$")
+_SHELL = re.compile(r"^(\s*)!(.*)$")
+
+
+def _statement_rows(masked):
+    """Rows (1-based) where a new statement starts, found with tokenize, so
+    a line inside a string literal or a bracket is never taken for a magic."""
+    rows = {1}
+    depth = 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(masked).readline):
+            if tok.type == tokenize.OP and tok.string in "([{":
+                depth += 1
+            elif tok.type == tokenize.OP and tok.string in ")]}":
+                depth = max(0, depth - 1)
+            elif tok.type in (tokenize.NEWLINE, tokenize.NL) and depth == 0:
+                rows.add(tok.end[0] + 1)
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return rows
+
+
+def rewrite(src):
+    """Rewrite IPython idioms into plain Python calling the driver's
+    helpers; code that is not an idiom is left exactly as it was."""
+    lines = src.split("\n")
+    first = next((i for i, l in enumerate(lines) if l.strip()), None)
+    if first is not None and lines[first].lstrip().startswith("%%"):
+        head = lines[first].strip()[2:]
+        name, _, args = head.partition(" ")
+        body = "\n".join(lines[first + 1:])
+        if name in ("bash", "sh", "script"):
+            shell = "/bin/sh" if name == "sh" else "/bin/bash"
+            if name == "script":
+                shell = args.strip() or "/bin/sh"
+            return "__berth__.sh(%r, %r)" % (body, shell)
+        if name == "timeit":
+            return "__berth__.timeit(%r, %r)" % (args, body)
+        if name == "capture":
+            return body
+        return "__berth__.unsupported(%r)" % ("%%" + name,)
+    candidates = {}
+    masked = list(lines)
+    for i, line in enumerate(lines):
+        m = _ASSIGN_SHELL.match(line)
+        if m:
+            candidates[i] = "%s%s = __berth__.getoutput(%r)" % (m.group(1), m.group(2), m.group(3).strip())
+        elif _SHELL.match(line):
+            m = _SHELL.match(line)
+            candidates[i] = "%s__berth__.sh(%r)" % (m.group(1), m.group(2).strip())
+        else:
+            m = _LINE_MAGIC.match(line)
+            if not m:
+                continue
+            indent, name, args = m.group(1), m.group(2), m.group(3).strip()
+            call = {
+                "pip": "__berth__.pip(%r)" % (args,),
+                "cd": "__berth__.cd(%r)" % (args,),
+                "timeit": "__berth__.timeit(%r, None)" % (args,),
+                "matplotlib": "None",
+            }.get(name, "__berth__.unsupported(%r)" % ("%" + name,))
+            candidates[i] = indent + call
+        masked[i] = re.match(r"\s*", line).group(0) + "pass"
+    if not candidates:
+        return src
+    starts = _statement_rows("\n".join(masked))
+    for i, repl in candidates.items():
+        if i + 1 in starts:
+            lines[i] = repl
+    return "\n".join(lines)
+
+
+class _Helpers:
+    """What rewritten idioms call; bound in the namespace as __berth__."""
+
+    def __init__(self, ns):
+        self.ns = ns
+
+    def sh(self, cmd, shell="/bin/sh"):
+        r = subprocess.run([shell, "-c", cmd], stdin=subprocess.DEVNULL)
+        if r.returncode:
+            print("(exit status %d)" % r.returncode, file=sys.stderr)
+
+    def getoutput(self, cmd):
+        r = subprocess.run(["/bin/sh", "-c", cmd], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        return r.stdout.decode("utf-8", "replace").splitlines()
+
+    def cd(self, path):
+        path = os.path.expanduser(path.strip().strip("'\"") or "~")
+        os.chdir(path)
+        print(os.getcwd())
+
+    def pip(self, args):
+        r = subprocess.run([sys.executable, "-m", "pip"] + shlex.split(args), stdin=subprocess.DEVNULL)
+        # Forget what was imported since the kernel started, so the next
+        # import finds what pip just installed or upgraded.
+        for name in list(sys.modules):
+            if name not in _initial_modules:
+                del sys.modules[name]
+        importlib.invalidate_caches()
+        if r.returncode:
+            print("(pip exited with status %d)" % r.returncode, file=sys.stderr)
+        else:
+            print("Modules imported since the kernel started were dropped; import them again.")
+
+    def timeit(self, args, body):
+        opts = shlex.split(args)
+        number, repeat, i = 0, 7, 0
+        stmt_parts = []
+        while i < len(opts):
+            if opts[i] == "-n" and i + 1 < len(opts):
+                number, i = int(opts[i + 1]), i + 2
+            elif opts[i] == "-r" and i + 1 < len(opts):
+                repeat, i = int(opts[i + 1]), i + 2
+            else:
+                stmt_parts.append(opts[i])
+                i += 1
+        if body is None:  # %timeit: the statement is on the line
+            setup, stmt = "pass", args
+            stmt = re.sub(r"^\s*((-[nr]\s+\d+)\s*)*", "", stmt)
+        else:  # %%timeit: the line (after options) is setup, the body is timed
+            setup, stmt = " ".join(stmt_parts) or "pass", body
+        timer = timeit.Timer(stmt, setup, globals=self.ns)
+        if number == 0:
+            number, _ = timer.autorange()
+        times = [t / number for t in timer.repeat(repeat=repeat, number=number)]
+        mean = sum(times) / len(times)
+        std = (sum((t - mean) ** 2 for t in times) / len(times)) ** 0.5
+        print("%s ± %s per loop (mean ± std. dev. of %d runs, %d loops each)"
+              % (_fmt_time(mean), _fmt_time(std), repeat, number))
+
+    def unsupported(self, name):
+        raise NotImplementedError("IPython magic %s is not supported by this kernel; supported: %s. "
+                                  "Write plain Python instead." % (name, _SUPPORTED))
+
+
+def _fmt_time(t):
+    for unit, scale in (("s", 1), ("ms", 1e3), ("µs", 1e6), ("ns", 1e9)):
+        if t * scale >= 1:
+            return "%.3g %s" % (t * scale, unit)
+    return "%.3g ns" % (t * 1e9)
+
+
+# --- cells -----------------------------------------------------------------
+# One namespace for the kernel's life, as the __main__ module, so pickling
+# and multiprocessing find what cells define.
+_main = types.ModuleType("__main__")
+sys.modules["__main__"] = _main
+_ns = _main.__dict__
+_ns.update(__builtins__=builtins, display=display, tool=tool, ToolError=ToolError, __berth__=_Helpers(_ns))
+
+
+def _on_sigint(signum, frame):
+    if _cell["running"]:
+        raise KeyboardInterrupt
+    # Between cells an interrupt has nothing to stop.
+
+
+def _format_error(e):
+    te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True) \
+        if sys.version_info >= (3, 10) else traceback.TracebackException(type(e), e, e.__traceback__)
+    seen = set()
+    stack = [te]
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        t.stack = traceback.StackSummary.from_list([f for f in t.stack if f.filename != DRIVER_FILE])
+        for nxt in (t.__cause__, t.__context__):
+            if nxt is not None:
+                stack.append(nxt)
+    return "".join(te.format())
+
+
+def _compile(src, cell):
+    filename = "<cell-%s>" % cell
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    tree = ast.parse(src, filename, "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr) and not src.rstrip().endswith(";"):
+        last = ast.Expression(tree.body.pop().value)
+    body = compile(tree, filename, "exec")
+    return body, (compile(last, filename, "eval") if last is not None else None)
+
+
+def run_cell(cell, code):
+    _cell["id"] = cell
+    status = "ok"
+    try:
+        try:
+            body, last = _compile(rewrite(code), cell)
+            _cell["running"] = True
+            exec(body, _ns)
+            value = eval(last, _ns) if last is not None else None
+            if value is not None:
+                _ns["_"] = value
+                send(type="result", cell=cell, data=bundle(value))
+        finally:
+            _cell["running"] = False
+    except BaseException as e:
+        status = "interrupted" if isinstance(e, KeyboardInterrupt) else "error"
+        send(type="error", cell=cell, name=type(e).__name__, value=str(e), traceback=_format_error(e))
+    _figures()
+    _drain()
+    send(type="done", cell=cell, status=status)
+
+
+# --- commands from Berth ---------------------------------------------------
+_cells = queue.Queue()
+
+
+def _reader():
+    for line in _frames_in:
+        i = line.find(b"\x1e")
+        if i < 0:
+            continue
+        try:
+            frame = json.loads(line[i + 1:])
+        except ValueError:
+            continue
+        kind = frame.get("type")
+        if kind == "execute":
+            _cells.put(frame)
+        elif kind == "tool_result":
+            with _calls_lock:
+                slot = _calls.get(frame.get("id"))
+            if slot is not None:
+                slot["frame"] = frame
+                slot["event"].set()
+        elif kind == "interrupt":
+            if _cell["running"]:
+                os.kill(os.getpid(), signal.SIGINT)
+    # Berth closed the pipe: it is gone or done with this kernel.
+    os._exit(0)
+
+
+def main():
+    import warnings
+    warnings.filterwarnings("ignore", message=".*non-interactive.*")
+    signal.signal(signal.SIGINT, _on_sigint)
+    threading.Thread(target=_writer, daemon=True).start()
+    _capture()
+    sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", 0, closefd=False), encoding="utf-8",
+                                  errors="backslashreplace", write_through=True)
+    sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", 0, closefd=False), encoding="utf-8",
+                                  errors="backslashreplace", write_through=True)
+    sys.stdin = open(os.devnull)
+    sys.argv = [""]
+    threading.Thread(target=_reader, daemon=True).start()
+    impl = "%s %s" % (sys.implementation.name, ".".join(map(str, sys.version_info[:3])))
+    send(type="ready", version=VERSION, language="python", pid=os.getpid(), implementation=impl)
+    while True:
+        frame = _cells.get()
+        run_cell(frame.get("cell", ""), frame.get("code", ""))
+
+
+_initial_modules = set(sys.modules)
+main()

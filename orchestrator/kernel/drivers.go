@@ -1,0 +1,57 @@
+package kernel
+
+import (
+	_ "embed"
+	"fmt"
+	"strconv"
+)
+
+// The drivers travel inside the binary. Each interpreter gets a one-line
+// loader on its command line that reads exactly the driver's length from
+// stdin and runs it, so the driver never exists as a file and the frames
+// that follow on stdin are left for it.
+var (
+	//go:embed driver/python.py
+	pythonDriver string
+	//go:embed driver/node.js
+	nodeDriver string
+)
+
+// Languages eval accepts.
+const (
+	Python     = "python"
+	JavaScript = "javascript"
+)
+
+const pythonLoader = "import os,sys\n" +
+	"n=int(sys.argv[1]);b=b''\n" +
+	"while len(b)<n:\n" +
+	" c=os.read(0,n-len(b))\n" +
+	" if not c:sys.exit('berth: the kernel driver was cut short')\n" +
+	" b+=c\n" +
+	"exec(compile(b,'<berth-driver>','exec'),{'__name__':'berth_driver'})"
+
+const nodeLoader = "const fs=require('fs');const n=+process.argv[1];const b=Buffer.alloc(n);let o=0;" +
+	"while(o<n){let k=0;try{k=fs.readSync(0,b,o,n-o,null)}catch(e){if(e.code==='EAGAIN')continue;throw e}" +
+	"if(!k){console.error('berth: the kernel driver was cut short');process.exit(70)}o+=k}" +
+	"require('vm').runInThisContext(b.toString(),{filename:'<berth-driver>'})(require)"
+
+// launch is how one language's kernel is started: arguments after the
+// interpreter, and the driver source to write to its stdin first.
+type launch struct {
+	args   []string
+	source string
+}
+
+func launchFor(lang string) (launch, error) {
+	switch lang {
+	case Python:
+		// -u: no buffering between the driver's writes and the pipe.
+		return launch{args: []string{"-u", "-c", pythonLoader, strconv.Itoa(len(pythonDriver))}, source: pythonDriver}, nil
+	case JavaScript:
+		// --expose-internals gives the driver node's own rewriter for
+		// top-level await (the one the REPL uses).
+		return launch{args: []string{"--expose-internals", "-e", nodeLoader, strconv.Itoa(len(nodeDriver))}, source: nodeDriver}, nil
+	}
+	return launch{}, fmt.Errorf("unknown language %q: use \"python\" or \"javascript\"", lang)
+}

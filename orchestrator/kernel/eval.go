@@ -1,0 +1,134 @@
+package kernel
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+)
+
+const evalDescription = `Run Python or JavaScript in a persistent kernel of this run: variables, imports and loaded data survive between calls, as in a notebook.
+Pass code (the cell), description (5-10 words saying what the cell does, shown in the transcript), optionally language ("python", the default, or "javascript") and reset (true discards the kernel and starts clean first).
+Returns printed output (long output keeps its head and tail and says what was cut), then each display and the value of the last expression (also bound to _): a pandas DataFrame or Series as a table, matplotlib figures as PNG images, rich objects as HTML, Markdown or JSON text. An exception returns its traceback as an error.
+Python accepts the IPython idioms %pip, %cd, !cmd, x = !cmd, %%bash, %timeit and %%timeit; the working directory's .venv is used when there is one. tool(name, args) calls one of your own tools from the cell and returns its text (raises ToolError if refused); in JavaScript it is await tool(name, args), and top-level await works.
+A cell silent for longer than the idle budget (pending tool() calls do not count) is interrupted, then its kernel killed if it does not stop; a kernel that dies loses its state and the next call starts a fresh one.`
+
+const evalSchema = `{
+  "type": "object",
+  "properties": {
+    "code": {"type": "string", "description": "The cell to run."},
+    "description": {"type": "string", "description": "5-10 words saying what the cell does, for the transcript label."},
+    "language": {"type": "string", "enum": ["python", "javascript"], "description": "python (default) or javascript."},
+    "reset": {"type": "boolean", "description": "Discard this language's kernel and start clean before running the cell."}
+  },
+  "required": ["code", "description"],
+  "additionalProperties": false
+}`
+
+type evalArgs struct {
+	Code        string `json:"code"`
+	Description string `json:"description"`
+	Language    string `json:"language"`
+	Reset       bool   `json:"reset"`
+}
+
+type evalTool struct {
+	cfg Config
+	m   *metrics.Metrics
+}
+
+func (t *evalTool) Spec() orchestrator.Spec {
+	return orchestrator.Spec{
+		Name:         "eval",
+		Tier:         orchestrator.Exec,
+		Description:  evalDescription,
+		InputSchema:  json.RawMessage(evalSchema),
+		ParallelSafe: false,
+		Timeout:      t.cfg.CellTimeout,
+	}
+}
+
+func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
+	var a evalArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return orchestrator.Errorf("eval arguments could not be read: %v. Pass code and description as strings.", err), nil
+	}
+	if n := len(strings.Fields(a.Description)); n < 5 || n > 10 {
+		return orchestrator.Errorf("description must be 5 to 10 words (it labels the cell in the transcript); got %d: %q. Say what the cell does, for example \"load the sales data and plot monthly totals\".", n, a.Description), nil
+	}
+	lang := a.Language
+	if lang == "" {
+		lang = Python
+	}
+	ks := kernelsOf(run, t.cfg, t.m)
+	if a.Reset {
+		ks.discard(lang, nil, metrics.ReasonStopped)
+	}
+	if strings.TrimSpace(a.Code) == "" {
+		if a.Reset {
+			return orchestrator.Textf("The %s kernel was reset; the next cell starts a fresh one.", lang), nil
+		}
+		return orchestrator.Errorf("code is empty: pass the cell to run (or reset: true with empty code to only discard the %s kernel).", lang), nil
+	}
+
+	k, err := ks.acquire(ctx, run, lang)
+	if errors.Is(err, orchestrator.ErrRunEnded) {
+		return nil, fmt.Errorf("run %s ended while eval was starting its kernel: %w", run.ID, err)
+	}
+	if err != nil {
+		return orchestrator.Errorf("The %s kernel could not start: %v. Check the interpreter (kernels.%s in the configuration, or the working directory's .venv) and call again.", lang, err, interpKey(lang)), nil
+	}
+	c := k.execute(ctx, t.cfg, run, newCellID(), a.Code)
+	note := ""
+	switch c.end {
+	case endDone:
+		ks.release(lang, k)
+	case endInterrupted:
+		ks.release(lang, k)
+		c.out.failed = true
+		note = fmt.Sprintf("The cell was interrupted (%s); the %s kernel and its state are intact.", c.reason(), lang)
+	case endKilled:
+		ks.discard(lang, k, metrics.ReasonStopped)
+		c.out.failed = true
+		note = fmt.Sprintf("The cell was interrupted (%s) and did not stop within %s, so the %s kernel was killed: its variables and imports are lost, and the next call starts a fresh kernel.", c.reason(), t.cfg.InterruptGrace, lang)
+	case endDied:
+		desc := c.died
+		ks.discard(lang, k, metrics.ReasonCrashed)
+		c.out.failed = true
+		note = fmt.Sprintf("The %s kernel died during this cell (%s): its variables and imports are lost, and the next call starts a fresh kernel.", lang, desc)
+		if tail := strings.TrimSpace(k.stderr.String()); tail != "" {
+			note += "\nIts last words on stderr:\n" + capString(tail, 2000)
+		}
+	}
+	return c.out.result(note), nil
+}
+
+// reason says why a cell was interrupted.
+func (c *cellRun) reason() string {
+	switch c.why {
+	case "budget":
+		return fmt.Sprintf("no output for %s, the cell idle budget; pending tool() calls do not count against it", c.cfg.CellIdleBudget)
+	case "timeout":
+		return fmt.Sprintf("it ran longer than kernels.cell_timeout, %s", c.cfg.CellTimeout)
+	}
+	return "the call was cancelled"
+}
+
+func interpKey(lang string) string {
+	if lang == JavaScript {
+		return "node"
+	}
+	return "python"
+}
+
+func newCellID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,174 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/berth-dev/berth/bridge"
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+)
+
+// kernel is one interpreter process running a driver. Its reader goroutine
+// owns the process's stdout and turns it into frames; cells consume them.
+// The stderr goroutine keeps the tail of what the interpreter wrote before
+// or outside the driver's capture (a crash report).
+type kernel struct {
+	lang   string
+	interp string
+	proc   enclosure.Process
+	w      *bridge.Writer
+	frames chan bridge.Frame // closed when stdout ends
+	stderr *tailBuffer
+	impl   string
+	m      *metrics.Metrics
+
+	endOnce sync.Once
+}
+
+// startKernel starts the interpreter through the run's enclosure, hands it
+// the driver and waits for its ready frame.
+func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang string, m *metrics.Metrics) (*kernel, error) {
+	l, err := launchFor(lang)
+	if err != nil {
+		return nil, err
+	}
+	interp, err := interpreter(cfg, run, lang)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := run.Enclosure.MapPath(run.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	stderr := newTailBuffer(8 << 10)
+	proc, err := run.Enclosure.Start(run.Context(), enclosure.Cmd{
+		Path:   interp,
+		Args:   l.args,
+		Env:    []string{"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", fmt.Sprintf("BERTH_TABLE_ROWS=%d", cfg.TableRows), fmt.Sprintf("BERTH_TABLE_COLS=%d", cfg.TableColumns)},
+		Dir:    dir,
+		Stderr: stderr,
+	})
+	if err != nil {
+		m.SessionFailed(metrics.KindKernel)
+		return nil, fmt.Errorf("start %s: %w", interp, err)
+	}
+	k := &kernel{lang: lang, interp: interp, proc: proc, w: bridge.NewWriter(proc.Stdin()),
+		frames: make(chan bridge.Frame, 256), stderr: stderr, m: m}
+	ready := make(chan error, 2) // the reader and the driver writer may both fail
+	go k.read(ready)
+	go func() {
+		if _, err := io.WriteString(proc.Stdin(), l.source); err != nil {
+			ready <- fmt.Errorf("write the driver to %s: %w", interp, err)
+		}
+	}()
+	timer := time.NewTimer(cfg.StartTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-ready:
+	case <-timer.C:
+		err = fmt.Errorf("%s did not become ready within %s", interp, cfg.StartTimeout)
+	case <-ctx.Done():
+		err = fmt.Errorf("start of %s cancelled: %w", interp, ctx.Err())
+	}
+	if err != nil {
+		_ = proc.Kill()
+		<-proc.Done()
+		m.SessionFailed(metrics.KindKernel)
+		if tail := strings.TrimSpace(stderr.String()); tail != "" {
+			err = fmt.Errorf("%w; it wrote to stderr:\n%s", err, tail)
+		}
+		return nil, err
+	}
+	m.SessionStarted(metrics.KindKernel)
+	return k, nil
+}
+
+// read is the reader goroutine: the handshake first, then every frame
+// into k.frames until stdout ends.
+func (k *kernel) read(ready chan<- error) {
+	defer close(k.frames)
+	r := bridge.NewReader(k.proc.Stdout())
+	f, noise, err := bridge.AwaitReady(r)
+	if err != nil {
+		ready <- fmt.Errorf("%s: %w", k.interp, err)
+		return
+	}
+	k.impl = f.Implementation
+	if noise != "" {
+		k.frames <- bridge.Frame{Type: bridge.TypeStray, Text: noise}
+	}
+	ready <- nil
+	for {
+		f, err := r.Read()
+		if err != nil {
+			// Stop reading, but let the process end so its pipes drain.
+			if !errors.Is(err, io.EOF) {
+				_ = k.proc.Kill()
+			}
+			return
+		}
+		k.frames <- f
+	}
+}
+
+// end kills the kernel and records why; only the first call counts.
+func (k *kernel) end(reason string) {
+	k.endOnce.Do(func() {
+		_ = k.proc.Kill()
+		select {
+		case <-k.proc.Done():
+		case <-time.After(10 * time.Second):
+		}
+		k.m.SessionEnded(metrics.KindKernel, reason)
+	})
+}
+
+// exitDescription says how the process ended, for a result.
+func (k *kernel) exitDescription() string {
+	select {
+	case <-k.proc.Done():
+	case <-time.After(5 * time.Second):
+		return "it stopped answering"
+	}
+	code, err := k.proc.Wait()
+	switch {
+	case err != nil:
+		return fmt.Sprintf("it failed: %v", err)
+	case code < 0:
+		return "it was killed by a signal (a segfault, the OOM killer or a kill)"
+	default:
+		return fmt.Sprintf("it exited with status %d", code)
+	}
+}
+
+// tailBuffer keeps the last n bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	n   int
+	buf []byte
+}
+
+func newTailBuffer(n int) *tailBuffer { return &tailBuffer{n: n} }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.n; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.ToValidUTF8(string(t.buf), "")
+}

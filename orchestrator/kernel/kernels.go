@@ -1,0 +1,124 @@
+package kernel
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+)
+
+// kernelsKey keys a run's kernels in run.Value.
+type kernelsKey struct{}
+
+// kernels is one run's kernels, at most one per language. Calls on a run
+// are serialised by dispatch (eval is not parallel-safe); the lock guards
+// against the idle timer and the run's end.
+type kernels struct {
+	cfg Config
+	m   *metrics.Metrics
+
+	mu     sync.Mutex
+	live   map[string]*slot
+	closed bool
+}
+
+// slot is a live kernel with its idle timer; busy while a cell runs.
+type slot struct {
+	k    *kernel
+	idle *time.Timer
+	busy bool
+}
+
+func kernelsOf(run *orchestrator.Run, cfg Config, m *metrics.Metrics) *kernels {
+	return run.Value(kernelsKey{}, func() any {
+		return &kernels{cfg: cfg, m: m, live: map[string]*slot{}}
+	}).(*kernels)
+}
+
+// acquire returns the language's kernel, starting one if there is none,
+// and marks it busy so the idle timer leaves it alone.
+func (ks *kernels) acquire(ctx context.Context, run *orchestrator.Run, lang string) (*kernel, error) {
+	ks.mu.Lock()
+	if ks.closed {
+		ks.mu.Unlock()
+		return nil, orchestrator.ErrRunEnded
+	}
+	if s, ok := ks.live[lang]; ok {
+		s.busy = true
+		s.idle.Stop()
+		ks.mu.Unlock()
+		return s.k, nil
+	}
+	ks.mu.Unlock()
+
+	k, err := startKernel(ctx, ks.cfg, run, lang, ks.m)
+	if err != nil {
+		return nil, err
+	}
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if ks.closed {
+		go k.end(metrics.ReasonRunEnded)
+		return nil, orchestrator.ErrRunEnded
+	}
+	s := &slot{k: k, busy: true}
+	s.idle = time.AfterFunc(ks.cfg.IdleTimeout, func() { ks.expire(lang, s) })
+	s.idle.Stop()
+	ks.live[lang] = s
+	return k, nil
+}
+
+// release marks the kernel idle again and restarts its idle timer.
+func (ks *kernels) release(lang string, k *kernel) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if s, ok := ks.live[lang]; ok && s.k == k {
+		s.busy = false
+		s.idle.Reset(ks.cfg.IdleTimeout)
+	}
+}
+
+// discard ends the language's kernel, if k is still the live one (or k is
+// nil: whatever is live).
+func (ks *kernels) discard(lang string, k *kernel, reason string) {
+	ks.mu.Lock()
+	s, ok := ks.live[lang]
+	if !ok || (k != nil && s.k != k) {
+		ks.mu.Unlock()
+		return
+	}
+	delete(ks.live, lang)
+	s.idle.Stop()
+	ks.mu.Unlock()
+	s.k.end(reason)
+}
+
+// expire is the idle timer: a kernel unused for the idle timeout ends.
+func (ks *kernels) expire(lang string, s *slot) {
+	ks.mu.Lock()
+	if cur, ok := ks.live[lang]; !ok || cur != s || s.busy {
+		ks.mu.Unlock()
+		return
+	}
+	delete(ks.live, lang)
+	ks.mu.Unlock()
+	s.k.end(metrics.ReasonIdle)
+}
+
+// Close ends every kernel: the run is over.
+func (ks *kernels) Close() {
+	ks.mu.Lock()
+	ks.closed = true
+	live := ks.live
+	ks.live = map[string]*slot{}
+	ks.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range live {
+		s.idle.Stop()
+		wg.Add(1)
+		go func() { defer wg.Done(); s.k.end(metrics.ReasonRunEnded) }()
+	}
+	wg.Wait()
+}

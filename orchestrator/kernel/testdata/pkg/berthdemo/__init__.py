@@ -1,0 +1,1 @@
+ANSWER = "installed by %pip"
