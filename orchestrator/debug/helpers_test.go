@@ -17,6 +17,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(fakeEnv); mode != "" {
+		fakeAdapter(mode)
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -195,7 +195,7 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 	if err != nil {
 		return "", err
 	}
-	a, err := p.adapterFor(abs)
+	a, err := p.adapterFor(abs, program)
 	if err != nil {
 		return "", err
 	}

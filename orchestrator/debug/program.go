@@ -11,10 +11,10 @@ import (
 // adapterFor picks the adapter that debugs program (an absolute host
 // path): by extension, a directory holding a package's files (a Go
 // package for delve), or a native executable.
-func (p *Provider) adapterFor(program string) (*Adapter, error) {
+func (p *Provider) adapterFor(program, shown string) (*Adapter, error) {
 	st, err := os.Stat(program)
 	if err != nil {
-		return nil, fmt.Errorf("program %s: %v: pass an existing file or package directory inside the working directory", program, err)
+		return nil, fmt.Errorf("program %s does not exist: pass an existing file or package directory inside the working directory", shown)
 	}
 	for i := range p.cfg.Adapters {
 		a := &p.cfg.Adapters[i]
@@ -41,7 +41,7 @@ func (p *Provider) adapterFor(program string) (*Adapter, error) {
 		}
 		kinds = append(kinds, fmt.Sprintf("%s (%s)", a.ID, strings.Join(k, ", ")))
 	}
-	return nil, fmt.Errorf("no adapter debugs %s: pass a program one of them knows: %s", filepath.Base(program), strings.Join(kinds, "; "))
+	return nil, fmt.Errorf("no adapter debugs %s: pass a program one of them knows: %s", shown, strings.Join(kinds, "; "))
 }
 
 func hasExtension(path string, exts []string) bool {
