@@ -55,7 +55,9 @@ type Process interface {
 	// Kill kills the process and every process it started. Safe to call
 	// more than once and after exit.
 	Kill() error
-	// Done is closed when the process has exited and its pipes are drained.
+	// Done is closed when the process has exited (its output may still be
+	// buffered in the pipes: read Stdout and Stderr to EOF, which also
+	// releases them).
 	Done() <-chan struct{}
 	// Wait waits for exit and returns the exit code (-1 if killed by a
 	// signal) and an error for anything but a plain non-zero exit.

@@ -89,9 +89,9 @@ func (d hostDriver) Start(ctx context.Context, c Cmd) (Process, error) {
 		closeAll(stdinW, stdoutR, stderrR)
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	h := &hostHandle{cmd: cmd, stdin: stdinW, stdout: stdoutR, done: make(chan struct{})}
+	h := &hostHandle{cmd: cmd, stdin: stdinW, stdout: &eofCloser{f: stdoutR}, done: make(chan struct{})}
 	if stderrR != nil {
-		h.stderr = stderrR
+		h.stderr = &eofCloser{f: stderrR}
 	}
 	go h.wait()
 	return h, nil

@@ -14,8 +14,8 @@ import (
 type hostHandle struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stdout io.ReadCloser
-	stderr io.ReadCloser // nil when Cmd.Stderr was given
+	stdout *eofCloser
+	stderr *eofCloser // nil when Cmd.Stderr was given
 
 	done     chan struct{}
 	code     int
@@ -71,4 +71,24 @@ func (h *hostHandle) wait() {
 	}
 	h.stdin.Close()
 	close(h.done)
+}
+
+// eofCloser closes its pipe when a read reaches EOF or fails, so a caller
+// that reads its process's output to the end releases the descriptor
+// without having to close it. A pipe nobody reads is closed by the
+// garbage collector's finalizer on *os.File.
+type eofCloser struct {
+	f    *os.File
+	once sync.Once
+}
+
+func (e *eofCloser) Read(p []byte) (int, error) {
+	n, err := e.f.Read(p)
+	if err != nil {
+		e.once.Do(func() { e.f.Close() })
+		if !errors.Is(err, io.EOF) && errors.Is(err, os.ErrClosed) {
+			err = io.EOF
+		}
+	}
+	return n, err
 }
