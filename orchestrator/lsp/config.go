@@ -84,7 +84,7 @@ func DefaultConfig() Config {
 		ProgressGrace:      Duration(1500 * time.Millisecond),
 		RequestTimeout:     Duration(time.Minute),
 		DiagnosticsTimeout: Duration(20 * time.Second),
-		Debounce:           Duration(400 * time.Millisecond),
+		Debounce:           Duration(500 * time.Millisecond),
 		WillWriteTimeout:   Duration(5 * time.Second),
 		CheckerTimeout:     Duration(5 * time.Minute),
 		MaxRestarts:        3,
@@ -104,6 +104,10 @@ func DefaultServers() []ServerConfig {
 	return []ServerConfig{
 		{Name: "gopls", Languages: []string{"go"}, Extensions: map[string]string{".go": "go"},
 			Command: []string{"gopls"}, RootMarkers: []string{"go.work", "go.mod"},
+			// gopls diagnoses a changed file's importers only after this
+			// delay (1s by default); shorter, so a broken caller is
+			// reported with the write that broke it.
+			InitializationOptions: map[string]any{"diagnosticsDelay": "100ms"},
 			Checker: []string{"go", "vet", "./..."}},
 		{Name: "pyright", Languages: []string{"python"}, Extensions: py,
 			Command: []string{"pyright-langserver", "--stdio"}, RootMarkers: pyMarkers,

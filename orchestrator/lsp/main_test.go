@@ -23,7 +23,6 @@ func TestMain(m *testing.M) {
 // fixture is a run on a copy of a testdata project, with the provider
 // registered so calls go through dispatch's validation.
 type fixture struct {
-	t   *testing.T
 	dir string
 	run *orchestrator.Run
 	reg *orchestrator.Registry
@@ -68,7 +67,7 @@ func newFixture(t *testing.T, project string, conf Config, hide ...string) *fixt
 	reg.SetWriteObserver(p)
 	run := orchestrator.NewRun("run-"+project, "conv", dir, enc, nil, nil)
 	t.Cleanup(func() { run.End(orchestrator.EndStopped) })
-	return &fixture{t: t, dir: dir, run: run, reg: reg, p: p}
+	return &fixture{dir: dir, run: run, reg: reg, p: p}
 }
 
 func copyTree(t *testing.T, from, to string) {
@@ -94,14 +93,14 @@ func copyTree(t *testing.T, from, to string) {
 }
 
 // call calls a tool and returns its text and whether it was an error.
-func (f *fixture) call(tool string, a map[string]any) (string, bool) {
-	f.t.Helper()
+func (f *fixture) call(t *testing.T, tool string, a map[string]any) (string, bool) {
+	t.Helper()
 	raw, _ := json.Marshal(a)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res, err := f.reg.Call(ctx, f.run, orchestrator.SurfaceFull, tool, raw)
 	if err != nil {
-		f.t.Fatalf("%s %v: %v", tool, a, err)
+		t.Fatalf("%s %v: %v", tool, a, err)
 	}
 	var parts []string
 	for _, b := range res.Content {
@@ -111,48 +110,48 @@ func (f *fixture) call(tool string, a map[string]any) (string, bool) {
 }
 
 // ok calls lsp and fails the test on an error result.
-func (f *fixture) ok(a map[string]any) string {
-	f.t.Helper()
-	text, isErr := f.call("lsp", a)
+func (f *fixture) ok(t *testing.T, a map[string]any) string {
+	t.Helper()
+	text, isErr := f.call(t, "lsp", a)
 	if isErr {
-		f.t.Fatalf("lsp %v: error result:\n%s", a, text)
+		t.Fatalf("lsp %v: error result:\n%s", a, text)
 	}
 	return text
 }
 
 // fails calls lsp and fails the test unless the result is an error.
-func (f *fixture) fails(a map[string]any) string {
-	f.t.Helper()
-	text, isErr := f.call("lsp", a)
+func (f *fixture) fails(t *testing.T, a map[string]any) string {
+	t.Helper()
+	text, isErr := f.call(t, "lsp", a)
 	if !isErr {
-		f.t.Fatalf("lsp %v: want an error result, got:\n%s", a, text)
+		t.Fatalf("lsp %v: want an error result, got:\n%s", a, text)
 	}
 	return text
 }
 
 // write replaces a file and reports it as the harness would.
-func (f *fixture) write(rel, content string) *orchestrator.WriteReport {
-	f.t.Helper()
+func (f *fixture) write(t *testing.T, rel, content string) *orchestrator.WriteReport {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := f.p.WillWrite(ctx, f.run, []string{rel}); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(f.dir, rel), []byte(content), 0o644); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	rep, err := f.p.DidWrite(ctx, f.run, []string{rel})
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return rep
 }
 
-func (f *fixture) read(rel string) string {
-	f.t.Helper()
+func (f *fixture) read(t *testing.T, rel string) string {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(f.dir, rel))
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return string(b)
 }

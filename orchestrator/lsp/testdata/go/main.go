@@ -9,6 +9,6 @@ import (
 func main() {
 	var g greet.Greeter = greet.English{Excited: true}
 	fmt.Println(g.Greet("world"))
-	wörld := "héllo 🌍"; fmt.Println(greet.Hello(wörld))
+	fmt.Println("héllo 🌍", greet.Hello("wörld"))
 	fmt.Println(greet.Hello("again"), greet.Hello("twice"))
 }

@@ -1,0 +1,170 @@
+package lsp
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/orchestrator"
+)
+
+// TestGopls runs every action, the position rules, diagnostics on write,
+// a rename and a crash against one real gopls (one server for the whole
+// test keeps it quick on a small machine).
+func TestGopls(t *testing.T) {
+	f := newFixture(t, "go", DefaultConfig())
+	q := func(action, file string, line int, symbol string) map[string]any {
+		return map[string]any{"action": action, "file": file, "line": line, "symbol": symbol}
+	}
+
+	t.Run("actions", func(t *testing.T) {
+		cases := []struct {
+			args map[string]any
+			want []string
+		}{
+			{q("definition", "main.go", 11, "g.Greet"), []string{"definition of \"g.Greet\" at main.go:11: 1", "greet/greet.go:6:2: Greet(name string) string"}},
+			{q("type_definition", "main.go", 10, "var g"), []string{"greet/greet.go:5:6: type Greeter interface {"}},
+			{q("implementation", "greet/greet.go", 5, "Greeter"), []string{"greet/greet.go:10:6: type English struct{ Excited bool }"}},
+			{q("references", "greet/greet.go", 21, "Hello"), []string{"references of \"Hello\" at greet/greet.go:21: 4",
+				"greet/greet.go:21:6: func Hello(name string) string {", "main.go:13:20:", "main.go:13:42:"}},
+			{q("hover", "main.go", 12, "greet.Hello"), []string{"func greet.Hello(name string) string", "Hello greets name in English."}},
+			{map[string]any{"action": "symbols", "file": "greet/greet.go"}, []string{"symbols in greet/greet.go: 6",
+				"interface Greeter (line 5)", "  method Greet (line 6)", "struct English (line 10)", "  field Excited (line 10)", "function Hello (line 21)"}},
+			{map[string]any{"action": "symbols", "query": "Greet"}, []string{"workspace symbols matching \"Greet\"", "interface Greeter", "— greet/greet.go:5:6"}},
+			{map[string]any{"action": "symbols", "query": "Hello", "file": "main.go"}, []string{"function Hello", "— greet/greet.go:21:6"}},
+			{q("code_actions", "main.go", 10, "greet.English{"), []string{"code actions of \"greet.English{\" at main.go:10"}},
+			{map[string]any{"action": "diagnostics", "file": "main.go"}, []string{"main.go: no diagnostics from gopls"}},
+			{map[string]any{"action": "diagnostics", "file": "*"}, []string{"go vet ./... (exit 0): 0 problem(s)"}},
+		}
+		for _, c := range cases {
+			contains(t, f.ok(t, c.args), c.want...)
+		}
+	})
+
+	t.Run("positions", func(t *testing.T) {
+		// The line holds non-ASCII text before the symbol: the column sent
+		// must count it in the negotiated encoding (UTF-16 for gopls).
+		contains(t, f.ok(t, q("definition", "main.go", 12, "Hello")), "greet/greet.go:21:6: func Hello(name string) string {")
+		contains(t, f.ok(t, q("references", "main.go", 12, "Hello")), "main.go:12:31: fmt.Println(\"héllo 🌍\", greet.Hello(\"wörld\"))")
+		cases := []struct {
+			args map[string]any
+			want []string
+		}{
+			{q("definition", "main.go", 13, "greet.Hello"), []string{`"greet.Hello" occurs 2 times in line 13`, "13 | \tfmt.Println(", "Pass a longer substring"}},
+			{q("definition", "main.go", 11, "Nope"), []string{`"Nope" does not occur in line 11`, "11 | \tfmt.Println(g.Greet(\"world\"))"}},
+			{q("definition", "main.go", 99, "x"), []string{"line 99 is outside the file, which has 14 lines"}},
+			{map[string]any{"action": "definition", "file": "main.go", "line": 11}, []string{`definition needs "symbol"`}},
+			{map[string]any{"action": "hover", "file": "main.go"}, []string{`hover needs "line" and "symbol"`}},
+			{q("hover", "nowhere.go", 1, "x"), []string{`file "nowhere.go" does not exist`}},
+			{q("hover", "../etc/passwd", 1, "x"), []string{"outside the working directory"}},
+			{map[string]any{"action": "symbols"}, []string{`symbols needs "query"`}},
+		}
+		for _, c := range cases {
+			contains(t, f.fails(t, c.args), c.want...)
+		}
+		text, _ := f.call(t, "lsp", map[string]any{"action": "definition", "file": "main.go", "line": 11, "symbol": "x", "column": 3})
+		contains(t, text, "column")
+	})
+
+	t.Run("diagnostics on write", func(t *testing.T) {
+		orig := f.read(t, "main.go")
+		bad := strings.Replace(orig, "func main() {", "var count int = \"three\"\n\nfunc main() {", 1)
+		rep := f.write(t, "main.go", bad)
+		if rep.State != orchestrator.WriteIssues || len(rep.Diagnostics) != 1 {
+			t.Fatalf("new error: want 1 new diagnostic and state issues, got %s: %+v\n%s", rep.State, rep.Diagnostics, rep.Text)
+		}
+		d := rep.Diagnostics[0]
+		if d.Path != "main.go" || d.Line != 9 || d.Severity != "error" || !strings.Contains(d.Message, "cannot use \"three\"") {
+			t.Errorf("diagnostic: %+v", d)
+		}
+		contains(t, rep.Text, "This write introduced 1 new problem(s):", "main.go:9:17: error: cannot use \"three\"")
+
+		moved := strings.Replace(bad, "var count", "// one\n// two\n// three\n// four\nvar count", 1)
+		if rep = f.write(t, "main.go", moved); rep.State != orchestrator.WriteClean || len(rep.Diagnostics) != 0 {
+			t.Fatalf("moved down four lines: want clean and nothing new, got %s: %s", rep.State, rep.Text)
+		}
+		if rep = f.write(t, "main.go", orig); rep.State != orchestrator.WriteClean {
+			t.Fatalf("fixed: want clean, got %s: %s", rep.State, rep.Text)
+		}
+		if rep = f.write(t, "main.go", bad); rep.State != orchestrator.WriteIssues || len(rep.Diagnostics) != 1 {
+			t.Fatalf("reintroduced: want it reported again, got %s: %s", rep.State, rep.Text)
+		}
+		contains(t, f.ok(t, map[string]any{"action": "diagnostics", "file": "*"}), "go vet ./... (exit 1): 1 problem(s)", "main.go:9:17: cannot use \"three\"")
+		contains(t, f.ok(t, map[string]any{"action": "diagnostics", "file": "main.go"}), "main.go: 1 diagnostic(s) from gopls", "main.go:9:17: error: cannot use")
+		f.write(t, "main.go", orig)
+
+		// A changed signature breaks the callers in another file.
+		greet := f.read(t, "greet/greet.go")
+		rep = f.write(t, "greet/greet.go", strings.Replace(greet, "func Hello(name string) string {\n\treturn English{}.Greet(name)",
+			"func Hello(name string, loud bool) string {\n\treturn English{Excited: loud}.Greet(name)", 1))
+		if rep.State != orchestrator.WriteIssues {
+			t.Fatalf("signature change: want issues, got %s: %s", rep.State, rep.Text)
+		}
+		callers := 0
+		for _, d := range rep.Diagnostics {
+			if d.Path == "main.go" && strings.Contains(d.Message, "not enough arguments in call to greet.Hello") {
+				callers++
+			}
+		}
+		if callers != 3 {
+			t.Errorf("want the 3 broken calls in main.go, got %d:\n%s", callers, rep.Text)
+		}
+		if rep = f.write(t, "greet/greet.go", greet); rep.State != orchestrator.WriteClean {
+			t.Errorf("signature restored: want clean, got %s: %s", rep.State, rep.Text)
+		}
+	})
+
+	t.Run("rename across files", func(t *testing.T) {
+		text, isErr := f.call(t, "lsp_rename", map[string]any{"file": "greet/greet.go", "line": 21, "symbol": "func Hello", "new_name": "Salute"})
+		if isErr {
+			t.Fatal(text)
+		}
+		contains(t, text, "Renamed \"func Hello\" to \"Salute\": 5 edit(s) in 2 file(s)", "greet/greet.go: 2 edit(s)", "main.go: 3 edit(s)", "No new problems")
+		contains(t, f.read(t, "main.go"), `greet.Salute("wörld")`, `greet.Salute("again"), greet.Salute("twice")`)
+		contains(t, f.read(t, "greet/greet.go"), "// Salute greets name in English.\nfunc Salute(name string) string {")
+		contains(t, f.ok(t, q("definition", "main.go", 12, "greet.Salute(")), "greet/greet.go:21:6: func Salute(name string) string {")
+		text, _ = f.call(t, "lsp_rename", map[string]any{"file": "main.go", "line": 11, "symbol": "Println", "new_name": "Say"})
+		contains(t, text, "outside the workdir", "nothing was written")
+	})
+
+	t.Run("killed server restarts", func(t *testing.T) {
+		sv := f.p.state(f.run).sv
+		var s *server
+		for _, sl := range sv.snapshot() {
+			s = sl.srv
+		}
+		if err := s.proc.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-s.exited
+		contains(t, f.ok(t, q("definition", "main.go", 11, "g.Greet")), "greet/greet.go:6:2: Greet(name string) string")
+		contains(t, f.ok(t, map[string]any{"action": "status"}), "gopls for root .: ready")
+		if s2 := sv.snapshot()[0].srv; s2 == s {
+			t.Error("the same dead server was reused")
+		}
+	})
+
+	t.Run("reload", func(t *testing.T) {
+		contains(t, f.ok(t, map[string]any{"action": "reload", "file": "main.go"}), "restarted gopls (root .)")
+		contains(t, f.ok(t, q("hover", "main.go", 11, "g.Greet")), "func (greet.Greeter) Greet(name string) string")
+	})
+
+	t.Run("surfaces", func(t *testing.T) {
+		for _, s := range []orchestrator.Surface{orchestrator.SurfacePlan, orchestrator.SurfaceReadonly} {
+			var names []string
+			for _, sp := range f.reg.List(f.run, s) {
+				names = append(names, sp.Name)
+			}
+			if strings.Join(names, ",") != "lsp" {
+				t.Errorf("%s surface lists %v, want only lsp", s, names)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := f.reg.Call(ctx, f.run, orchestrator.SurfacePlan, "lsp_rename", []byte(`{"file":"main.go","line":1,"symbol":"main","new_name":"x"}`))
+		if err != nil || !res.IsError {
+			t.Errorf("lsp_rename on the plan surface: want refused, got %v %+v", err, res)
+		}
+	})
+}
