@@ -108,7 +108,7 @@ func DefaultServers() []ServerConfig {
 			// delay (1s by default); shorter, so a broken caller is
 			// reported with the write that broke it.
 			InitializationOptions: map[string]any{"diagnosticsDelay": "100ms"},
-			Checker: []string{"go", "vet", "./..."}},
+			Checker:               []string{"go", "vet", "./..."}},
 		{Name: "pyright", Languages: []string{"python"}, Extensions: py,
 			Command: []string{"pyright-langserver", "--stdio"}, RootMarkers: pyMarkers,
 			Checker: []string{"pyright"}},
