@@ -1,0 +1,124 @@
+package structural
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	sitter "github.com/tree-sitter/go-tree-sitter"
+)
+
+// language is one grammar the tools can use.
+type language struct {
+	name       string
+	extensions []string
+	lang       *sitter.Language // nil when unavailable
+	ladder     []scaffold
+	// unavailable says why an optional grammar could not be loaded.
+	unavailable string
+	// sigil is how a placeholder identifier starts: "$" in PHP, where
+	// variables carry it, so "$X" stays a variable.
+	sigil string
+	// terminator ends a statement; a statement pattern may leave it out.
+	terminator string
+}
+
+// terminators are the statement terminators of the languages that have
+// one.
+var terminators = map[string]string{
+	"c": ";", "cpp": ";", "csharp": ";", "dart": ";", "java": ";", "javascript": ";",
+	"php": ";", "rust": ";", "tsx": ";", "typescript": ";",
+}
+
+// languages is the set built at start.
+type languages struct {
+	byName map[string]*language
+	byExt  map[string]*language
+}
+
+// loadLanguages builds the compiled-in grammars and loads the configured
+// libraries. A required library that cannot be loaded is an error; an
+// optional one is recorded as unavailable with the reason.
+func loadLanguages(grammars []GrammarConfig) (*languages, error) {
+	ls := &languages{byName: map[string]*language{}, byExt: map[string]*language{}}
+	for _, b := range builtins {
+		ls.add(&language{name: b.name, extensions: b.extensions, lang: sitter.NewLanguage(b.language()), ladder: ladderFor(b.name, nil)})
+	}
+	for _, g := range grammars {
+		if g.Name == "" || g.Library == "" || g.Symbol == "" {
+			return nil, fmt.Errorf("structural.grammars: an entry needs name, library and symbol (got name %q, library %q, symbol %q)", g.Name, g.Library, g.Symbol)
+		}
+		if _, dup := ls.byName[g.Name]; dup {
+			return nil, fmt.Errorf("structural.grammars: %q is already a language: pick another name", g.Name)
+		}
+		l := &language{name: g.Name, extensions: g.Extensions, ladder: ladderFor(g.Name, g.Scaffolds)}
+		lang, err := loadLibrary(expandPath(g.Library), g.Symbol)
+		switch {
+		case err == nil:
+			l.lang = lang
+		case g.Optional:
+			l.unavailable = err.Error()
+		default:
+			return nil, fmt.Errorf("structural.grammars %q: %w", g.Name, err)
+		}
+		ls.add(l)
+	}
+	return ls, nil
+}
+
+func (ls *languages) add(l *language) {
+	if l.name == "php" {
+		l.sigil = "$"
+	}
+	l.terminator = terminators[l.name]
+	ls.byName[l.name] = l
+	for _, e := range l.extensions {
+		ls.byExt[strings.ToLower(e)] = l
+	}
+}
+
+// names lists the language ids, sorted.
+func (ls *languages) names() []string {
+	var n []string
+	for k := range ls.byName {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// pick chooses the language: the one named, else the one of the file's
+// extension. isDir says path is a folder, where the name is required.
+func (ls *languages) pick(name, path string, isDir bool) (*language, error) {
+	var l *language
+	switch {
+	case name != "":
+		l = ls.byName[strings.ToLower(name)]
+		if l == nil {
+			return nil, fmt.Errorf("unknown language %q: use one of %s", name, strings.Join(ls.names(), ", "))
+		}
+	case isDir:
+		return nil, fmt.Errorf("language is required when path is a folder: pass one of %s", strings.Join(ls.names(), ", "))
+	default:
+		l = ls.byExt[strings.ToLower(filepath.Ext(path))]
+		if l == nil {
+			return nil, fmt.Errorf("cannot tell the language of %s from its extension: pass language, one of %s", path, strings.Join(ls.names(), ", "))
+		}
+	}
+	if l.lang == nil {
+		return nil, fmt.Errorf("language %s is unavailable: %s", l.name, l.unavailable)
+	}
+	return l, nil
+}
+
+// owns says whether a file belongs to language l by its extension.
+func (l *language) owns(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	for _, e := range l.extensions {
+		if strings.ToLower(e) == ext {
+			return true
+		}
+	}
+	return false
+}

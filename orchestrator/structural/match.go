@@ -1,0 +1,215 @@
+package structural
+
+import "bytes"
+
+// binding is what one variable captured: a node, or a run of sibling
+// nodes (possibly empty) for $$$.
+type binding struct {
+	v     metaVar
+	nodes []int32
+}
+
+// match is one place a pattern matched.
+type match struct {
+	node     int32
+	bindings []binding
+}
+
+// matcher matches one pattern against one tree.
+type matcher struct {
+	p   *pattern
+	t   *tree
+	env []binding
+}
+
+// find returns every match in the tree, in source order. Comments are
+// never searched: a pattern does not match inside one.
+func find(p *pattern, t *tree) []match {
+	m := &matcher{p: p, t: t}
+	var out []match
+	root := &p.t.nodes[p.root]
+	_, rootVar := p.vars[p.root]
+	for i := int32(0); i < int32(len(t.nodes)); i++ {
+		n := &t.nodes[i]
+		if n.extra() {
+			i += n.size - 1
+			continue
+		}
+		if !rootVar && n.kind != root.kind || n.flags&(fError|fMissing) != 0 {
+			continue
+		}
+		m.env = m.env[:0]
+		if m.node(p.root, i) {
+			out = append(out, match{node: i, bindings: append([]binding(nil), m.env...)})
+		}
+	}
+	return out
+}
+
+// node matches pattern node pi against tree node ti.
+func (m *matcher) node(pi, ti int32) bool {
+	pn, tn := &m.p.t.nodes[pi], &m.t.nodes[ti]
+	if v, ok := m.p.vars[pi]; ok {
+		if !tn.named() || tn.missing() {
+			return false
+		}
+		return m.bind(v, []int32{ti})
+	}
+	if pn.kind != tn.kind {
+		return false
+	}
+	pk := m.p.kids[pi]
+	if len(pk) == 0 {
+		return bytes.Equal(m.p.t.text(pi), m.t.text(ti))
+	}
+	return m.seq(pk, m.t.children(ti, nil))
+}
+
+// seq matches a list of pattern children against a list of tree
+// children. A $$$ variable tries every run length, shortest first, and
+// backtracks; an unnamed tree node (punctuation) the pattern lacks may be
+// skipped, a named one may not.
+func (m *matcher) seq(ps, ts []int32) bool {
+	if len(ps) == 0 {
+		for _, t := range ts {
+			if m.t.nodes[t].named() {
+				return false
+			}
+		}
+		return true
+	}
+	p := ps[0]
+	mark := len(m.env)
+	if v, ok := m.p.vars[p]; ok && v.multi {
+		for k := 0; k <= len(ts); k++ {
+			if m.bind(v, ts[:k]) && m.seq(ps[1:], ts[k:]) {
+				return true
+			}
+			m.env = m.env[:mark]
+		}
+		return false
+	}
+	if m.p.optional[p] {
+		if m.seq(ps[1:], ts) {
+			return true
+		}
+		m.env = m.env[:mark]
+	}
+	if len(ts) == 0 {
+		return false
+	}
+	if m.node(p, ts[0]) && m.seq(ps[1:], ts[1:]) {
+		return true
+	}
+	m.env = m.env[:mark]
+	if !m.t.nodes[ts[0]].named() {
+		return m.seq(ps, ts[1:])
+	}
+	return false
+}
+
+// bind records what v captured; a variable seen before must have
+// captured the same code, compared by structure so formatting and
+// comments do not count.
+func (m *matcher) bind(v metaVar, nodes []int32) bool {
+	if v.anonymous() {
+		return true
+	}
+	named := namedOnly(m.t, nodes)
+	for _, b := range m.env {
+		if b.v.name != v.name {
+			continue
+		}
+		prev := namedOnly(m.t, b.nodes)
+		if len(prev) != len(named) {
+			return false
+		}
+		for i := range prev {
+			if !equalTrees(m.t, prev[i], named[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	m.env = append(m.env, binding{v: v, nodes: nodes})
+	return true
+}
+
+// namedOnly drops the punctuation between the nodes of a run.
+func namedOnly(t *tree, nodes []int32) []int32 {
+	var out []int32
+	for _, n := range nodes {
+		if t.nodes[n].named() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// equalTrees compares two subtrees by kind, children and leaf text. A
+// node that only wraps another (an expression list of one expression) is
+// compared as what it wraps, since a variable may have captured either.
+func equalTrees(t *tree, a, b int32) bool {
+	a, b = unwrap(t, a), unwrap(t, b)
+	na, nb := &t.nodes[a], &t.nodes[b]
+	if na.kind != nb.kind {
+		return false
+	}
+	ka, kb := t.children(a, nil), t.children(b, nil)
+	if len(ka) != len(kb) {
+		return false
+	}
+	if len(ka) == 0 {
+		return bytes.Equal(t.text(a), t.text(b))
+	}
+	for i := range ka {
+		if !equalTrees(t, ka[i], kb[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// unwrap goes down from node i while it has one child of the same extent.
+func unwrap(t *tree, i int32) int32 {
+	for {
+		k := t.children(i, nil)
+		if len(k) != 1 || t.nodes[k[0]].start != t.nodes[i].start || t.nodes[k[0]].end != t.nodes[i].end {
+			return i
+		}
+		i = k[0]
+	}
+}
+
+// span is the source range a binding covers: from its first to its last
+// named node (empty for an empty run).
+func (b binding) span(t *tree) (start, end uint32, ok bool) {
+	named := namedOnly(t, b.nodes)
+	if len(named) == 0 {
+		return 0, 0, false
+	}
+	start, end = t.nodes[named[0]].start, t.nodes[named[len(named)-1]].end
+	// A statement list can end in the newline that terminates its last
+	// statement; the capture is the code, not that.
+	for end > start && isSpace(t.src[end-1]) {
+		end--
+	}
+	return start, end, true
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// extent is the source range a match covers. When the pattern left out
+// its statement's terminator, the match stops before the file's one.
+func (p *pattern) extent(t *tree, m match) (start, end uint32) {
+	n := &t.nodes[m.node]
+	start, end = n.start, n.end
+	if p.trailing == "" {
+		return start, end
+	}
+	kids := t.children(m.node, nil)
+	if k := len(kids); k >= 2 && !t.nodes[kids[k-1]].named() && string(t.text(kids[k-1])) == p.trailing {
+		end = t.nodes[kids[k-2]].end
+	}
+	return start, end
+}

@@ -1,0 +1,208 @@
+package structural
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+
+	sitter "github.com/tree-sitter/go-tree-sitter"
+)
+
+var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// fileMatches is one file's matches.
+type fileMatches struct {
+	path    string // absolute
+	rel     string
+	t       *tree
+	bom     bool
+	matches []match
+}
+
+// content is the file's bytes as read: the byte-order mark and source.
+func (f *fileMatches) content() []byte {
+	if !f.bom {
+		return f.t.src
+	}
+	return append(append([]byte(nil), bom...), f.t.src...)
+}
+
+// skippedFile is a file not searched, and why.
+type skippedFile struct {
+	rel, why string
+}
+
+// searchResult is the outcome of one search: files with matches, sorted
+// by path, and the files skipped.
+type searchResult struct {
+	files   []*fileMatches
+	skipped []skippedFile
+	total   int // matches
+}
+
+// searcher runs one pattern over files.
+type searcher struct {
+	l        *language
+	p        *pattern
+	cache    *treeCache
+	maxBytes int64
+	workers  int
+	rel      func(string) string
+}
+
+// run searches the file at start, or every file of the language under it.
+func (s *searcher) run(ctx context.Context, rootDir, start string, isDir bool) (*searchResult, error) {
+	paths := make(chan string, 256)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var walkErr error
+	go func() {
+		defer close(paths)
+		if !isDir {
+			paths <- start
+			return
+		}
+		walkErr = walk(ctx, rootDir, start, s.l, paths)
+	}()
+
+	workers := s.workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var (
+		mu  sync.Mutex
+		res = &searchResult{}
+		wg  sync.WaitGroup
+		err error
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parser := sitter.NewParser()
+			defer parser.Close()
+			if perr := parser.SetLanguage(s.l.lang); perr != nil {
+				mu.Lock()
+				err = perr
+				mu.Unlock()
+				cancel()
+				for range paths {
+				}
+				return
+			}
+			for path := range paths {
+				fm, skip, ferr := s.file(ctx, parser, path)
+				mu.Lock()
+				switch {
+				case ferr != nil:
+					if err == nil {
+						err = ferr
+					}
+					cancel()
+				case skip != "":
+					res.skipped = append(res.skipped, skippedFile{s.rel(path), skip})
+				case fm != nil && len(fm.matches) > 0:
+					res.files = append(res.files, fm)
+					res.total += len(fm.matches)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err == nil {
+		err = walkErr
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(res.files, func(i, j int) bool { return res.files[i].rel < res.files[j].rel })
+	sort.Slice(res.skipped, func(i, j int) bool { return res.skipped[i].rel < res.skipped[j].rel })
+	return res, nil
+}
+
+// file searches one file: from the cache when this version was seen
+// before, else read, pre-filtered on the pattern's words, parsed.
+// A non-empty skip says why the file was not searched.
+func (s *searcher) file(ctx context.Context, parser *sitter.Parser, path string) (fm *fileMatches, skip string, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, "unreadable: " + err.Error(), nil
+	}
+	k := fileKey{size: st.Size(), mtime: st.ModTime()}
+	if e := s.cache.get(path, k); e != nil {
+		if e.tree != nil {
+			if lacksWord(e.tree.src, s.p.tokens) != "" {
+				return nil, "", nil
+			}
+			return s.matchTree(path, e.tree, e.bom), "", nil
+		}
+		for _, w := range s.p.tokens {
+			if e.lacks[string(w)] {
+				return nil, "", nil
+			}
+		}
+	}
+	if st.Size() > s.maxBytes {
+		return nil, fmt.Sprintf("%s, over the %s limit", humanBytes(st.Size()), humanBytes(s.maxBytes)), nil
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "unreadable: " + err.Error(), nil
+	}
+	hasBOM := bytes.HasPrefix(src, bom)
+	if hasBOM {
+		src = src[len(bom):]
+	}
+	if bytes.IndexByte(src[:min(len(src), 8000)], 0) >= 0 {
+		return nil, "binary", nil
+	}
+	if w := lacksWord(src, s.p.tokens); w != "" {
+		s.cache.putLacks(path, k, w)
+		return nil, "", nil
+	}
+	t, err := parse(ctx, parser, s.l.lang, src)
+	if err != nil {
+		return nil, "", err
+	}
+	s.cache.putTree(path, k, t, hasBOM)
+	return s.matchTree(path, t, hasBOM), "", nil
+}
+
+func (s *searcher) matchTree(path string, t *tree, hasBOM bool) *fileMatches {
+	ms := find(s.p, t)
+	if len(ms) == 0 {
+		return nil
+	}
+	return &fileMatches{path: path, rel: s.rel(path), t: t, bom: hasBOM, matches: ms}
+}
+
+// lacksWord returns the first of words that src does not contain, or "".
+func lacksWord(src []byte, words [][]byte) string {
+	for _, w := range words {
+		if !bytes.Contains(src, w) {
+			return string(w)
+		}
+	}
+	return ""
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

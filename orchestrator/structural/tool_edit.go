@@ -1,0 +1,170 @@
+package structural
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	sitter "github.com/tree-sitter/go-tree-sitter"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/workspace"
+)
+
+type editTool struct{ p *Provider }
+
+type editArgs struct {
+	Pattern  string `json:"pattern"`
+	Rewrite  string `json:"rewrite"`
+	Path     string `json:"path"`
+	Language string `json:"language"`
+}
+
+func (e editTool) Spec() orchestrator.Spec {
+	return orchestrator.Spec{
+		Name: "ast_edit",
+		Tier: orchestrator.Write,
+		Description: "Structural rewrite, staged: finds pattern exactly as ast_grep does and replaces each match with rewrite, in which $NAME is " +
+			"replaced by what the variable captured and $$$NAME by the captured run from its first to its last node. Nothing is written: " +
+			"the result is a proposal (count of replacements and files, a diff preview, files whose rewrite would not parse) with an edit_id; " +
+			"call resolve with that edit_id and action accept to write every file, or discard to drop it. " +
+			"Where matches overlap, the outer one is kept. path and language as in ast_grep.",
+		InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "pattern": {"type": "string", "description": "what to match, with $NAME / $$$NAME / $_ variables"},
+    "rewrite": {"type": "string", "description": "what to put there, with the pattern's $NAME substituted"},
+    "path": {"type": "string", "description": "file or folder inside the workspace; default the whole workspace"},
+    "language": {"type": "string", "description": "grammar id; inferred when path names a file"}
+  },
+  "required": ["pattern", "rewrite"],
+  "additionalProperties": false
+}`),
+		ParallelSafe: true,
+	}
+}
+
+func (e editTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
+	var a editArgs
+	if r := decode(raw, &a); r != nil {
+		return r, nil
+	}
+	sc, res, err := e.p.prepare(ctx, run, a.Path, a.Language, a.Pattern)
+	if sc == nil {
+		return res, err
+	}
+	tp, err := compileTemplate(a.Rewrite, sc.p.bound)
+	if err != nil {
+		return orchestrator.Errorf("%v", err), nil
+	}
+	found, err := e.p.search(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	if found.total == 0 {
+		return orchestrator.Textf("no matches for %s pattern (parsed as %s): nothing staged%s", sc.l.name, sc.p.context, skippedNote(found.skipped)), nil
+	}
+
+	parser := sitter.NewParser()
+	defer parser.Close()
+	if err := parser.SetLanguage(sc.l.lang); err != nil {
+		return nil, err
+	}
+	var (
+		staged              []stagedFile
+		diff, flags         []string
+		replacements, dropd int
+	)
+	for _, f := range found.files {
+		edits, dropped := e.edits(sc, tp, f)
+		dropd += dropped
+		if len(edits) == 0 {
+			continue
+		}
+		newSrc := applyEdits(f.t.src, edits)
+		if bytes.Equal(newSrc, f.t.src) {
+			continue
+		}
+		nt, err := parse(ctx, parser, sc.l.lang, newSrc)
+		if err != nil {
+			return nil, err
+		}
+		if nt.errors > f.t.errors {
+			flags = append(flags, fmt.Sprintf("  %s: the rewritten file has %d new syntax error(s)%s", f.rel, nt.errors-f.t.errors, firstErrorAt(nt)))
+		}
+		content := newSrc
+		if f.bom {
+			content = append(append([]byte(nil), bom...), newSrc...)
+		}
+		staged = append(staged, stagedFile{path: f.path, rel: f.rel, expected: workspace.Hash(f.content()), content: content})
+		replacements += len(edits)
+		diff = append(diff, unifiedDiff(f.rel, f.t.src, edits)...)
+	}
+	if len(staged) == 0 {
+		return orchestrator.Textf("%d match(es), but the rewrite leaves every one unchanged: nothing staged", found.total), nil
+	}
+	id := sc.state.stage(staged, replacements)
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "(proposed) %d replacement(s) in %d file(s)", replacements, len(staged))
+	if dropd > 0 {
+		fmt.Fprintf(&b, "; %d overlapping match(es) inside others were dropped (the outer one wins)", dropd)
+	}
+	fmt.Fprintf(&b, "; nothing is written yet: call resolve with edit_id %q and action \"accept\" to write, or \"discard\"", id)
+	if len(flags) > 0 {
+		fmt.Fprintf(&b, "\nWARNING: the rewrite breaks the syntax of %d file(s); check the rewrite before accepting:\n%s", len(flags), strings.Join(flags, "\n"))
+	}
+	b.WriteString(skippedNote(found.skipped))
+	limit := e.p.cfg.DiffLines
+	if len(diff) > limit {
+		more := len(diff) - limit
+		diff = append(diff[:limit:limit], fmt.Sprintf("… diff cut at %d lines (%d more)", limit, more))
+	}
+	b.WriteString("\n\n" + strings.Join(diff, "\n"))
+	return orchestrator.Text(b.String()), nil
+}
+
+// edits renders the replacements of one file, keeping the outer of
+// overlapping matches; dropped counts the others.
+func (e editTool) edits(sc *scope, tp *template, f *fileMatches) (out []edit, dropped int) {
+	crlf := bytes.Contains(f.t.src, []byte("\r\n"))
+	type span struct {
+		start, end uint32
+		m          match
+	}
+	var spans []span
+	for _, m := range f.matches {
+		s, en := sc.p.extent(f.t, m)
+		spans = append(spans, span{s, en, m})
+	}
+	sort.SliceStable(spans, func(i, j int) bool {
+		if spans[i].start != spans[j].start {
+			return spans[i].start < spans[j].start
+		}
+		return spans[i].end > spans[j].end
+	})
+	var lastEnd uint32
+	for i, s := range spans {
+		if i > 0 && s.start < lastEnd {
+			dropped++
+			continue
+		}
+		out = append(out, edit{start: s.start, end: s.end, text: tp.render(f.t, s.start, s.m.bindings, crlf)})
+		lastEnd = s.end
+	}
+	return out, dropped
+}
+
+// firstErrorAt says where the first syntax error of a tree is.
+func firstErrorAt(t *tree) string {
+	for i := range t.nodes {
+		if t.nodes[i].flags&(fError|fMissing) != 0 {
+			line, col := position(t.src, t.nodes[i].start)
+			return fmt.Sprintf(", the first at %d:%d", line, col)
+		}
+	}
+	return ""
+}

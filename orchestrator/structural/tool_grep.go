@@ -1,0 +1,127 @@
+package structural
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/berth-dev/berth/orchestrator"
+)
+
+type grepTool struct{ p *Provider }
+
+type grepArgs struct {
+	Pattern    string `json:"pattern"`
+	Path       string `json:"path"`
+	Language   string `json:"language"`
+	MaxResults int    `json:"max_results"`
+}
+
+func (g grepTool) Spec() orchestrator.Spec {
+	return orchestrator.Spec{
+		Name: "ast_grep",
+		Tier: orchestrator.Read,
+		Description: "Structural search: finds code by its syntax tree, not its text. pattern is a code snippet in the target language with " +
+			"$NAME for any one node, $$$NAME for a run of sibling nodes (arguments, statements), $_ and $$$ for wildcards that bind nothing; " +
+			"a variable used twice must match the same code (`if ($X != null) $X.dispose()`). Whitespace, line breaks and comments do not matter, " +
+			"and nothing inside a string or comment matches. path is a file or folder in the workspace (default: all of it; .gitignore'd and hidden files are skipped); " +
+			"language (" + strings.Join(languageIDs(g.p), ", ") + ") is inferred from a file path and required for a folder. " +
+			"Returns each match as path:line:col with its source and what each variable captured, sorted by path and position, at most max_results (default 50).",
+		InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "pattern": {"type": "string", "description": "code snippet with $NAME / $$$NAME / $_ variables"},
+    "path": {"type": "string", "description": "file or folder inside the workspace; default the whole workspace"},
+    "language": {"type": "string", "description": "grammar id; inferred when path names a file"},
+    "max_results": {"type": "integer", "minimum": 1, "description": "default 50"}
+  },
+  "required": ["pattern"],
+  "additionalProperties": false
+}`),
+		ParallelSafe: true,
+	}
+}
+
+func (g grepTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
+	var a grepArgs
+	if r := decode(raw, &a); r != nil {
+		return r, nil
+	}
+	sc, res, err := g.p.prepare(ctx, run, a.Path, a.Language, a.Pattern)
+	if sc == nil {
+		return res, err
+	}
+	found, err := g.p.search(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	limit := a.MaxResults
+	if limit <= 0 {
+		limit = g.p.cfg.MaxResults
+	}
+	var rows [][]string
+	for _, f := range found.files {
+		for _, m := range f.matches {
+			if len(rows) == limit {
+				break
+			}
+			start, end := sc.p.extent(f.t, m)
+			line, col := position(f.t.src, start)
+			loc := fmt.Sprintf("%s:%d:%d", f.rel, line, col)
+			src := firstLines(string(f.t.src[start:end]), 3)
+			binds := bindingsText(f.t, m.bindings)
+			rows = append(rows, []string{loc, src, binds})
+		}
+	}
+	files := len(found.files)
+	head := fmt.Sprintf("%d match(es) in %d file(s) for %s pattern (parsed as %s)", found.total, files, sc.l.name, sc.p.context)
+	if found.total == 0 {
+		head = fmt.Sprintf("no matches for %s pattern (parsed as %s)", sc.l.name, sc.p.context)
+	}
+	truncated := found.total > len(rows)
+	if truncated {
+		head += fmt.Sprintf("; showing %d of %d: narrow path or raise max_results to see more", len(rows), found.total)
+	}
+	head += skippedNote(found.skipped)
+	return &orchestrator.Result{Content: []orchestrator.Block{
+		orchestrator.TextBlock(head),
+		orchestrator.TableBlock([]string{"location", "match", "bindings"}, rows, truncated),
+	}}, nil
+}
+
+// bindingsText lists what each named variable captured, one per line.
+func bindingsText(t *tree, bs []binding) string {
+	sorted := append([]binding(nil), bs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].v.name < sorted[j].v.name })
+	var lines []string
+	for _, b := range sorted {
+		s, e, ok := b.span(t)
+		val := ""
+		if ok {
+			val = clip(string(t.src[s:e]), 80)
+		}
+		lines = append(lines, fmt.Sprintf("%s = %s", b.v, val))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// firstLines keeps the first n lines of s, saying how many were cut.
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	if len(lines) <= n {
+		return strings.Join(lines, "\n")
+	}
+	return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n… (%d more lines)", len(lines)-n)
+}
+
+func languageIDs(p *Provider) []string {
+	var ids []string
+	for _, n := range p.langs.names() {
+		if p.langs.byName[n].lang != nil {
+			ids = append(ids, n)
+		}
+	}
+	return ids
+}

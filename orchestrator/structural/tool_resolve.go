@@ -1,0 +1,79 @@
+package structural
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/workspace"
+)
+
+type resolveTool struct{ p *Provider }
+
+type resolveArgs struct {
+	EditID string `json:"edit_id"`
+	Action string `json:"action"`
+}
+
+func (r resolveTool) Spec() orchestrator.Spec {
+	return orchestrator.Spec{
+		Name: "resolve",
+		Tier: orchestrator.Write,
+		Description: "Accepts or discards a change staged by ast_edit. edit_id is from the (proposed) result; action is accept or discard. " +
+			"accept first checks that every file still has the content it had when the change was staged: if any changed, nothing is written " +
+			"and the changed files are named (stage the change again); otherwise every file is written, all or none. discard drops the change.",
+		InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "edit_id": {"type": "string", "description": "from the (proposed) result, e.g. edit_1"},
+    "action": {"type": "string", "enum": ["accept", "discard"]}
+  },
+  "required": ["edit_id", "action"],
+  "additionalProperties": false
+}`),
+		ParallelSafe: true,
+	}
+}
+
+func (r resolveTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
+	var a resolveArgs
+	if res := decode(raw, &a); res != nil {
+		return res, nil
+	}
+	st := stateOf(run, r.p.cfg.CacheBytes)
+	e, err := st.take(a.EditID)
+	if err != nil {
+		return orchestrator.Errorf("%v", err), nil
+	}
+	if a.Action == "discard" {
+		st.done(e.id, "discarded")
+		return orchestrator.Textf("discarded %s: %d replacement(s) in %d file(s) dropped; nothing was written", e.id, e.replacements, len(e.files)), nil
+	}
+	root, err := workspace.New(run.Workdir)
+	if err != nil {
+		st.putBack(e)
+		return nil, err
+	}
+	werr := r.p.Writer.Apply(root, e.changes())
+	for _, f := range e.files {
+		st.cache.forget(f.path)
+	}
+	var conflict *workspace.ConflictError
+	switch {
+	case errors.As(werr, &conflict):
+		st.done(e.id, "rejected: files changed on disk")
+		return orchestrator.Errorf("%s was rejected and nothing was written: %d file(s) changed since the change was staged: %s. Call ast_edit again to stage it against the current files.",
+			e.id, len(conflict.Paths), strings.Join(conflict.Paths, ", ")), nil
+	case werr != nil:
+		st.putBack(e)
+		return orchestrator.Errorf("%s was not applied: %v. It is still staged: call resolve again, or discard it.", e.id, werr), nil
+	}
+	st.done(e.id, "accepted")
+	var names []string
+	for _, f := range e.files {
+		names = append(names, f.rel)
+	}
+	return orchestrator.Textf("accepted %s: wrote %d replacement(s) in %d file(s): %s", e.id, e.replacements, len(e.files), strings.Join(names, ", ")), nil
+}

@@ -1,0 +1,125 @@
+package structural
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	sitter "github.com/tree-sitter/go-tree-sitter"
+)
+
+// Node flags.
+const (
+	fNamed uint8 = 1 << iota
+	fExtra
+	fError
+	fMissing
+)
+
+// node is one syntax node of a flattened tree. Nodes are stored in
+// pre-order, so a node's first child is the next node and its next sibling
+// is size nodes further on. The flattening is done once per parse so the
+// matcher runs in plain Go, without a cgo call per node, and a cached tree
+// costs a few bytes a node instead of the C tree's pointers.
+type node struct {
+	start, end uint32 // byte offsets in tree.src
+	size       int32  // nodes in this subtree, itself included
+	kind       uint16 // the grammar's public symbol id
+	flags      uint8
+}
+
+func (n *node) named() bool   { return n.flags&fNamed != 0 }
+func (n *node) extra() bool   { return n.flags&fExtra != 0 }
+func (n *node) missing() bool { return n.flags&fMissing != 0 }
+
+// tree is a parsed file: its source (without a byte-order mark) and nodes.
+type tree struct {
+	src    []byte
+	nodes  []node
+	errors int // ERROR and MISSING nodes
+	lang   *sitter.Language
+}
+
+// text is the source of node i.
+func (t *tree) text(i int32) []byte {
+	n := &t.nodes[i]
+	return t.src[n.start:n.end]
+}
+
+// children appends to buf the children of node i that count for
+// matching: not extras (comments), not zero-width MISSING tokens.
+func (t *tree) children(i int32, buf []int32) []int32 {
+	buf = buf[:0]
+	end := i + t.nodes[i].size
+	for c := i + 1; c < end; c += t.nodes[c].size {
+		if t.nodes[c].flags&(fExtra|fMissing) == 0 {
+			buf = append(buf, c)
+		}
+	}
+	return buf
+}
+
+// kindName is the grammar's name for node i's kind.
+func (t *tree) kindName(i int32) string { return t.lang.NodeKindForId(t.nodes[i].kind) }
+
+// parse parses src with p and flattens the result.
+func parse(ctx context.Context, p *sitter.Parser, lang *sitter.Language, src []byte) (*tree, error) {
+	ts := p.ParseCtx(ctx, src, nil)
+	if ts == nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("the parser gave up")
+	}
+	defer ts.Close()
+	t := &tree{src: src, lang: lang}
+	t.flatten(ts.Walk())
+	return t, nil
+}
+
+// flatten walks the C tree once with a cursor and records every node.
+func (t *tree) flatten(c *sitter.TreeCursor) {
+	defer c.Close()
+	var stack []int32
+	for {
+		n := c.Node()
+		var f uint8
+		if n.IsNamed() {
+			f |= fNamed
+		}
+		if n.IsExtra() {
+			f |= fExtra
+		}
+		if n.IsError() {
+			f |= fError
+			t.errors++
+		}
+		if n.IsMissing() {
+			f |= fMissing
+			t.errors++
+		}
+		start, end := n.ByteRange()
+		t.nodes = append(t.nodes, node{start: uint32(start), end: uint32(end), kind: n.KindId(), flags: f, size: 1})
+		if c.GotoFirstChild() {
+			stack = append(stack, int32(len(t.nodes)-1))
+			continue
+		}
+		for !c.GotoNextSibling() {
+			if !c.GotoParent() {
+				return
+			}
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			t.nodes[top].size = int32(len(t.nodes)) - top
+		}
+	}
+}
+
+// position is node offset off as 1-based line and column (in characters).
+func position(src []byte, off uint32) (line, col int) {
+	before := src[:off]
+	line = bytes.Count(before, []byte{'\n'}) + 1
+	ls := bytes.LastIndexByte(before, '\n') + 1
+	col = len(bytes.Runes(before[ls:])) + 1
+	return line, col
+}
