@@ -96,12 +96,12 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 	case endKilled:
 		ks.discard(lang, k, metrics.ReasonStopped)
 		c.out.failed = true
-		note = fmt.Sprintf("The cell was interrupted (%s) and did not stop within %s, so the %s kernel was killed: its variables and imports are lost, and the next call starts a fresh kernel.", c.reason(), t.cfg.InterruptGrace, lang)
+		note = fmt.Sprintf("The cell was interrupted (%s) and did not stop within %s, so the %s kernel was killed: its state (variables, imports) is lost, and the next call starts a fresh kernel.", c.reason(), t.cfg.InterruptGrace, lang)
 	case endDied:
 		desc := c.died
 		ks.discard(lang, k, metrics.ReasonCrashed)
 		c.out.failed = true
-		note = fmt.Sprintf("The %s kernel died during this cell (%s): its variables and imports are lost, and the next call starts a fresh kernel.", lang, desc)
+		note = fmt.Sprintf("The %s kernel died during this cell (%s): its state (variables, imports) is lost, and the next call starts a fresh kernel.", lang, desc)
 		if tail := strings.TrimSpace(k.stderr.String()); tail != "" {
 			note += "\nIts last words on stderr:\n" + capString(tail, 2000)
 		}
@@ -115,7 +115,7 @@ func (c *cellRun) reason() string {
 	case "budget":
 		return fmt.Sprintf("no output for %s, the cell idle budget; pending tool() calls do not count against it", c.cfg.CellIdleBudget)
 	case "timeout":
-		return fmt.Sprintf("it ran longer than kernels.cell_timeout, %s", c.cfg.CellTimeout)
+		return fmt.Sprintf("the call's deadline passed; kernels.cell_timeout is %s", c.cfg.CellTimeout)
 	}
 	return "the call was cancelled"
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestPythonCells runs a notebook's worth of cells on one kernel, in
@@ -177,5 +178,20 @@ func TestPipExternallyManaged(t *testing.T) {
 		if !strings.Contains(got, w) {
 			t.Errorf("output lacks %q:\n%s", w, got)
 		}
+	}
+}
+
+// TestForkedChildren: multiprocessing's forked children print into the
+// cell and exit promptly.
+func TestForkedChildren(t *testing.T) {
+	e := newEnv(t, testConfig(), nil)
+	code := "import multiprocessing as mp\ndef work(i):\n    print('child', i, flush=True)\n    return i * i\nwith mp.get_context('fork').Pool(2) as pool:\n    r = pool.map(work, range(4))\nr"
+	start := time.Now()
+	got := mustOK(t, e.eval(code))
+	if !strings.Contains(got, "[0, 1, 4, 9]") || !strings.Contains(got, "child 3") {
+		t.Errorf("multiprocessing cell: %s", got)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("multiprocessing cell took %s", d)
 	}
 }

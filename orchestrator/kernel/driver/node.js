@@ -84,11 +84,14 @@
   }
 
   // --- display ------------------------------------------------------------
-  function bundle(value) {
+  // bundle is value's MIME bundle; a displayed string shows as itself, a
+  // returned one quoted, as the REPL shows it.
+  function bundle(value, displayed) {
     if (Buffer.isBuffer(value) && value.length > 8 && value.readUInt32BE(0) === 0x89504e47) {
       return { 'image/png': value.toString('base64') };
     }
-    return { 'text/plain': typeof value === 'string' ? value : util.inspect(value, { depth: 4, colors: false }) };
+    if (displayed && typeof value === 'string') return { 'text/plain': value };
+    return { 'text/plain': util.inspect(value, { depth: 4, colors: false }) };
   }
 
   // display(value, ...) shows values; display(bundle, {raw: true}) takes a
@@ -98,7 +101,7 @@
     const last = args[args.length - 1];
     const raw = args.length > 1 && last && typeof last === 'object' && last.raw === true;
     if (raw) args.pop();
-    for (const v of args) send({ type: 'display', cell: current, data: raw ? v : bundle(v) });
+    for (const v of args) send({ type: 'display', cell: current, data: raw ? v : bundle(v, true) });
   }
 
   // --- the context --------------------------------------------------------

@@ -58,6 +58,9 @@ def send(**frame):
 def _writer():
     while True:
         data = _outq.get()
+        if isinstance(data, threading.Event):
+            data.set()
+            continue
         view = memoryview(data)
         while view:
             n = os.write(_frames_out, view)
@@ -124,6 +127,25 @@ def _drain():
         want = _drain_count[0] + 1
         os.write(1, DRAIN)
         _drained.wait_for(lambda: _drain_count[0] >= want, timeout=10)
+
+
+_real_exit = os._exit
+_kernel_pid = os.getpid()
+
+
+def _exit(status):
+    """os._exit, after sending what the cell printed so far: the process
+    ends at once, and its last words should not die with it. A forked
+    child (multiprocessing) has no pump threads, so it just exits."""
+    if os.getpid() != _kernel_pid:
+        _real_exit(status)
+    try:
+        _drain()
+        flushed = threading.Event()
+        _outq.put(flushed)
+        flushed.wait(5)
+    finally:
+        _real_exit(status)
 
 
 # --- tool() re-entry -------------------------------------------------------
@@ -522,7 +544,7 @@ def _reader():
             if _cell["running"]:
                 os.kill(os.getpid(), signal.SIGINT)
     # Berth closed the pipe: it is gone or done with this kernel.
-    os._exit(0)
+    _real_exit(0)
 
 
 def main():
@@ -537,6 +559,7 @@ def main():
                                   errors="backslashreplace", write_through=True)
     sys.stdin = open(os.devnull)
     sys.argv = [""]
+    os._exit = _exit
     threading.Thread(target=_reader, daemon=True).start()
     impl = "%s %s" % (sys.implementation.name, ".".join(map(str, sys.version_info[:3])))
     send(type="ready", version=VERSION, language="python", pid=os.getpid(), implementation=impl)

@@ -1,0 +1,69 @@
+package kernel
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestJavaScriptCells(t *testing.T) {
+	cfg := testConfig()
+	cfg.CellIdleBudget = 500 * time.Millisecond
+	e := newEnv(t, cfg, nil)
+	tests := []struct {
+		name, code string
+		want       []string
+		notWant    []string
+		isError    bool
+		images     int
+	}{
+		{name: "last expression", code: "var a = 40; a + 2", want: []string{"42"}},
+		{name: "state persists, _ holds the last value", code: "[a, _]", want: []string{"[ 40, 42 ]"}},
+		{name: "console.log captured", code: "console.log('hello', {k: 1}); console.error('warn'); process.stdout.write('raw\\n')", want: []string{"hello { k: 1 }\nwarn\nraw\n"}},
+		{name: "top-level await with declarations that persist", code: "const v = await new Promise(r => setTimeout(() => r(5), 10)); v * 2", want: []string{"10"}},
+		{name: "awaited declaration persists", code: "v + 1", want: []string{"6"}},
+		{name: "display", code: "display({'text/markdown': '# Title'}, {raw: true}); display([1, 2]); 'end'", want: []string{"# Title", "[ 1, 2 ]", "'end'"}},
+		{name: "display a PNG", code: "display({'image/png': 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='}, {raw: true})", images: 1},
+		{name: "require from the context", code: "const path = require('path'); path.basename('/a/b.txt')", want: []string{"'b.txt'"}},
+		{name: "error with a clean stack", code: "function f() { throw new TypeError('bad type') }\nf()", isError: true, want: []string{"TypeError", "bad type", "<cell-"}, notWant: []string{"berth-driver", "node:vm"}},
+		{name: "a child writing to fd 1 lands in the output", code: "require('child_process').spawnSync('echo', ['inherited stdio'], {stdio: 'inherit'}); 'after'", want: []string{"inherited stdio", "'after'"}},
+		{name: "unhandled rejection does not kill the kernel", code: "Promise.reject(new Error('nobody listens')); await new Promise(r => setTimeout(r, 20)); 'alive'", want: []string{"'alive'"}},
+		{name: "a silent synchronous loop is interrupted", code: "while (true) {}", isError: true, want: []string{"Interrupted", "no output for 500ms"}},
+		{name: "a silent await is interrupted", code: "await new Promise(() => {})", isError: true, want: []string{"Interrupted"}},
+		{name: "still alive after interrupts", code: "a", want: []string{"40"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := e.eval(tt.code, js)
+			got := text(r)
+			if r.IsError != tt.isError {
+				t.Fatalf("isError = %v, want %v:\n%s", r.IsError, tt.isError, got)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("result lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("result has %q:\n%s", w, got)
+				}
+			}
+			if n := len(blocks(r, "image")); n != tt.images {
+				t.Errorf("%d images, want %d", n, tt.images)
+			}
+		})
+	}
+}
+
+func TestJavaScriptDyingKernel(t *testing.T) {
+	e := newEnv(t, testConfig(), nil)
+	mustOK(t, e.eval("var state = 1", js))
+	r := e.eval("process.exit(4)", js)
+	if !r.IsError || !strings.Contains(text(r), "exited with status 4") {
+		t.Fatalf("dying node kernel: %s", text(r))
+	}
+	if got := mustOK(t, e.eval("typeof state", js)); got != "'undefined'" {
+		t.Errorf("next call did not get a fresh kernel: %s", got)
+	}
+}
