@@ -66,6 +66,28 @@ func TestHostKillEndsTheWholeGroup(t *testing.T) {
 	}
 }
 
+func TestHostKillReachesDescendantsInOtherGroups(t *testing.T) {
+	p, err := Host().Start(context.Background(), Cmd{Path: "sh", Args: []string{"-c", "setsid sleep 60 & echo $!; wait"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 32)
+	n, _ := p.Stdout().Read(buf)
+	child, _ := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	for deadline := time.Now().Add(2 * time.Second); !alive(child) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.Kill()
+	<-p.Done()
+	deadline := time.Now().Add(2 * time.Second)
+	for alive(child) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(child) {
+		t.Fatalf("descendant %d in its own session outlived Kill", child)
+	}
+}
+
 func TestHostOrphansDieWithTheLeader(t *testing.T) {
 	p, err := Host().Start(context.Background(), Cmd{Path: "sh", Args: []string{"-c", "sleep 60 >/dev/null & echo $!"}})
 	if err != nil {
