@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,4 +79,24 @@ func TestBrokenAdapterEndsSessionCleanly(t *testing.T) {
 			noProcess(t, e.dir)
 		})
 	}
+}
+
+// TestFrozenAdapterStillEnds: an adapter that answers nothing (stopped
+// with SIGSTOP) is killed after the disconnect's bound, and its debuggee,
+// which debugpy puts in a process group of its own, dies with it.
+func TestFrozenAdapterStillEnds(t *testing.T) {
+	e := newEnv(t, "python", quickStops)
+	e.ok(`{"operation":"launch","program":"serve.py"}`, stillRunning)
+	e.p.mu.Lock()
+	s := e.p.convs["conv-1"].sess
+	e.p.mu.Unlock()
+	if err := syscall.Kill(s.proc.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	e.ok(`{"operation":"terminate"}`, "terminated serve.py")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("terminate took %s", d)
+	}
+	noProcess(t, e.dir)
 }

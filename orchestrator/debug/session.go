@@ -226,14 +226,21 @@ func (s *session) end(reason, detail string) {
 		if s.conn != nil {
 			_ = s.conn.Close()
 		}
+		// Killing the adapter and everything it started closes its
+		// pipes, which ends the reader; both waits are bounded all the
+		// same, so a process the kill cannot reach never hangs the caller.
+		gone := time.After(5 * time.Second)
 		if s.proc != nil {
-			if cl, ok := s.proc.Stdout().(io.Closer); ok {
-				_ = cl.Close()
+			select {
+			case <-s.proc.Done():
+			case <-gone:
 			}
-			<-s.proc.Done()
 		}
 		if s.c != nil {
-			<-s.c.Done()
+			select {
+			case <-s.c.Done():
+			case <-gone:
+			}
 		}
 		if s.removeAfter != "" {
 			_ = os.Remove(s.removeAfter)
