@@ -70,6 +70,10 @@ type ServerConfig struct {
 	// Settings answer workspace/configuration and are sent with
 	// workspace/didChangeConfiguration after initialization.
 	Settings map[string]any `yaml:"settings,omitempty"`
+	// PositionEncoding, when set ("utf-8", "utf-16" or "utf-32"),
+	// overrides what the server claims: for servers that count columns in
+	// one unit while negotiating another (pylsp counts code points).
+	PositionEncoding string `yaml:"position_encoding,omitempty"`
 	// Checker is the project checker run in the root for diagnostics "*";
 	// its output is parsed into path:line:col: message lines.
 	Checker []string `yaml:"checker,omitempty"`
@@ -114,6 +118,9 @@ func DefaultServers() []ServerConfig {
 			Checker: []string{"pyright"}},
 		{Name: "pylsp", Languages: []string{"python"}, Extensions: py,
 			Command: []string{"pylsp"}, RootMarkers: pyMarkers,
+			// pylsp 1.7 negotiates nothing and counts columns in code
+			// points (Python string indices), not UTF-16.
+			PositionEncoding: "utf-32",
 			// pycodestyle and mccabe report style, not breakage: an agent
 			// told about every long line stops reading diagnostics.
 			Settings: map[string]any{"pylsp": map[string]any{"plugins": map[string]any{
@@ -169,9 +176,16 @@ func (c Config) validate() error {
 			return fmt.Errorf("lsp.servers[%d] (%s): command is empty: name the server's executable", i, s.Name)
 		case len(s.Extensions) == 0:
 			return fmt.Errorf("lsp.servers[%d] (%s): extensions is empty: map at least one file extension to a language id", i, s.Name)
+		case s.PositionEncoding != "" && !validEncoding(s.PositionEncoding):
+			return fmt.Errorf("lsp.servers[%d] (%s): position_encoding %q: use utf-8, utf-16 or utf-32", i, s.Name, s.PositionEncoding)
 		case len(s.RootMarkers) == 0:
 			return fmt.Errorf("lsp.servers[%d] (%s): root_markers is empty: name at least one file that marks a project root", i, s.Name)
 		}
 	}
 	return nil
+}
+
+func validEncoding(s string) bool {
+	_, ok := parseEncoding(s)
+	return ok
 }

@@ -101,20 +101,47 @@ func excerpt(line string, a, n int) string {
 	return line[lo:hi]
 }
 
-// encoding converts between byte columns and the columns a server counts:
-// UTF-8 code units (bytes) or UTF-16 code units.
-type encoding bool
+// encoding is the unit in which a server counts columns: UTF-8 code
+// units (bytes), UTF-16 code units (the LSP default) or code points.
+type encoding int
 
 const (
-	utf16Enc encoding = false
-	utf8Enc  encoding = true
+	utf16Enc encoding = iota
+	utf8Enc
+	utf32Enc
 )
 
+func parseEncoding(s string) (encoding, bool) {
+	switch s {
+	case "utf-8":
+		return utf8Enc, true
+	case "utf-16":
+		return utf16Enc, true
+	case "utf-32":
+		return utf32Enc, true
+	}
+	return utf16Enc, false
+}
+
 func (e encoding) String() string {
-	if e == utf8Enc {
+	switch e {
+	case utf8Enc:
 		return "utf-8"
+	case utf32Enc:
+		return "utf-32"
 	}
 	return "utf-16"
+}
+
+// units is how many of the encoding's units r takes.
+func (e encoding) units(r rune) int {
+	switch e {
+	case utf8Enc:
+		return utf8.RuneLen(r)
+	case utf32Enc:
+		return 1
+	}
+	return utf16.RuneLen(r)
 }
 
 // toServer converts a byte column in lineText to the server's unit.
@@ -127,7 +154,7 @@ func (e encoding) toServer(lineText string, byteCol int) uint32 {
 	}
 	n := 0
 	for _, r := range lineText[:byteCol] {
-		n += utf16.RuneLen(r)
+		n += e.units(r)
 	}
 	return uint32(n)
 }
@@ -142,7 +169,7 @@ func (e encoding) fromServer(lineText string, col uint32) int {
 		if units >= int(col) {
 			return i
 		}
-		units += utf16.RuneLen(r)
+		units += e.units(r)
 	}
 	return len(lineText)
 }

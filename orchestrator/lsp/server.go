@@ -148,9 +148,9 @@ func (s *server) initialize(ctx context.Context) error {
 		return fmt.Errorf("reading its capabilities: %w", err)
 	}
 	s.caps = res.Capabilities
-	s.enc = utf16Enc
-	if res.Capabilities.PositionEncoding == protocol.PositionEncodingKindUTF8 {
-		s.enc = utf8Enc
+	s.enc, _ = parseEncoding(string(res.Capabilities.PositionEncoding))
+	if e, ok := parseEncoding(s.cfg.PositionEncoding); ok {
+		s.enc = e
 	}
 	if err := s.api.Initialized(ctx, &protocol.InitializedParams{}); err != nil {
 		return err
@@ -179,7 +179,7 @@ func (s *server) initialize(ctx context.Context) error {
 
 // clientCapabilities is what Berth tells servers it understands.
 var clientCapabilities = map[string]any{
-	"general": map[string]any{"positionEncodings": []string{"utf-8", "utf-16"}},
+	"general": map[string]any{"positionEncodings": []string{"utf-8", "utf-32", "utf-16"}},
 	"window":  map[string]any{"workDoneProgress": true},
 	"workspace": map[string]any{
 		"workspaceFolders": true,

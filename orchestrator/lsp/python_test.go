@@ -1,0 +1,64 @@
+package lsp
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/orchestrator"
+)
+
+// TestPython runs the python servers: pyright (preferred) and pylsp (when
+// pyright is not installed), on the same project.
+func TestPython(t *testing.T) {
+	for _, c := range []struct {
+		server string
+		hide   []string
+		undef  string // the message for an undefined name
+		edits  []string
+	}{
+		{"pyright", nil, `"undefined_name" is not defined`, []string{"greet.py: 1 edit(s)", "main.py: 4 edit(s)"}},
+		// pylsp (jedi) sends one edit per file that replaces it whole.
+		{"pylsp", []string{"pyright-langserver"}, "undefined name 'undefined_name'", []string{"greet.py: 1 edit(s)", "main.py: 1 edit(s)"}},
+	} {
+		t.Run(c.server, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, "py", DefaultConfig(), c.hide...)
+			q := func(action, file string, line int, symbol string) map[string]any {
+				return map[string]any{"action": action, "file": file, "line": line, "symbol": symbol}
+			}
+			contains(t, f.ok(t, map[string]any{"action": "status", "file": "main.py"}), "main.py is served by "+c.server+" with root .")
+			contains(t, f.ok(t, q("definition", "main.py", 4, "g.greet")), "greet.py:7:9: def greet(self, name: str) -> str:")
+			// hello( follows non-ASCII text: the column must count it.
+			contains(t, f.ok(t, q("definition", "main.py", 4, "hello(")), "greet.py:12:5: def hello(name: str) -> str:")
+			contains(t, f.ok(t, q("references", "greet.py", 12, "def hello")), "greet.py:12:5:", "main.py:1:28:", "main.py:4:27:", "main.py:5:7:", "main.py:5:23:")
+			contains(t, f.ok(t, q("hover", "main.py", 5, "print(hello")), "Greet name in English.")
+			contains(t, f.ok(t, map[string]any{"action": "symbols", "file": "greet.py"}), "class Greeter (line 4)", "method greet (line 7)", "function hello (line 12)")
+			contains(t, f.fails(t, q("hover", "main.py", 5, "hello")), `"hello" occurs 2 times in line 5`)
+
+			orig := f.read(t, "main.py")
+			bad := orig + "print(undefined_name)\n"
+			rep := f.write(t, "main.py", bad)
+			if rep.State != orchestrator.WriteIssues || len(rep.Diagnostics) != 1 || !strings.Contains(rep.Diagnostics[0].Message, c.undef) || rep.Diagnostics[0].Line != 6 {
+				t.Fatalf("new error: got %s %+v\n%s", rep.State, rep.Diagnostics, rep.Text)
+			}
+			if rep = f.write(t, "main.py", "\n\n\n\n"+bad); rep.State != orchestrator.WriteClean {
+				t.Errorf("moved down four lines: want clean, got %s: %s", rep.State, rep.Text)
+			}
+			if rep = f.write(t, "main.py", orig); rep.State != orchestrator.WriteClean {
+				t.Errorf("fixed: want clean, got %s: %s", rep.State, rep.Text)
+			}
+			if rep = f.write(t, "main.py", bad); rep.State != orchestrator.WriteIssues {
+				t.Errorf("reintroduced: want issues, got %s: %s", rep.State, rep.Text)
+			}
+			contains(t, f.ok(t, map[string]any{"action": "diagnostics", "file": "main.py"}), "main.py:6:7: error: "+c.undef)
+			f.write(t, "main.py", orig)
+
+			text, isErr := f.call(t, "lsp_rename", map[string]any{"file": "greet.py", "line": 12, "symbol": "def hello", "new_name": "salute"})
+			if isErr {
+				t.Fatal(text)
+			}
+			contains(t, text, c.edits...)
+			contains(t, f.read(t, "main.py"), "from greet import Greeter, salute", `print(salute("again"), salute("twice"))`)
+		})
+	}
+}
