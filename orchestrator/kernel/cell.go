@@ -79,7 +79,9 @@ func (k *kernel) execute(ctx context.Context, cfg Config, run *orchestrator.Run,
 				if f.Cell != id {
 					continue // a late done of a cell given up on
 				}
-				if c.why != "" {
+				// An interrupt that came as the cell finished on its own
+				// changed nothing: report the cell as it ended.
+				if c.why != "" && f.Status != bridge.StatusOK {
 					c.end = endInterrupted
 				}
 				return c
