@@ -144,10 +144,13 @@ func benchBerth(tmp, python string, starts, rounds int) (figures, error) {
 // benchIPyKernel runs the jupyter_client script and reads its figures.
 func benchIPyKernel(python string, starts, rounds int) (figures, error) {
 	cmd := exec.Command(python, "-c", ipykernelScript, fmt.Sprint(starts), fmt.Sprint(rounds))
-	cmd.Stderr = os.Stderr
+	// ipykernel's debugger warns about frozen modules on every start:
+	// shown only if the script fails.
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return figures{}, fmt.Errorf("%s: %w", python, err)
+		return figures{}, fmt.Errorf("%s: %w\n%s", python, err, stderr.String())
 	}
 	var raw struct{ Start, Round []float64 }
 	if err := json.Unmarshal(out, &raw); err != nil {
