@@ -77,7 +77,7 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 		return orchestrator.Errorf("code is empty: pass the cell to run (or reset: true with empty code to only discard the %s kernel).", lang), nil
 	}
 
-	k, err := ks.acquire(ctx, run, lang)
+	k, lost, err := ks.acquire(ctx, run, lang)
 	if errors.Is(err, orchestrator.ErrRunEnded) {
 		return nil, fmt.Errorf("run %s ended while eval was starting its kernel: %w", run.ID, err)
 	}
@@ -85,6 +85,10 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 		return orchestrator.Errorf("The %s kernel could not start: %v. Check the interpreter (kernels.%s in the configuration, or the working directory's .venv) and call again.", lang, err, interpKey(lang)), nil
 	}
 	c := k.execute(ctx, t.cfg, run, newCellID(), a.Code)
+	var notes []string
+	if lost != "" {
+		notes = append(notes, fmt.Sprintf("The previous %s kernel had died since the last cell (%s), so this cell ran in a fresh one: earlier variables and imports are gone.", lang, lost))
+	}
 	note := ""
 	switch c.end {
 	case endDone:
@@ -106,7 +110,7 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 			note += "\nIts last words on stderr:\n" + capString(tail, 2000)
 		}
 	}
-	return c.out.result(note), nil
+	return c.out.result(append(notes, note)...), nil
 }
 
 // reason says why a cell was interrupted.

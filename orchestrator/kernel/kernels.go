@@ -38,36 +38,47 @@ func kernelsOf(run *orchestrator.Run, cfg Config, m *metrics.Metrics) *kernels {
 }
 
 // acquire returns the language's kernel, starting one if there is none,
-// and marks it busy so the idle timer leaves it alone.
-func (ks *kernels) acquire(ctx context.Context, run *orchestrator.Run, lang string) (*kernel, error) {
+// and marks it busy so the idle timer leaves it alone. A kernel that died
+// since its last cell is replaced, and lost says how it ended.
+func (ks *kernels) acquire(ctx context.Context, run *orchestrator.Run, lang string) (k *kernel, lost string, err error) {
 	ks.mu.Lock()
 	if ks.closed {
 		ks.mu.Unlock()
-		return nil, orchestrator.ErrRunEnded
+		return nil, "", orchestrator.ErrRunEnded
 	}
 	if s, ok := ks.live[lang]; ok {
-		s.busy = true
-		s.idle.Stop()
+		select {
+		case <-s.k.proc.Done():
+			delete(ks.live, lang)
+			s.idle.Stop()
+			ks.mu.Unlock()
+			lost = s.k.exitDescription()
+			s.k.end(metrics.ReasonCrashed)
+		default:
+			s.busy = true
+			s.idle.Stop()
+			ks.mu.Unlock()
+			return s.k, "", nil
+		}
+	} else {
 		ks.mu.Unlock()
-		return s.k, nil
 	}
-	ks.mu.Unlock()
 
-	k, err := startKernel(ctx, ks.cfg, run, lang, ks.m)
+	k, err = startKernel(ctx, ks.cfg, run, lang, ks.m)
 	if err != nil {
-		return nil, err
+		return nil, lost, err
 	}
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	if ks.closed {
 		go k.end(metrics.ReasonRunEnded)
-		return nil, orchestrator.ErrRunEnded
+		return nil, "", orchestrator.ErrRunEnded
 	}
 	s := &slot{k: k, busy: true}
 	s.idle = time.AfterFunc(ks.cfg.IdleTimeout, func() { ks.expire(lang, s) })
 	s.idle.Stop()
 	ks.live[lang] = s
-	return k, nil
+	return k, lost, nil
 }
 
 // release marks the kernel idle again and restarts its idle timer.
