@@ -73,46 +73,8 @@ func parse(ctx context.Context, p *sitter.Parser, lang *sitter.Language, src []b
 	}
 	defer ts.Close()
 	t := &tree{src: src, lang: lang}
-	t.flatten(ts.Walk())
+	t.flattenC(ts)
 	return t, nil
-}
-
-// flatten walks the C tree once with a cursor and records every node.
-func (t *tree) flatten(c *sitter.TreeCursor) {
-	defer c.Close()
-	var stack []int32
-	for {
-		n := c.Node()
-		var f uint8
-		if n.IsNamed() {
-			f |= fNamed
-		}
-		if n.IsExtra() {
-			f |= fExtra
-		}
-		if n.IsError() {
-			f |= fError
-			t.errors++
-		}
-		if n.IsMissing() {
-			f |= fMissing
-			t.errors++
-		}
-		start, end := n.ByteRange()
-		t.nodes = append(t.nodes, node{start: uint32(start), end: uint32(end), kind: n.KindId(), flags: f, size: 1})
-		if c.GotoFirstChild() {
-			stack = append(stack, int32(len(t.nodes)-1))
-			continue
-		}
-		for !c.GotoNextSibling() {
-			if !c.GotoParent() {
-				return
-			}
-			top := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			t.nodes[top].size = int32(len(t.nodes)) - top
-		}
-	}
 }
 
 // position is node offset off as 1-based line and column (in characters).
