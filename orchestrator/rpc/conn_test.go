@@ -1,0 +1,206 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// rawPeer is the far end of a connection, speaking bytes.
+type rawPeer struct {
+	t *testing.T
+	f Framer
+}
+
+func (p *rawPeer) send(body string) {
+	p.t.Helper()
+	if err := p.f.Write(context.Background(), []byte(body)); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// recv reads one message as a generic object.
+func (p *rawPeer) recv() map[string]any {
+	p.t.Helper()
+	b, err := p.f.Read(context.Background())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		p.t.Fatalf("%q: %v", b, err)
+	}
+	return m
+}
+
+func errCode(m map[string]any) int64 {
+	e, _ := m["error"].(map[string]any)
+	if e == nil {
+		return 0
+	}
+	return int64(e["code"].(float64))
+}
+
+func errMessage(m map[string]any) string {
+	e, _ := m["error"].(map[string]any)
+	if e == nil {
+		return ""
+	}
+	return e["message"].(string)
+}
+
+// newRawPair starts a Conn with h and returns the raw peer on the other end.
+func newRawPair(t *testing.T, h Handler, limit int64) (*Conn, *rawPeer) {
+	t.Helper()
+	a, b := net.Pipe()
+	c := NewConn(NewStreamFramer(a, a, a, limit), ConnOptions{Handler: h})
+	p := &rawPeer{t: t, f: NewStreamFramer(b, b, b, 0)}
+	t.Cleanup(func() {
+		_ = p.f.Close()
+		_ = c.Close()
+	})
+	return c, p
+}
+
+// echoHandler answers "echo" with its params, "block" when its ctx ends,
+// "panic" by panicking.
+var echoHandler = HandlerFunc(func(ctx context.Context, r *Request) (any, error) {
+	switch r.Method {
+	case "echo":
+		return r.Params, nil
+	case "block":
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case "panic":
+		panic("boom")
+	}
+	return nil, Errorf(CodeMethodNotFound, "method not found: %s", r.Method)
+})
+
+func TestBadMessagesGetErrorsAndTheConnectionStaysUsable(t *testing.T) {
+	_, p := newRawPair(t, echoHandler, 64)
+	cases := []struct {
+		send string
+		code int64
+		want string
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":`, CodeParseError, "not valid JSON"},
+		{`{"jsonrpc":"2.0","id":2}`, CodeInvalidRequest, "exactly one"},
+		{`{"jsonrpc":"2.0","id":3,"method":"nope"}`, CodeMethodNotFound, "nope"},
+		{`{"jsonrpc":"2.0","id":4,"method":"echo","params":"` + strings.Repeat("x", 80) + `"}`, CodeInvalidRequest, "exceeds the limit of 64 bytes"},
+		{`{"jsonrpc":"2.0","id":5,"method":"panic"}`, CodeInternalError, "boom"},
+	}
+	for _, c := range cases {
+		p.send(c.send)
+		m := p.recv()
+		if errCode(m) != c.code || !strings.Contains(errMessage(m), c.want) {
+			t.Errorf("%s: got %v, want code %d with %q", c.send, m, c.code, c.want)
+		}
+		p.send(`{"jsonrpc":"2.0","id":"ok","method":"echo","params":{"a":1}}`)
+		if m := p.recv(); m["id"] != "ok" || m["result"].(map[string]any)["a"] != 1.0 {
+			t.Fatalf("after %s the connection does not answer: %v", c.send, m)
+		}
+	}
+}
+
+func TestCancelRequestCancelsTheHandler(t *testing.T) {
+	_, p := newRawPair(t, echoHandler, 0)
+	p.send(`{"jsonrpc":"2.0","id":7,"method":"block"}`)
+	p.send(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":7}}`)
+	m := p.recv()
+	if m["id"] != 7.0 || errCode(m) != CodeRequestCancelled {
+		t.Fatalf("got %v, want a cancelled error for id 7", m)
+	}
+}
+
+func TestDuplicateIDInFlightIsRefused(t *testing.T) {
+	_, p := newRawPair(t, echoHandler, 0)
+	p.send(`{"jsonrpc":"2.0","id":"x","method":"block"}`)
+	p.send(`{"jsonrpc":"2.0","id":"x","method":"echo"}`)
+	if m := p.recv(); errCode(m) != CodeInvalidRequest || !strings.Contains(errMessage(m), "already used") {
+		t.Fatalf("got %v", m)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"x"}}`)
+	if m := p.recv(); errCode(m) != CodeRequestCancelled {
+		t.Fatalf("got %v", m)
+	}
+}
+
+// connPair joins two Conns.
+func connPair(t *testing.T, ha, hb Handler) (*Conn, *Conn) {
+	t.Helper()
+	a, b := net.Pipe()
+	ca := NewConn(NewStreamFramer(a, a, a, 0), ConnOptions{Handler: ha})
+	cb := NewConn(NewStreamFramer(b, b, b, 0), ConnOptions{Handler: hb})
+	t.Cleanup(func() {
+		_ = ca.Close()
+		_ = cb.Close()
+	})
+	return ca, cb
+}
+
+func TestCancellingACallTellsThePeer(t *testing.T) {
+	cancelled := make(chan struct{})
+	started := make(chan struct{})
+	ca, _ := connPair(t, nil, HandlerFunc(func(ctx context.Context, r *Request) (any, error) {
+		close(started)
+		<-ctx.Done()
+		close(cancelled)
+		return nil, ctx.Err()
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- ca.Call(ctx, "slow", nil, nil) }()
+	<-started
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Call returned %v, want context.Canceled", err)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the peer's handler was not cancelled")
+	}
+}
+
+func TestCallReturnsThePeersErrorAndResult(t *testing.T) {
+	ca, _ := connPair(t, nil, HandlerFunc(func(ctx context.Context, r *Request) (any, error) {
+		if r.Method == "fail" {
+			return nil, Errorf(-1, "no human is connected")
+		}
+		return map[string]int{"n": 2}, nil
+	}))
+	var out struct{ N int }
+	if err := ca.Call(context.Background(), "ok", map[string]int{}, &out); err != nil || out.N != 2 {
+		t.Fatalf("got %v, %+v", err, out)
+	}
+	err := ca.Call(context.Background(), "fail", nil, nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Error() != "no human is connected" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestCallsFailWhenThePeerGoesAway(t *testing.T) {
+	started := make(chan struct{})
+	ca, cb := connPair(t, nil, HandlerFunc(func(ctx context.Context, r *Request) (any, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	errc := make(chan error, 1)
+	go func() { errc <- ca.Call(context.Background(), "slow", nil, nil) }()
+	<-started
+	_ = cb.Close()
+	if err := <-errc; !errors.Is(err, ErrClosed) {
+		t.Fatalf("got %v, want ErrClosed", err)
+	}
+}

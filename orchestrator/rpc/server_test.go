@@ -1,0 +1,230 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+)
+
+// askTool asks the harness and returns the answer's text.
+type askTool struct{}
+
+func (askTool) Spec() orchestrator.Spec {
+	return orchestrator.Spec{Name: "asker", Tier: orchestrator.Read, InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`), ParallelSafe: true}
+}
+
+func (askTool) Call(ctx context.Context, run *orchestrator.Run, _ json.RawMessage) (*orchestrator.Result, error) {
+	a, err := run.Harness.Ask(ctx, orchestrator.Question{Number: 1, Question: "ok?", Timeout: time.Minute})
+	if err != nil {
+		return orchestrator.Errorf("%v", err), nil
+	}
+	return orchestrator.Text(a.Outcome + ":" + a.Text), nil
+}
+
+type provider struct{}
+
+func (provider) Feature() string                           { return orchestrator.FeatureStructural }
+func (provider) Tools(*orchestrator.Run) []orchestrator.Tool { return []orchestrator.Tool{askTool{}} }
+
+func newServer(t *testing.T, grace time.Duration) *Server {
+	t.Helper()
+	m := metrics.NewForTest()
+	reg := orchestrator.NewRegistry(m, 0)
+	reg.Add(provider{})
+	s := &Server{Registry: reg, Runs: orchestrator.NewRuns(m, 0), Metrics: m, Version: "test", DisconnectGrace: grace}
+	t.Cleanup(func() {
+		s.Close()
+		s.Runs.StopAll()
+	})
+	return s
+}
+
+// connect joins an in-process client to s; cleanup closes it and waits
+// for the server side to finish.
+func connect(t *testing.T, s *Server) *Client {
+	t.Helper()
+	a, b := net.Pipe()
+	var wg sync.WaitGroup
+	wg.Go(func() { s.ServeConn(NewStreamFramer(a, a, a, 0), "test") })
+	c := Dial(b, ClientOptions{})
+	t.Cleanup(func() {
+		_ = c.Close()
+		wg.Wait()
+	})
+	return c
+}
+
+func TestBadParamsNameTheField(t *testing.T) {
+	s := newServer(t, 0)
+	c := connect(t, s)
+	ctx := context.Background()
+	run, err := c.StartRun(ctx, StartRunParams{Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		method string
+		params any
+		code   int64
+		want   string
+	}{
+		{"run/start", map[string]any{}, CodeInvalidParams, `field "workdir" is required`},
+		{"run/start", map[string]any{"workdir": 3}, CodeInvalidParams, `field "workdir": expected a string, got number`},
+		{"run/start", map[string]any{"workdir": "/tmp", "colour": "red"}, CodeInvalidParams, `unknown field "colour"; the known fields are conversationId, enclosure, features, runId, workdir`},
+		{"run/start", map[string]any{"workdir": "relative"}, CodeInvalidParams, "not absolute"},
+		{"run/start", map[string]any{"workdir": "/tmp", "enclosure": 5}, CodeInvalidParams, `field "enclosure"`},
+		{"run/start", map[string]any{"workdir": "/tmp", "enclosure": "docker"}, CodeInvalidParams, "not built into this Berth"},
+		{"run/start", map[string]any{"workdir": "/tmp", "features": map[string]bool{"telepathy": true}}, CodeInvalidParams, `unknown feature "telepathy"`},
+		{"run/start", []int{1}, CodeInvalidParams, "params must be an object"},
+		{"tools/list", map[string]any{"runId": run.RunID, "surface": "admin"}, CodeInvalidParams, `field "surface": unknown surface "admin"`},
+		{"tools/call", map[string]any{"runId": run.RunID}, CodeInvalidParams, `field "name" is required`},
+		{"run/update", map[string]any{"runId": run.RunID, "features": map[string]bool{"x": true}}, CodeInvalidParams, `unknown feature "x"`},
+		{"files/didWrite", map[string]any{"runId": run.RunID, "paths": "a.go"}, CodeInvalidParams, `field "paths": expected an array, got string`},
+		{"tools/list", map[string]any{"runId": "run_nope"}, CodeUnknownRun, `unknown run "run_nope"`},
+		{"nosuch/method", map[string]any{}, CodeMethodNotFound, `"nosuch/method"`},
+	}
+	for _, tc := range cases {
+		err := c.Call(ctx, tc.method, tc.params, nil)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != tc.code || !strings.Contains(e.Message, tc.want) {
+			t.Errorf("%s %v: got %v, want code %d with %q", tc.method, tc.params, err, tc.code, tc.want)
+		}
+	}
+}
+
+func TestRunsBelongToTheirConnection(t *testing.T) {
+	s := newServer(t, 0)
+	a, b := connect(t, s), connect(t, s)
+	ctx := context.Background()
+	run, err := a.StartRun(ctx, StartRunParams{Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ListTools(ctx, run.RunID, orchestrator.SurfaceFull); rpcCodeOf(err) != CodeUnknownRun {
+		t.Fatalf("another connection's tools/list: %v, want unknown run", err)
+	}
+	if err := b.StopRun(ctx, run.RunID); rpcCodeOf(err) != CodeUnknownRun {
+		t.Fatalf("another connection's run/stop: %v, want unknown run", err)
+	}
+	if _, err := a.ListTools(ctx, run.RunID, orchestrator.SurfaceFull); err != nil {
+		t.Fatalf("the owner's tools/list: %v", err)
+	}
+}
+
+func rpcCodeOf(err error) int64 {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}
+
+func TestAskReachesTheHarnessAndCarriesItsRefusal(t *testing.T) {
+	s := newServer(t, 0)
+	c := connect(t, s)
+	ctx := context.Background()
+	run, err := c.StartRun(ctx, StartRunParams{Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got AskParams
+	c.OnAsk(func(_ context.Context, p AskParams) (*orchestrator.Answer, error) {
+		got = p
+		return &orchestrator.Answer{Outcome: "answered", Text: "yes"}, nil
+	})
+	res, err := c.CallTool(ctx, run.RunID, "", "asker", nil)
+	if err != nil || res.FirstText() != "answered:yes" {
+		t.Fatalf("got %+v, %v", res, err)
+	}
+	if got.RunID != run.RunID || got.Card.Question != "ok?" || got.TimeoutSeconds != 60 {
+		t.Fatalf("harness/ask params: %+v", got)
+	}
+	c.OnAsk(func(context.Context, AskParams) (*orchestrator.Answer, error) {
+		return nil, errors.New("no human is connected to this conversation")
+	})
+	res, err = c.CallTool(ctx, run.RunID, "", "asker", nil)
+	if err != nil || !res.IsError || res.FirstText() != "no human is connected to this conversation" {
+		t.Fatalf("got %+v, %v", res, err)
+	}
+}
+
+func TestClosedConnectionEndsItsRunsAfterTheGrace(t *testing.T) {
+	s := newServer(t, 100*time.Millisecond)
+	a, b := net.Pipe()
+	done := make(chan struct{})
+	go func() { s.ServeConn(NewStreamFramer(a, a, a, 0), "test"); close(done) }()
+	c := Dial(b, ClientOptions{})
+	if _, err := c.StartRun(context.Background(), StartRunParams{Workdir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	<-done
+	if n := s.Runs.Len(); n != 1 {
+		t.Fatalf("%d runs right after the close, want 1 (the grace has not passed)", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Runs.Len() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the run outlived its connection's grace")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestDidWriteWithoutAnObserverIsUnknown(t *testing.T) {
+	s := newServer(t, 0)
+	c := connect(t, s)
+	ctx := context.Background()
+	run, err := c.StartRun(ctx, StartRunParams{Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WillWrite(ctx, run.RunID, []string{"a.go"}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.DidWrite(ctx, run.RunID, []string{"a.go"})
+	if err != nil || rep.State != orchestrator.WriteUnknown || rep.Diagnostics == nil || !strings.Contains(rep.Text, "no language-server support") {
+		t.Fatalf("got %+v, %v", rep, err)
+	}
+}
+
+func TestWebSocketNeedsTheTokenAndSkipsOversizedMessages(t *testing.T) {
+	s := newServer(t, 0)
+	s.MaxMessageSize = 1024
+	hs := httptest.NewServer(s.HTTPHandler(HTTPOptions{Token: "sesame", Transport: "websocket"}))
+	defer hs.Close()
+	url := "ws" + strings.TrimPrefix(hs.URL, "http") + RPCPath
+	ctx := context.Background()
+	for _, token := range []string{"", "wrong"} {
+		_, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("token %q: got %v, want 401", token, err)
+		}
+	}
+	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer sesame"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	p := &rawPeer{t: t, f: NewWebSocketFramer(ws, 0)}
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"client":{"name":"` + strings.Repeat("x", 2000) + `"}}}`)
+	if m := p.recv(); errCode(m) != CodeInvalidRequest || !strings.Contains(errMessage(m), "exceeds the limit of 1024 bytes") {
+		t.Fatalf("oversized message: got %v", m)
+	}
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"client":{"name":"h"}}}`)
+	if m := p.recv(); m["id"] != 2.0 || m["result"] == nil {
+		t.Fatalf("after an oversized message: %v", m)
+	}
+}

@@ -1,0 +1,62 @@
+package rpc
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecodeClassifiesMessages(t *testing.T) {
+	cases := []struct {
+		name, body string
+		code       int64  // 0: valid
+		want       string // in the error message
+		response   bool
+	}{
+		{"request", `{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`, 0, "", false},
+		{"string id", `{"jsonrpc":"2.0","id":"a","method":"m"}`, 0, "", false},
+		{"notification", `{"jsonrpc":"2.0","method":"m"}`, 0, "", false},
+		{"response", `{"jsonrpc":"2.0","id":3,"result":{}}`, 0, "", true},
+		{"error response", `{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"no"}}`, 0, "", true},
+		{"not json", `{"jsonrpc":`, CodeParseError, "not valid JSON", false},
+		{"garbage", `hello`, CodeParseError, "not valid JSON", false},
+		{"array", `[1,2]`, CodeInvalidRequest, "batches are not supported", false},
+		{"number", `42`, CodeInvalidRequest, "got number", false},
+		{"no version", `{"id":1,"method":"m"}`, CodeInvalidRequest, `"jsonrpc" must be "2.0"`, false},
+		{"old version", `{"jsonrpc":"1.0","id":1,"method":"m"}`, CodeInvalidRequest, `"jsonrpc" must be "2.0"`, false},
+		{"object id", `{"jsonrpc":"2.0","id":{},"method":"m"}`, CodeInvalidRequest, `"id" must be a string or an integer`, false},
+		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"m"}`, CodeInvalidRequest, `"id" must be`, false},
+		{"method not string", `{"jsonrpc":"2.0","id":1,"method":7}`, CodeInvalidRequest, `"method" must be a non-empty string`, false},
+		{"string params", `{"jsonrpc":"2.0","id":1,"method":"m","params":"x"}`, CodeInvalidRequest, `"params" must be an object`, false},
+		{"nothing", `{"jsonrpc":"2.0"}`, CodeInvalidRequest, `needs "method"`, false},
+		{"both result and error", `{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}`, CodeInvalidRequest, "exactly one", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := decode([]byte(c.body))
+			if c.code == 0 {
+				if d.err != nil {
+					t.Fatalf("unexpected error %v", d.err)
+				}
+				if d.isResponse() != c.response {
+					t.Fatalf("isResponse = %v", d.isResponse())
+				}
+				return
+			}
+			if d.err == nil || d.err.Code != c.code || !strings.Contains(d.err.Message, c.want) {
+				t.Fatalf("got %+v, want code %d containing %q", d.err, c.code, c.want)
+			}
+		})
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"m"}`, `[]`, `{"id":null}`, `{"jsonrpc":"2.0","id":1,"error":{}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d := decode(b)
+		if d.err == nil && d.msg.Method == "" && !d.hasID {
+			t.Fatalf("accepted a message that is neither request nor response: %q", b)
+		}
+	})
+}
