@@ -35,7 +35,7 @@ func (askTool) Call(ctx context.Context, run *orchestrator.Run, _ json.RawMessag
 
 type provider struct{}
 
-func (provider) Feature() string                           { return orchestrator.FeatureStructural }
+func (provider) Feature() string                             { return orchestrator.FeatureStructural }
 func (provider) Tools(*orchestrator.Run) []orchestrator.Tool { return []orchestrator.Tool{askTool{}} }
 
 func newServer(t *testing.T, grace time.Duration) *Server {
