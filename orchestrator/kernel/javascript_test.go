@@ -28,6 +28,8 @@ func TestJavaScriptCells(t *testing.T) {
 		{name: "error with a clean stack", code: "function f() { throw new TypeError('bad type') }\nf()", isError: true, want: []string{"TypeError", "bad type", "<cell-"}, notWant: []string{"berth-driver", "node:vm"}},
 		{name: "a child writing to fd 1 lands in the output", code: "require('child_process').spawnSync('echo', ['inherited stdio'], {stdio: 'inherit'}); 'after'", want: []string{"inherited stdio", "'after'"}},
 		{name: "unhandled rejection does not kill the kernel", code: "Promise.reject(new Error('nobody listens')); await new Promise(r => setTimeout(r, 20)); 'alive'", want: []string{"'alive'"}},
+		{name: "a cell with top-level const and class runs again", code: "const k = 1\nclass Box { get v() { return k } }\nnew Box().v", want: []string{"1"}},
+		{name: "and again", code: "const k = 2\nclass Box { get v() { return k * 10 } }\nnew Box().v", want: []string{"20"}},
 		{name: "a silent synchronous loop is interrupted", code: "while (true) {}", isError: true, want: []string{"Interrupted", "no output for 500ms"}},
 		{name: "a silent await is interrupted", code: "await new Promise(() => {})", isError: true, want: []string{"Interrupted"}},
 		{name: "still alive after interrupts", code: "a", want: []string{"40"}},

@@ -26,7 +26,6 @@ type kernel struct {
 	w      *bridge.Writer
 	frames chan bridge.Frame // closed when stdout ends
 	stderr *tailBuffer
-	impl   string
 	m      *metrics.Metrics
 
 	endOnce sync.Once
@@ -95,12 +94,11 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 func (k *kernel) read(ready chan<- error) {
 	defer close(k.frames)
 	r := bridge.NewReader(k.proc.Stdout())
-	f, noise, err := bridge.AwaitReady(r)
+	_, noise, err := bridge.AwaitReady(r)
 	if err != nil {
 		ready <- fmt.Errorf("%s: %w", k.interp, err)
 		return
 	}
-	k.impl = f.Implementation
 	if noise != "" {
 		k.frames <- bridge.Frame{Type: bridge.TypeStray, Text: noise}
 	}

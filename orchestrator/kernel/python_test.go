@@ -68,6 +68,8 @@ func TestPythonCells(t *testing.T) {
 		{name: "an idiom inside a string literal is left alone", code: "s = '''\n!echo not run\n%cd /\n'''\ns", want: []string{`'\n!echo not run\n%cd /\n'`}, notWant: []string{"not run\n"}},
 		{name: "an idiom-looking continuation is left alone", code: "v = (10\n%3)\nv", want: []string{"1"}},
 		{name: "indented idiom in a block", code: "for i in range(2):\n    !echo loop\n", want: []string{"loop\nloop"}},
+		{name: "%%timeit setup keeps its quotes", code: "%%timeit -n 2 -r 1 word = 'a b'\nword.split()", want: []string{"2 loops each"}},
+		{name: "IPython.display shows rich objects", code: "from IPython.display import display, HTML, Markdown\ndisplay(HTML('<i>html</i>'), Markdown('*md*'))", want: []string{"<i>html</i>", "*md*"}, notWant: []string{"IPython.core.display.HTML object"}},
 		{name: "unsupported magic says what is supported", code: "%load_ext foo", isError: true, want: []string{"%load_ext is not supported", "%pip"}},
 	}
 	for _, tt := range tests {

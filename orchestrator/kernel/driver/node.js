@@ -123,12 +123,20 @@
     }).join('\n') + '\n';
   }
 
+  // A notebook runs a cell again after fixing it; a top-level let, const
+  // or class would then be "already declared". Declarations that start a
+  // line at column 0 become var, which the context keeps and may redeclare.
+  function redeclarable(code) {
+    return code.replace(/^(?:let|const)(?=\s)/gm, 'var').replace(/^class\s+([A-Za-z_$][\w$]*)/gm, 'var $1 = class $1');
+  }
+
   function isInterrupt(err) {
     return !!err && typeof err === 'object' && /Script execution was interrupted/.test(String(err.message));
   }
 
   async function runCell(cell, code) {
     current = cell;
+    code = redeclarable(code);
     let status = 'ok';
     const filename = '<cell-' + cell + '>';
     running = true;

@@ -205,6 +205,9 @@ _REPRS = (
 )
 
 
+_BARE_REPR = re.compile(r"^<[\w.]+ object( at 0x[0-9a-fA-F]+)?>$")
+
+
 def _cell_text(v):
     s = str(v)
     return s if len(s) <= TABLE_CELL else s[: TABLE_CELL - 1] + "…"
@@ -278,8 +281,10 @@ def bundle(obj):
         except TypeError:
             v = str(v)
         data[mime] = v
-    if not data or type(obj).__repr__ is not object.__repr__:
-        data["text/plain"] = repr(obj)
+    plain = repr(obj)
+    # A repr that only names the type says less than any rich form.
+    if not data or not _BARE_REPR.match(plain):
+        data["text/plain"] = plain
     return data
 
 
@@ -288,6 +293,33 @@ def display(*objs, raw=False):
     JSON or text. raw=True takes each object as a ready MIME bundle."""
     for obj in objs:
         send(type="display", cell=_cell["id"], data=obj if raw else bundle(obj))
+
+
+class _IPythonDisplay:
+    """An import hook: IPython's own display() prints a bare repr outside
+    an IPython shell, so when a cell imports IPython.display, its display
+    becomes the driver's and HTML(), Markdown(), Image() show as they
+    would in a notebook."""
+
+    NAMES = ("IPython.core.display_functions", "IPython.core.display")
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.NAMES:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None:
+                load = spec.loader.exec_module
+
+                def exec_module(module, load=load):
+                    load(module)
+                    module.display = display
+
+                spec.loader.exec_module = exec_module
+                return spec
+        return None
 
 
 def _figures():
@@ -311,6 +343,7 @@ _SUPPORTED = "%pip, %cd, %timeit, %%timeit, %%bash, %matplotlib, !cmd and x = !c
 _ASSIGN_SHELL = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*!(.*)$")
 _LINE_MAGIC = re.compile(r"^(\s*)%([A-Za-z_]\w*)(.*)$")
 _SHELL = re.compile(r"^(\s*)!(.*)$")
+_TIMEIT_OPT = re.compile(r"^\s*-([nr])\s*(\d+)")
 
 
 def _statement_rows(masked):
@@ -416,22 +449,20 @@ class _Helpers:
             print("Modules imported since the kernel started were dropped; import them again.")
 
     def timeit(self, args, body):
-        opts = shlex.split(args)
-        number, repeat, i = 0, 7, 0
-        stmt_parts = []
-        while i < len(opts):
-            if opts[i] == "-n" and i + 1 < len(opts):
-                number, i = int(opts[i + 1]), i + 2
-            elif opts[i] == "-r" and i + 1 < len(opts):
-                repeat, i = int(opts[i + 1]), i + 2
+        # Options (-n loops, -r runs) lead; the rest is code, kept as typed.
+        number, repeat = 0, 7
+        m = _TIMEIT_OPT.match(args)
+        while m:
+            if m.group(1) == "n":
+                number = int(m.group(2))
             else:
-                stmt_parts.append(opts[i])
-                i += 1
+                repeat = int(m.group(2))
+            args = args[m.end():]
+            m = _TIMEIT_OPT.match(args)
         if body is None:  # %timeit: the statement is on the line
-            setup, stmt = "pass", args
-            stmt = re.sub(r"^\s*((-[nr]\s+\d+)\s*)*", "", stmt)
-        else:  # %%timeit: the line (after options) is setup, the body is timed
-            setup, stmt = " ".join(stmt_parts) or "pass", body
+            setup, stmt = "pass", args.strip()
+        else:  # %%timeit: the line is setup, the body is timed
+            setup, stmt = args.strip() or "pass", body
         timer = timeit.Timer(stmt, setup, globals=self.ns)
         if number == 0:
             number, _ = timer.autorange()
@@ -559,6 +590,7 @@ def main():
                                   errors="backslashreplace", write_through=True)
     sys.stdin = open(os.devnull)
     sys.argv = [""]
+    sys.meta_path.insert(0, _IPythonDisplay())
     os._exit = _exit
     threading.Thread(target=_reader, daemon=True).start()
     impl = "%s %s" % (sys.implementation.name, ".".join(map(str, sys.version_info[:3])))
