@@ -27,6 +27,8 @@ func echoHarness() *testHarness {
 			return orchestrator.Textf("contents of %s", a.Path), nil
 		case "rm":
 			return nil, errors.New("the harness refused rm: not allowed from a cell")
+		case "panic":
+			panic("harness bug")
 		}
 		return orchestrator.Errorf("no such tool %q", c.Name), nil
 	}}
@@ -44,6 +46,7 @@ func TestToolFromCell(t *testing.T) {
 		{"python refused", `tool("rm", {"path": "x"})`, Python, "ToolError: rm: the harness refused rm", true},
 		{"python error result", `tool("fail")`, Python, `ToolError: fail: no such tool "fail"`, true},
 		{"python refusal caught", "try:\n    tool('rm')\nexcept ToolError as e:\n    print('caught', e)", Python, "caught rm: the harness refused", false},
+		{"python harness panics", `tool("panic")`, Python, "ToolError: panic: the harness connection failed internally (harness bug)", true},
 		{"python bad arguments", `tool("read", [1])`, Python, "TypeError", true},
 		{"javascript answered", `await tool("read", {path: "a.js"})`, JavaScript, "contents of a.js", false},
 		{"javascript refused", `await tool("rm", {})`, JavaScript, "ToolError: rm: the harness refused", true},

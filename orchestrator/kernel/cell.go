@@ -125,16 +125,18 @@ func (c *cellRun) interrupt(why string, grace *<-chan time.Time) {
 // serveCall answers one tool() call through the run's harness, with the
 // cell as its origin, and writes the answer (or refusal) back.
 func (c *cellRun) serveCall(ctx context.Context, f bridge.Frame, callDone chan<- struct{}, loopDone <-chan struct{}) {
-	c.k.m.BridgeCallsInFlight.Inc()
-	defer c.k.m.BridgeCallsInFlight.Dec()
 	reply := bridge.Frame{Type: bridge.TypeToolResult, ID: f.ID}
 	if h := c.run.Harness; h == nil {
 		reply.Error = "no harness connection owns this run, so tool() cannot reach any tool"
 	} else {
-		res, err := h.CallTool(ctx, orchestrator.ToolCall{
+		// In flight while the harness has it; counted down before the
+		// answer goes back, so the cell cannot end with it still counted.
+		c.k.m.BridgeCallsInFlight.Inc()
+		res, err := callHarness(ctx, h, orchestrator.ToolCall{
 			Name: f.Name, Arguments: f.Arguments,
 			Origin: orchestrator.Origin{Tool: "eval", Cell: f.Cell},
 		})
+		c.k.m.BridgeCallsInFlight.Dec()
 		switch {
 		case err != nil:
 			reply.Error = err.Error()
@@ -154,4 +156,15 @@ func (c *cellRun) serveCall(ctx context.Context, f bridge.Frame, callDone chan<-
 	case callDone <- struct{}{}:
 	case <-loopDone:
 	}
+}
+
+// callHarness is h.CallTool on this goroutine, where a panic would take
+// the whole process down: it becomes the call's error instead.
+func callHarness(ctx context.Context, h orchestrator.Harness, call orchestrator.ToolCall) (res *orchestrator.Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, fmt.Errorf("the harness connection failed internally (%v)", p)
+		}
+	}()
+	return h.CallTool(ctx, call)
 }

@@ -123,7 +123,11 @@ func TestIdleTimeout(t *testing.T) {
 	pid := e.pidOf(Python)
 	waitGone(t, pid)
 	m := e.reg.Metrics()
-	if n := testutil.ToFloat64(m.SessionEnds.WithLabelValues(metrics.KindKernel, metrics.ReasonIdle)); n != 1 {
+	idle := m.SessionEnds.WithLabelValues(metrics.KindKernel, metrics.ReasonIdle)
+	for deadline := time.Now().Add(5 * time.Second); testutil.ToFloat64(idle) == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // the count follows the process's exit
+	}
+	if n := testutil.ToFloat64(idle); n != 1 {
 		t.Errorf("kernel ends (idle) = %v, want 1", n)
 	}
 	if n := testutil.ToFloat64(m.SessionsActive.WithLabelValues(metrics.KindKernel)); n != 0 {
