@@ -29,7 +29,7 @@ type cellRun struct {
 	run  *orchestrator.Run
 	id   string
 	out  *output
-	why  string // why it was interrupted: "budget" or "cancelled"
+	why  string // why it was interrupted: "budget", "cancelled" or "timeout"
 	end  int
 	died string // how the kernel ended, when it did
 }

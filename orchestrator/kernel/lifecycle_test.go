@@ -190,3 +190,34 @@ func TestRunEndLeavesNothing(t *testing.T) {
 		t.Errorf("eval on an ended run: %+v", r)
 	}
 }
+
+// TestStartFailure: an interpreter that is missing or dies before the
+// handshake is a clear error result naming the setting to fix.
+func TestStartFailure(t *testing.T) {
+	tests := []struct {
+		name, python string
+		want         []string
+	}{
+		{"missing", "/nonexistent/python3", []string{"could not start", "/nonexistent/python3", "kernels.python"}},
+		{"not a python", "/bin/false", []string{"could not start", "ended before it was ready"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Python = tt.python
+			e := newEnv(t, cfg, nil)
+			r := e.eval("1")
+			if !r.IsError {
+				t.Fatalf("want an error, got %s", text(r))
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(text(r), w) {
+					t.Errorf("result lacks %q: %s", w, text(r))
+				}
+			}
+			if n := testutil.ToFloat64(e.reg.Metrics().SessionStarts.WithLabelValues(metrics.KindKernel, "error")); n != 1 {
+				t.Errorf("failed kernel starts = %v, want 1", n)
+			}
+		})
+	}
+}
