@@ -27,6 +27,9 @@ func TestAdaptersExplainsWhatIsMissing(t *testing.T) {
 		{"missing executable", "c", func(c *Config) { c.Adapters[2].Executables = []string{"no-such-lldb-dap"} }, []string{
 			"lldb: not usable: executable not found: none of no-such-lldb-dap is on the host enclosure's PATH (marker CMakeLists.txt found)",
 		}},
+		{"versioned lldb-dap", "c", func(c *Config) { c.Adapters[2].Executables = []string{"no-such-lldb-dap", "lldb-dap-19"} }, []string{
+			"lldb: usable (marker CMakeLists.txt in the working directory, executable /usr/bin/lldb-dap-19)",
+		}},
 		{"interpreter without debugpy", "python", func(c *Config) { c.Python = "/bin/true-python-missing" }, []string{
 			"debugpy: not usable: no interpreter: the working directory has no .venv/bin/python or venv/bin/python and /bin/true-python-missing is not on the PATH",
 		}},

@@ -68,6 +68,13 @@ type envelope struct {
 
 func (c *client) read(r *bufio.Reader) {
 	var err error
+	// A panic while decoding or applying one message (a bug, or an
+	// adapter's message no one foresaw) ends this session, not Berth.
+	defer func() {
+		if p := recover(); p != nil {
+			c.stop(fmt.Errorf("internal error while reading the adapter's messages: %v", p))
+		}
+	}()
 	for {
 		var data []byte
 		data, err = dap.ReadBaseMessage(r)
@@ -94,8 +101,12 @@ func (c *client) read(r *bufio.Reader) {
 	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
 		err = errors.New("the adapter closed its connection")
 	}
-	// Whoever still waits selects on done; dropping the maps makes later
-	// sends fail at once.
+	c.stop(err)
+}
+
+// stop records why reading ended and closes done. Whoever still waits
+// selects on done; dropping the maps makes later sends fail at once.
+func (c *client) stop(err error) {
 	c.mu.Lock()
 	c.err = err
 	c.pending = nil

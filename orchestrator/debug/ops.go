@@ -44,9 +44,16 @@ func (s *session) waitStop(ctx context.Context, w *waiter, wait time.Duration) s
 	// (late output), then end the session.
 	if _, ok := e.(*dap.ExitedEvent); ok {
 		t := s.c.watch("terminated")
-		tctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, _ = s.c.wait(tctx, t)
-		cancel()
+		s.mu.Lock()
+		done := s.terminated
+		s.mu.Unlock()
+		if done {
+			s.c.unwatch(t)
+		} else {
+			tctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, _ = s.c.wait(tctx, t)
+			cancel()
+		}
 	}
 	s.end("stopped", "the program ended")
 	return s.endText()
