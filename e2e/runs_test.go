@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/rpc"
+)
+
+// alive says whether pid is a live process (a zombie counts as gone).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
+}
+
+// waitGone fails the test unless pid is gone within d.
+func waitGone(t *testing.T, pid int, d time.Duration, what string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: child %d is still alive after %s", what, pid, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startChild asks test_child for a long-lived child of the run.
+func startChild(t *testing.T, c *rpc.Client, run string) int {
+	t.Helper()
+	res := callTool(t, c, run, "test_child", nil)
+	pid, err := strconv.Atoi(text(res))
+	if err != nil || res.IsError {
+		t.Fatalf("test_child: %+v", res)
+	}
+	if !alive(pid) {
+		t.Fatalf("child %d is not running", pid)
+	}
+	return pid
+}
+
+func TestStoppingARunLeavesNoChild(t *testing.T) {
+	c := startStdio(t, testTools)
+	run := newRun(t, c, "", nil)
+	pid := startChild(t, c, run)
+	if err := c.StopRun(testCtx(t), run); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid, 10*time.Second, "run/stop")
+	if _, err := c.ListTools(testCtx(t), run, orchestrator.SurfaceFull); rpcCode(err) != rpc.CodeUnknownRun {
+		t.Errorf("tools/list after run/stop: %v, want unknown run", err)
+	}
+}
+
+func TestClosingTheConnectionEndsItsRuns(t *testing.T) {
+	s := startServe(t, []string{testTools}, "--config", writeConfig(t, "runs:\n  disconnect_grace: 0s\n"))
+	c := dial(t, s)
+	run := newRun(t, c, "", nil)
+	pid := startChild(t, c, run)
+	_ = c.Close()
+	waitGone(t, pid, 10*time.Second, "connection closed")
+}
+
+func TestStdinClosingEndsEveryRun(t *testing.T) {
+	cmd := command([]string{testTools}, "serve", "--stdio")
+	c, err := rpc.DialCommand(cmd, rpc.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := newRun(t, c, "", nil)
+	pid := startChild(t, c, run)
+	if err := c.Close(); err != nil {
+		t.Fatalf("orchestrator exit: %v", err)
+	}
+	waitGone(t, pid, 10*time.Second, "stdin closed")
+}
+
+func TestIdleRunsEnd(t *testing.T) {
+	c := startStdioArgs(t, []string{testTools}, "serve", "--stdio", "--config",
+		writeConfig(t, "runs:\n  idle_timeout: 500ms\n  reaper_interval: 50ms\n"))
+	run := newRun(t, c, "", nil)
+	pid := startChild(t, c, run)
+	waitGone(t, pid, 10*time.Second, "idle timeout")
+	if _, err := c.ListTools(testCtx(t), run, orchestrator.SurfaceFull); rpcCode(err) != rpc.CodeUnknownRun {
+		t.Errorf("tools/list after the idle timeout: %v, want unknown run", err)
+	}
+}
+
+// A call in flight keeps its run from going idle.
+func TestLongCallKeepsTheRunAlive(t *testing.T) {
+	c := startStdioArgs(t, []string{testTools}, "serve", "--stdio", "--config",
+		writeConfig(t, "runs:\n  idle_timeout: 300ms\n  reaper_interval: 50ms\n"))
+	run := newRun(t, c, "", nil)
+	if res := callTool(t, c, run, "test_slow", map[string]float64{"seconds": 1}); res.IsError || text(res) != "slept" {
+		t.Fatalf("a call longer than the idle timeout: %+v", res)
+	}
+}
+
+// run/update switches features; tools/list follows and a call to a tool
+// whose feature is off says how to turn it on.
+func TestRunUpdateTogglesFeatures(t *testing.T) {
+	c := startStdio(t, testTools)
+	run := newRun(t, c, "", map[string]bool{orchestrator.FeatureStructural: false})
+	if slices.Contains(toolNames(t, c, run, orchestrator.SurfaceFull), "test_echo") {
+		t.Fatal("test_echo is listed while its feature is off")
+	}
+	res := callTool(t, c, run, "test_echo", map[string]string{"text": "x"})
+	if !res.IsError || !strings.Contains(text(res), `feature "structural" is off`) {
+		t.Errorf("call with the feature off: %+v", res)
+	}
+	if err := c.UpdateRun(testCtx(t), run, map[string]bool{orchestrator.FeatureStructural: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(toolNames(t, c, run, orchestrator.SurfaceFull), "test_echo") {
+		t.Fatal("test_echo is not listed after run/update turned its feature on")
+	}
+}
+
+// run/start reports the enclosure it chose and refuses drivers that are
+// not built, never falling back silently.
+func TestRunStartEnclosure(t *testing.T) {
+	c := startStdio(t)
+	dir := t.TempDir()
+	for _, enc := range []*rpc.EnclosureParam{nil, {Driver: "host"}, {Driver: "auto"}} {
+		r, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: dir, Enclosure: enc})
+		if err != nil || r.Enclosure.Driver != "host" {
+			t.Errorf("enclosure %+v: %+v, %v", enc, r, err)
+		}
+	}
+	_, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: dir, Enclosure: &rpc.EnclosureParam{Driver: "docker", ID: "abc"}})
+	if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), "not built into this Berth") {
+		t.Errorf("docker: %v", err)
+	}
+	_, err = c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: dir + "/missing"})
+	if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), "pass an existing directory") {
+		t.Errorf("missing workdir: %v", err)
+	}
+}
+
+// files/didWrite with the lsp feature off is "unknown", never "clean".
+func TestDidWriteWithLSPOffIsUnknown(t *testing.T) {
+	c := startStdio(t)
+	run := newRun(t, c, "", map[string]bool{orchestrator.FeatureLSP: false})
+	rep, err := c.DidWrite(testCtx(t), run, []string{"main.go"})
+	if err != nil || rep.State != orchestrator.WriteUnknown || rep.Diagnostics == nil || rep.Text == "" {
+		t.Fatalf("got %+v, %v", rep, err)
+	}
+}
