@@ -74,6 +74,11 @@ type ServerConfig struct {
 	// overrides what the server claims: for servers that count columns in
 	// one unit while negotiating another (pylsp counts code points).
 	PositionEncoding string `yaml:"position_encoding,omitempty"`
+	// PullDiagnostics names a server-specific way to ask for a file's
+	// diagnostics when the server offers no textDocument/diagnostic and
+	// does not publish unchanged ones: "tsserver"
+	// (typescript-language-server's typescript.tsserverRequest).
+	PullDiagnostics string `yaml:"pull_diagnostics,omitempty"`
 	// Checker is the project checker run in the root for diagnostics "*";
 	// its output is parsed into path:line:col: message lines.
 	Checker []string `yaml:"checker,omitempty"`
@@ -140,7 +145,11 @@ func DefaultServers() []ServerConfig {
 				`find . \( -name '*.cc' -o -name '*.cpp' -o -name '*.cxx' \) -not -path './build/*' -print0 | xargs -0 -r c++ -fsyntax-only $flags`}},
 		{Name: "typescript-language-server", Languages: []string{"typescript", "javascript"}, Extensions: ts,
 			Command: []string{"typescript-language-server", "--stdio"}, RootMarkers: []string{"tsconfig.json", "jsconfig.json", "package.json"},
-			Checker: []string{"tsc", "--noEmit", "--pretty", "false"}},
+			// The workspace's own typescript comes first; without one, the
+			// typescript that provides tsc on the PATH.
+			InitializationOptions: map[string]any{"tsserver": map[string]any{"fallbackPath": "tsc"}},
+			PullDiagnostics:       pullTsserver,
+			Checker:               []string{"tsc", "--noEmit", "--pretty", "false"}},
 		{Name: "dart", Languages: []string{"dart"}, Extensions: map[string]string{".dart": "dart"},
 			Command: []string{"dart", "language-server", "--protocol=lsp"}, RootMarkers: []string{"pubspec.yaml"},
 			Checker: []string{"dart", "analyze"}},
@@ -178,6 +187,8 @@ func (c Config) validate() error {
 			return fmt.Errorf("lsp.servers[%d] (%s): extensions is empty: map at least one file extension to a language id", i, s.Name)
 		case s.PositionEncoding != "" && !validEncoding(s.PositionEncoding):
 			return fmt.Errorf("lsp.servers[%d] (%s): position_encoding %q: use utf-8, utf-16 or utf-32", i, s.Name, s.PositionEncoding)
+		case s.PullDiagnostics != "" && s.PullDiagnostics != pullTsserver:
+			return fmt.Errorf("lsp.servers[%d] (%s): pull_diagnostics %q: the only one known is %q", i, s.Name, s.PullDiagnostics, pullTsserver)
 		case len(s.RootMarkers) == 0:
 			return fmt.Errorf("lsp.servers[%d] (%s): root_markers is empty: name at least one file that marks a project root", i, s.Name)
 		}

@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -17,6 +18,11 @@ import (
 // false when no answer for that version came in time, or the server died:
 // silence is never taken as clean.
 func (s *server) diagnose(ctx context.Context, abs string, doc document) (items []protocol.Diagnostic, ok bool) {
+	if s.cfg.PullDiagnostics == pullTsserver {
+		if items, err := s.tsserverDiagnostics(ctx, abs); err == nil {
+			return items, true
+		}
+	}
 	if s.caps.DiagnosticProvider != nil {
 		var rep protocol.DocumentDiagnosticReport
 		err := s.call(ctx, func(ctx context.Context) error {
@@ -58,6 +64,93 @@ func (s *server) diagnose(ctx context.Context, abs string, doc document) (items 
 			return nil, false
 		}
 	}
+}
+
+// pullTsserver names the pull through typescript-language-server's
+// typescript.tsserverRequest command: it publishes only when a file's
+// diagnostics change, so after a write that keeps a file clean it stays
+// silent, and silence must not be taken as clean.
+const pullTsserver = "tsserver"
+
+// tsserverDiagnostics asks tsserver for a file's syntactic and semantic
+// diagnostics, answered in order after the file's last change.
+func (s *server) tsserverDiagnostics(ctx context.Context, abs string) ([]protocol.Diagnostic, error) {
+	var out []protocol.Diagnostic
+	for _, cmd := range []string{"syntacticDiagnosticsSync", "semanticDiagnosticsSync"} {
+		arg, err := json.Marshal(map[string]any{"file": s.mapPath(abs)})
+		if err != nil {
+			return nil, err
+		}
+		name, _ := json.Marshal(cmd)
+		var res protocol.LSPAny
+		err = s.call(ctx, func(ctx context.Context) error {
+			var err error
+			res, err = s.api.ExecuteCommand(ctx, &protocol.ExecuteCommandParams{Command: "typescript.tsserverRequest", Arguments: []protocol.LSPAny{name, arg}})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		var body struct {
+			Body []struct {
+				Start, End struct{ Line, Offset uint32 }
+				Text       string
+				Code       int32
+				Category   string
+			} `json:"body"`
+		}
+		if err := json.Unmarshal(res, &body); err != nil {
+			return nil, fmt.Errorf("tsserver's %s answer: %w", cmd, err)
+		}
+		for _, d := range body.Body {
+			sev := protocol.DiagnosticSeverityError
+			switch d.Category {
+			case "warning":
+				sev = protocol.DiagnosticSeverityWarning
+			case "suggestion":
+				sev = protocol.DiagnosticSeverityHint
+			case "message":
+				sev = protocol.DiagnosticSeverityInformation
+			}
+			out = append(out, protocol.Diagnostic{
+				Range: protocol.Range{Start: protocol.Position{Line: d.Start.Line - 1, Character: d.Start.Offset - 1},
+					End: protocol.Position{Line: d.End.Line - 1, Character: d.End.Offset - 1}},
+				Severity: sev, Code: protocol.Integer(d.Code), Source: protocol.NewOptional("typescript"),
+				Message: protocol.String(d.Text),
+			})
+		}
+	}
+	return out, nil
+}
+
+// settle waits until the server has published nothing for the debounce,
+// up to the diagnostics timeout: after a pulled answer, so the publishes
+// it makes for other files (a broken caller) are heard.
+func (s *server) settle(ctx context.Context) {
+	deadline := time.NewTimer(s.conf.DiagnosticsTimeout.D())
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-time.After(s.conf.Debounce.D()):
+			return
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-s.exited:
+			return
+		}
+	}
+}
+
+// pulls says whether diagnose asks for diagnostics rather than waiting
+// for a publish.
+func (s *server) pulls() bool {
+	return s.caps.DiagnosticProvider != nil || s.cfg.PullDiagnostics == pullTsserver
 }
 
 // publishedSince returns the newest diagnostics of every file published

@@ -98,7 +98,11 @@ func (f *fixture) call(t *testing.T, tool string, a map[string]any) (string, boo
 	raw, _ := json.Marshal(a)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	start := time.Now()
 	res, err := f.reg.Call(ctx, f.run, orchestrator.SurfaceFull, tool, raw)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Logf("slow: %s %s took %s", tool, raw, d.Round(time.Millisecond))
+	}
 	if err != nil {
 		t.Fatalf("%s %v: %v", tool, a, err)
 	}
@@ -140,10 +144,12 @@ func (f *fixture) write(t *testing.T, rel, content string) *orchestrator.WriteRe
 	if err := os.WriteFile(filepath.Join(f.dir, rel), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	rep, err := f.p.DidWrite(ctx, f.run, []string{rel})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("didWrite %s: %s in %s", rel, rep.State, time.Since(start).Round(time.Millisecond))
 	return rep
 }
 

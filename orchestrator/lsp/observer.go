@@ -127,6 +127,9 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 		}
 		fresh = append(fresh, p.newOnes(reg, s, abs, items, before)...)
 	}
+	if s.pulls() {
+		s.settle(ctx)
+	}
 	for abs, items := range s.publishedSince(seq0) {
 		if written[abs] {
 			continue

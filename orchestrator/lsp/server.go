@@ -149,6 +149,13 @@ func (s *server) initialize(ctx context.Context) error {
 	}
 	s.caps = res.Capabilities
 	s.enc, _ = parseEncoding(string(res.Capabilities.PositionEncoding))
+	var ext struct {
+		OffsetEncoding string `json:"offsetEncoding"`
+	}
+	if res.Capabilities.PositionEncoding == "" && json.Unmarshal(raw, &ext) == nil {
+		// clangd before 15 negotiates through its own offsetEncoding.
+		s.enc, _ = parseEncoding(ext.OffsetEncoding)
+	}
 	if e, ok := parseEncoding(s.cfg.PositionEncoding); ok {
 		s.enc = e
 	}
@@ -179,8 +186,9 @@ func (s *server) initialize(ctx context.Context) error {
 
 // clientCapabilities is what Berth tells servers it understands.
 var clientCapabilities = map[string]any{
-	"general": map[string]any{"positionEncodings": []string{"utf-8", "utf-32", "utf-16"}},
-	"window":  map[string]any{"workDoneProgress": true},
+	"offsetEncoding": []string{"utf-8", "utf-16"}, // clangd's extension, before positionEncodings
+	"general":        map[string]any{"positionEncodings": []string{"utf-8", "utf-32", "utf-16"}},
+	"window":         map[string]any{"workDoneProgress": true},
 	"workspace": map[string]any{
 		"workspaceFolders": true,
 		"configuration":    true,
