@@ -94,7 +94,7 @@ func TestDebugSurfaces(t *testing.T) {
 func TestDebugThroughProtocol(t *testing.T) {
 	c, run, dir := startDebug(t, "conv-session")
 	debugCall(t, c, run, map[string]any{"operation": "adapters"}, "debugpy: usable")
-	debugCall(t, c, run, map[string]any{"operation": "breakpoints", "file": "app.py", "lines": []int{3}}, "stored 1 breakpoints")
+	debugCall(t, c, run, map[string]any{"operation": "breakpoints", "file": "app.py", "lines": []int{3}}, "stored 1 breakpoint")
 	debugCall(t, c, run, map[string]any{"operation": "launch", "program": "app.py"}, "app.py:3 verified", "stopped (breakpoint)", `3 | print("hello", name)`)
 	debugCall(t, c, run, map[string]any{"operation": "evaluate", "expression": "name * 2"}, "'berthberth'")
 	debugCall(t, c, run, map[string]any{"operation": "continue"}, "the program ended (exit code 0)")

@@ -6,7 +6,7 @@ import "testing"
 // /usr/bin/python3) through a whole session.
 func TestDebugpyTranscript(t *testing.T) {
 	e := newEnv(t, "python", nil)
-	e.ok(`{"operation":"breakpoints","file":"app.py","lines":[13]}`, "stored 1 breakpoints", "app.py:13", "13 | total = square(7)")
+	e.ok(`{"operation":"breakpoints","file":"app.py","lines":[13]}`, "stored 1 breakpoint", "app.py:13", "13 | total = square(7)")
 	e.ok(`{"operation":"launch","program":"app.py","args":[]}`,
 		"launched app.py with debugpy", "app.py:13 verified", "stopped (breakpoint)", "app.py:13 in main", "13 | total = square(7)")
 	e.ok(`{"operation":"status"}`, "session: debugpy debugging app.py", "app.py:13 in main")

@@ -6,7 +6,7 @@ import "testing"
 // enclosure's Dial) on a Go package it builds first.
 func TestDelveTranscript(t *testing.T) {
 	e := newEnv(t, "golang", nil)
-	e.ok(`{"operation":"breakpoints","file":"main.go","lines":[22]}`, "stored 1 breakpoints", "22 | total := square(7)")
+	e.ok(`{"operation":"breakpoints","file":"main.go","lines":[22]}`, "stored 1 breakpoint", "22 | total := square(7)")
 	e.ok(`{"operation":"launch","program":"."}`,
 		"launched . with delve", "main.go:22 verified", "stopped (breakpoint)", "main.go:22 in main.main", "22 | total := square(7)")
 	st := e.ok(`{"operation":"stack"}`, "#0 frame_id", "main.go:22 in main.main")

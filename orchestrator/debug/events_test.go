@@ -33,7 +33,7 @@ func TestBreakpointThroughSymlink(t *testing.T) {
 	if err := os.Symlink("app.py", e.dir+"/link.py"); err != nil {
 		t.Fatal(err)
 	}
-	e.ok(`{"operation":"breakpoints","file":"link.py","lines":[13]}`, "stored 1 breakpoints in app.py")
+	e.ok(`{"operation":"breakpoints","file":"link.py","lines":[13]}`, "stored 1 breakpoint in app.py")
 	e.ok(`{"operation":"launch","program":"app.py"}`, "app.py:13 verified", "stopped (breakpoint)", "app.py:13 in main")
 	e.ok(`{"operation":"terminate"}`)
 }

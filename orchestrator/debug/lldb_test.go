@@ -13,7 +13,7 @@ func TestLLDBTranscript(t *testing.T) {
 	if out, err := exec.Command("gcc", "-g", "-O0", "-o", filepath.Join(e.dir, "prog"), filepath.Join(e.dir, "prog.c")).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	e.ok(`{"operation":"breakpoints","file":"prog.c","lines":[17]}`, "stored 1 breakpoints", "17 | int total = square(7);")
+	e.ok(`{"operation":"breakpoints","file":"prog.c","lines":[17]}`, "stored 1 breakpoint", "17 | int total = square(7);")
 	e.ok(`{"operation":"launch","program":"prog"}`,
 		"launched prog with lldb", "prog.c:17 verified", "stopped (breakpoint)", "prog.c:17", "17 | int total = square(7);")
 	st := e.ok(`{"operation":"stack"}`, "#0 frame_id", "prog.c:17 in main")

@@ -114,7 +114,7 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, c *convers
 		text += fmt.Sprintf("; the last one (%s, %s) %s", last.adapter.ID, last.program, strings.TrimPrefix(last.endText(), "the session "))
 	}
 	if n := len(c.bps); n > 0 {
-		text += fmt.Sprintf("\n%d files have stored breakpoints; launch sets them", n)
+		text += fmt.Sprintf("\nstored breakpoints in %s; launch sets them", plural(n, "file"))
 	}
 	return text
 }
@@ -140,7 +140,7 @@ func (p *Provider) breakpoints(ctx context.Context, run *orchestrator.Run, c *co
 		}
 		pp := paths{host: run.Workdir, mapped: run.Workdir}
 		var b strings.Builder
-		fmt.Fprintf(&b, "stored %d breakpoints in %s; launch sets them and says which the adapter verified:", len(lines), root.Rel(abs))
+		fmt.Fprintf(&b, "stored %s in %s; launch sets them and says which the adapter verified:", plural(len(lines), "breakpoint"), root.Rel(abs))
 		for _, l := range lines {
 			fmt.Fprintf(&b, "\n%s:%d", root.Rel(abs), l)
 			if src := pp.sourceLine(abs, l); src != "" {

@@ -204,7 +204,7 @@ func (s *session) threads(ctx context.Context) (string, error) {
 		return "no threads", nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d threads:\n", len(ts))
+	fmt.Fprintf(&b, "%s:\n", plural(len(ts), "thread"))
 	for _, t := range ts {
 		fmt.Fprintf(&b, "thread_id %d: %s\n", t.Id, t.Name)
 	}
@@ -238,7 +238,7 @@ func (s *session) stack(ctx context.Context, threadID int) (string, error) {
 		frames = frames[:maxFrames]
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "thread %d, %d frames", threadID, len(frames))
+	fmt.Fprintf(&b, "thread %d, %s", threadID, plural(len(frames), "frame"))
 	if total > len(frames) {
 		fmt.Fprintf(&b, " (showing %d of %d)", len(frames), total)
 	}
@@ -289,7 +289,7 @@ func (s *session) variables(ctx context.Context, ref int) (string, error) {
 	if len(shown) > maxChildren {
 		shown = shown[:maxChildren]
 	}
-	fmt.Fprintf(&b, "reference %d: %d children", ref, len(vars))
+	fmt.Fprintf(&b, "reference %d: %s", ref, plural(len(vars), "child"))
 	if len(vars) > len(shown) {
 		fmt.Fprintf(&b, " (showing %d of %d)", len(shown), len(vars))
 	}
@@ -372,6 +372,17 @@ func (s *session) breakpointTextMapped(mapped string) string {
 		b.WriteString("\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// plural is "1 frame", "2 frames", "3 children".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if noun == "child" {
+		return fmt.Sprintf("%d children", n)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func sorted(xs []string) []string {

@@ -132,7 +132,7 @@ func (s *session) onEvent(e dap.EventMessage) {
 	defer s.mu.Unlock()
 	switch ev := e.(type) {
 	case *dap.StoppedEvent:
-		s.stop = &stopState{threadID: ev.Body.ThreadId, reason: ev.Body.Reason, description: firstOf(ev.Body.Text, ev.Body.Description)}
+		s.stop = &stopState{threadID: ev.Body.ThreadId, reason: ev.Body.Reason, description: joinDistinct(ev.Body.Text, ev.Body.Description)}
 	case *dap.ContinuedEvent:
 		s.stop = nil
 	case *dap.OutputEvent:
@@ -269,11 +269,16 @@ func (s *session) markLive() {
 	s.metrics.SessionStarted(metrics.KindDebug)
 }
 
-func firstOf(a, b string) string {
-	if a != "" {
+// joinDistinct joins the stop's text and description (an exception's
+// type and message), dropping empty and repeated parts.
+func joinDistinct(a, b string) string {
+	switch {
+	case a == "" || a == b:
+		return b
+	case b == "":
 		return a
 	}
-	return b
+	return a + ": " + b
 }
 
 func errString(err error) string {

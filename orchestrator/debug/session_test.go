@@ -85,10 +85,19 @@ func TestRunEndEndsSession(t *testing.T) {
 
 func TestProgramExitsAtOnce(t *testing.T) {
 	e := newEnv(t, "python", nil)
-	e.ok(`{"operation":"launch","program":"quick.py"}`, "the session ended: the program ended (exit code 0)")
-	e.ok(`{"operation":"output"}`, "done at once")
+	e.ok(`{"operation":"launch","program":"quick.py","args":["a b","c"]}`, "the session ended: the program ended (exit code 0)")
+	e.ok(`{"operation":"output"}`, "done at once ['a b', 'c']")
 	e.ok(`{"operation":"launch","program":"quick.py"}`, "the program ended")
 	noProcess(t, e.dir)
+}
+
+// An uncaught exception stops the program where it was raised (the
+// exception breakpoints set in the handshake).
+func TestUncaughtExceptionStops(t *testing.T) {
+	e := newEnv(t, "python", nil)
+	e.ok(`{"operation":"launch","program":"crash.py"}`, "stopped (exception)", "ValueError: invalid literal for int()", "crash.py:2 in parse", "2 | return int(text)")
+	e.ok(`{"operation":"continue"}`, "the program ended (exit code 1)")
+	e.ok(`{"operation":"output"}`, "stderr:", "ValueError: invalid literal for int()")
 }
 
 func TestUnverifiedBreakpoints(t *testing.T) {

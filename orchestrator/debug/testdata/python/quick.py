@@ -1,1 +1,3 @@
-print("done at once")
+import sys
+
+print("done at once", sys.argv[1:])

@@ -1,0 +1,5 @@
+def parse(text):
+    return int(text)
+
+
+parse("not a number")
