@@ -64,7 +64,7 @@ func newEnv(t *testing.T, fixture string, tune func(*Config)) *env {
 	reg.Add(p)
 	run := orchestrator.NewRun("run-1", "conv-1", dir, enclosure.Host(), nil, nil)
 	e := &env{t: t, dir: dir, run: run, reg: reg, p: p, metrics: m}
-	t.Cleanup(func() { run.End("test over"); p.Close() })
+	t.Cleanup(func() { run.End("test over") })
 	return e
 }
 

@@ -22,7 +22,7 @@ func (p *Provider) operate(ctx context.Context, run *orchestrator.Run, c *conver
 	case "adapters":
 		return p.adapters(ctx, run), nil
 	case "status":
-		return p.status(ctx, run, c), nil
+		return p.status(ctx, c), nil
 	case "breakpoints":
 		return p.breakpoints(ctx, run, c, a.File, a.Lines)
 	case "launch":
@@ -101,7 +101,7 @@ func (p *Provider) adapters(ctx context.Context, run *orchestrator.Run) string {
 }
 
 // status says whether a session runs, and where it stopped.
-func (p *Provider) status(ctx context.Context, run *orchestrator.Run, c *conversation) string {
+func (p *Provider) status(ctx context.Context, c *conversation) string {
 	s, last := p.current(c)
 	if s != nil && s.alive() {
 		age := time.Since(s.started).Round(time.Second)

@@ -90,24 +90,6 @@ func (p *Provider) Tools(run *orchestrator.Run) []orchestrator.Tool {
 	return []orchestrator.Tool{tool{p: p}}
 }
 
-// Close ends every session (Berth is stopping).
-func (p *Provider) Close() {
-	p.mu.Lock()
-	var live []*session
-	for _, c := range p.convs {
-		if c.sess != nil {
-			live = append(live, c.sess)
-		}
-	}
-	p.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range live {
-		wg.Add(1)
-		go func() { defer wg.Done(); s.end(metrics.ReasonStopped, "Berth is stopping") }()
-	}
-	wg.Wait()
-}
-
 // convKey is the run.Value key of a run's membership in its conversation.
 type convKey struct{ p *Provider }
 

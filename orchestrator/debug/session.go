@@ -93,8 +93,8 @@ type stopState struct {
 	frame       *dap.StackFrame // nil until fetched
 }
 
-// newSession builds a session around an open stream; start or attach
-// sets proc/conn before.
+// newSession builds a session; startAdapter (launch) or connect (attach)
+// then opens its stream.
 func newSession(cfg *Config, a *Adapter, m *metrics.Metrics, p paths, program string) *session {
 	return &session{
 		cfg: cfg, adapter: a, metrics: m, paths: p, program: program, started: time.Now(),

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-dap"
+
+	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
 // stillRunning is the answer when the program did not stop in time.
@@ -55,7 +57,7 @@ func (s *session) waitStop(ctx context.Context, w *waiter, wait time.Duration) s
 			cancel()
 		}
 	}
-	s.end("stopped", "the program ended")
+	s.end(metrics.ReasonStopped, "the program ended")
 	return s.endText()
 }
 
