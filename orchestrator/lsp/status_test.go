@@ -1,0 +1,82 @@
+package lsp
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/orchestrator"
+)
+
+// TestDetection covers the intersection rule without starting a server:
+// each missing half is named, never guessed.
+func TestDetection(t *testing.T) {
+	f := newFixture(t, "missing", DefaultConfig(), "rust-analyzer", "dart")
+	q := func(file string) map[string]any {
+		return map[string]any{"action": "hover", "file": file, "line": 1, "symbol": "f"}
+	}
+	cases := []struct {
+		file string
+		want []string
+	}{
+		{"rust/src/main.rs", []string{"no language server can serve rust/src/main.rs", `rust-analyzer: executable "rust-analyzer" not found in the host enclosure`}},
+		{"dart/lib/main.dart", []string{`dart: executable "dart" not found in the host enclosure`}},
+		{"loose/loose.go", []string{"gopls: no root marker (go.work, go.mod) at or above loose/ inside the workdir"}},
+		{"loose/stray.rs", []string{"rust-analyzer: no root marker (Cargo.toml) at or above loose/ inside the workdir; and executable \"rust-analyzer\" not found"}},
+		{"README.md", []string{`no language server is configured for ".md" files (README.md)`, ".go", ".py"}},
+	}
+	for _, c := range cases {
+		contains(t, f.fails(t, q(c.file)), c.want...)
+	}
+	status := f.ok(t, map[string]any{"action": "status", "file": "rust/src/main.rs"})
+	contains(t, status, "Language servers of this run (0):", "none started yet",
+		`rust-analyzer (rust): roots at rust; executable "rust-analyzer" MISSING in the host enclosure`,
+		`dart (dart): roots at dart; executable "dart" MISSING in the host enclosure`,
+		"gopls (go): root marker (go.work, go.mod) MISSING in the workdir; executable ",
+		"no language server can serve rust/src/main.rs")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := f.p.DidWrite(ctx, f.run, []string{"rust/src/main.rs", "README.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.State != orchestrator.WriteUnknown || len(rep.Diagnostics) != 0 {
+		t.Errorf("a write no server can check: want unknown, got %s", rep.State)
+	}
+	contains(t, rep.Text, "Not checked (state unknown, not clean):", "README.md: no language server is configured", "rust/src/main.rs: no language server can serve")
+	if _, err := f.p.DidWrite(ctx, f.run, []string{"../outside.go"}); err == nil || !strings.Contains(err.Error(), "outside the working directory") {
+		t.Errorf("a path outside the workdir: %v", err)
+	}
+	f.run.SetFeatures(map[string]bool{orchestrator.FeatureLSP: false})
+	if rep, _ := f.p.DidWrite(ctx, f.run, []string{"README.md"}); rep.State != orchestrator.WriteUnknown || !strings.Contains(rep.Text, "off for this run") {
+		t.Errorf("lsp off: %+v", rep)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	cases := []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Servers[0].Command = nil }, "lsp.servers[0] (gopls): command is empty"},
+		{func(c *Config) { c.Servers[1].RootMarkers = nil }, "lsp.servers[1] (pyright): root_markers is empty"},
+		{func(c *Config) { c.Servers[2].PositionEncoding = "utf-7" }, `position_encoding "utf-7": use utf-8, utf-16 or utf-32`},
+		{func(c *Config) { c.Servers[0].Name = "" }, "lsp.servers[0]: name is empty"},
+	}
+	for _, c := range cases {
+		conf := DefaultConfig()
+		c.edit(&conf)
+		if _, err := New(conf, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want %q, got %v", c.want, err)
+		}
+	}
+	var d Duration
+	if err := yamlUnmarshal("90s", &d); err != nil || d.D() != 90*time.Second {
+		t.Errorf("duration: %v %v", d.D(), err)
+	}
+	if err := yamlUnmarshal("soon", &d); err == nil || !strings.Contains(err.Error(), `"soon" is not a duration`) {
+		t.Errorf("bad duration: %v", err)
+	}
+}
