@@ -3,6 +3,7 @@ package debug
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/berth-dev/berth/enclosure"
@@ -102,7 +103,12 @@ func TestToolNeedsConversation(t *testing.T) {
 		}
 		run.End("test over")
 	}
-	spec := tool{}.Spec()
+	run := orchestrator.NewRun("r", "c", "/tmp", enclosure.Host(), nil, nil)
+	defer run.End("test over")
+	spec := p.Tools(run)[0].Spec()
+	if !strings.Contains(spec.Description, "it ends by itself 30m0s after launch") {
+		t.Errorf("the description does not give the time to live: %s", spec.Description)
+	}
 	if spec.Tier != orchestrator.Exec || spec.ParallelSafe {
 		t.Fatalf("debug is tier %s, parallel-safe %v; want exec, not parallel-safe", spec.Tier, spec.ParallelSafe)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/berth-dev/berth/orchestrator"
 )
 
-const description = `Drive a debugger (debugpy for .py, delve for a Go package or .go file, lldb-dap for a native executable, dart for .dart) over the Debug Adapter Protocol. One session per conversation; it ends by itself after its time to live (30 minutes by default).
+const description = `Drive a debugger (debugpy for .py, delve for a Go package or .go file, lldb-dap for a native executable, dart for .dart) over the Debug Adapter Protocol. One session per conversation; it ends by itself %s after launch (its time to live).
 
 Pass "operation" and that operation's arguments:
 - adapters: which adapters are usable here and, if not, what is missing (root marker, executable).
@@ -84,9 +84,9 @@ type args struct {
 
 type tool struct{ p *Provider }
 
-func (tool) Spec() orchestrator.Spec {
+func (t tool) Spec() orchestrator.Spec {
 	return orchestrator.Spec{
-		Name: "debug", Tier: orchestrator.Exec, Description: description,
+		Name: "debug", Tier: orchestrator.Exec, Description: fmt.Sprintf(description, t.p.cfg.SessionTTL),
 		InputSchema: json.RawMessage(inputSchema), ParallelSafe: false,
 	}
 }
