@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,22 +130,29 @@ func (s *Server) maxMessageSize() int64 {
 	return s.MaxMessageSize
 }
 
-// toError maps the core's error classes to protocol codes.
+// toError maps the core's error classes to protocol codes. The class's
+// own word, which the core appends with %w, is dropped from the message:
+// the code already says it.
 func toError(err error) error {
 	var e *Error
-	switch {
-	case errors.As(err, &e):
+	if errors.As(err, &e) {
 		return e
-	case errors.Is(err, orchestrator.ErrUnknownRun):
-		return Errorf(CodeUnknownRun, "%v", err)
-	case errors.Is(err, orchestrator.ErrInvalid):
-		return Errorf(CodeInvalidParams, "%v", err)
-	case errors.Is(err, orchestrator.ErrRunEnded):
-		return Errorf(CodeRunEnded, "%v", err)
-	case errors.Is(err, orchestrator.ErrUnavailable):
-		return Errorf(CodeUnavailable, "%v", err)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	for _, c := range []struct {
+		class error
+		code  int64
+	}{
+		{orchestrator.ErrUnknownRun, CodeUnknownRun},
+		{orchestrator.ErrInvalid, CodeInvalidParams},
+		{orchestrator.ErrRunEnded, CodeRunEnded},
+		{orchestrator.ErrUnavailable, CodeUnavailable},
+	} {
+		if errors.Is(err, c.class) {
+			return &Error{Code: c.code, Message: strings.TrimSuffix(err.Error(), ": "+c.class.Error())}
+		}
 	}
 	return Errorf(CodeInternalError, "internal error: %v", err)
 }
