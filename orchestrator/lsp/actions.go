@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
 
 	"go.lsp.dev/protocol"
 
@@ -169,7 +172,12 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 // under it (the supervisor restarts it with backoff).
 func (p *Provider) retry(ctx context.Context, run *orchestrator.Run, s *server, f func(ctx context.Context) error) error {
 	err := s.call(ctx, f)
-	if err == nil || s.alive() || ctx.Err() != nil {
+	var answered *jsonrpc2.Error
+	if err == nil || ctx.Err() != nil || errors.As(err, &answered) {
+		return err
+	}
+	// A transport error: the process may be dying; its exit lags the EOF.
+	if !s.waitGone(time.Second) {
 		return err
 	}
 	return errors.Join(err, fmt.Errorf("%s exited during the request; it is restarted on the next call: call again", s.cfg.Name))

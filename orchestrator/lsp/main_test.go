@@ -3,7 +3,9 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,8 +18,29 @@ import (
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
+// fakeBin is testdata/fakelsp, built once for the package.
+var fakeBin string
+
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	dir, err := os.MkdirTemp("", "lsp-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fakeBin = filepath.Join(dir, "fakelsp")
+	if out, err := exec.Command("go", "build", "-o", fakeBin, "./testdata/fakelsp").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building testdata/fakelsp: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "leaked goroutines:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // fixture is a run on a copy of a testdata project, with the provider

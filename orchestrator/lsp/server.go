@@ -277,13 +277,31 @@ func (s *server) waitLoaded(ctx context.Context) bool {
 	return false
 }
 
+// alive says whether the server can still answer: its process runs and
+// its connection is open.
 func (s *server) alive() bool {
 	select {
 	case <-s.exited:
 		return false
+	case <-s.conn.Done():
+		return false
 	default:
 		return true
 	}
+}
+
+// waitGone waits up to d for the process to exit or the connection to
+// end, and says whether it did.
+func (s *server) waitGone(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.exited:
+	case <-s.conn.Done():
+	case <-t.C:
+		return false
+	}
+	return true
 }
 
 // sync tells the server the file's current content on disk: didOpen the

@@ -137,7 +137,10 @@ func (sv *supervisor) launch(sl *slot, wait time.Duration) {
 // purpose.
 func (sv *supervisor) watch(sl *slot, srv *server) {
 	defer sv.wg.Done()
-	<-srv.exited
+	select {
+	case <-srv.exited:
+	case <-srv.conn.Done():
+	}
 	if srv.isClosing() {
 		return
 	}
@@ -152,7 +155,11 @@ func (sv *supervisor) watch(sl *slot, srv *server) {
 		sl.lastErr += ": " + tail
 	}
 	sv.metrics.SessionEnded(metrics.KindLSP, metrics.ReasonCrashed)
-	go srv.kill() // reap the connection; the process is already gone
+	sv.wg.Add(1)
+	go func() { // reap what is left of it, outside the lock
+		defer sv.wg.Done()
+		srv.kill()
+	}()
 }
 
 // reload ends the servers whose root and name match (all of them when

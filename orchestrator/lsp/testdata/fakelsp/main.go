@@ -1,0 +1,122 @@
+// Command fakelsp is a language server that misbehaves on purpose, beside
+// the real ones, to show what they cannot be made to do: crash mid-request,
+// fail to start, answer ContentModified, stay silent, publish stale
+// diagnostics.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+var (
+	mode = flag.String("mode", "", "crash-on-hover, crash-on-start, content-modified, silent, stale")
+	once = flag.String("once", "", "crash only when this file does not exist yet (it is created)")
+)
+
+type message struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+var out = bufio.NewWriter(os.Stdout)
+
+func send(v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(out, "Content-Length: %d\r\n\r\n%s", len(b), b)
+	out.Flush()
+}
+
+func reply(id json.RawMessage, result any) {
+	send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func crash(why string) {
+	fmt.Fprintln(os.Stderr, "fakelsp: "+why)
+	os.Exit(3)
+}
+
+func main() {
+	flag.Parse()
+	if *mode == "crash-on-start" {
+		crash("cannot start: crashing on purpose")
+	}
+	in := bufio.NewReader(os.Stdin)
+	modified := 0
+	for {
+		n := 0
+		for {
+			line, err := in.ReadString('\n')
+			if err != nil {
+				return
+			}
+			line = strings.TrimSpace(line)
+			if line == "" {
+				break
+			}
+			if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
+				n, _ = strconv.Atoi(v)
+			}
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(in, body); err != nil {
+			return
+		}
+		var m message
+		if json.Unmarshal(body, &m) != nil {
+			continue
+		}
+		switch m.Method {
+		case "initialize":
+			reply(m.ID, map[string]any{"capabilities": map[string]any{"hoverProvider": true, "textDocumentSync": 1}})
+		case "shutdown":
+			reply(m.ID, nil)
+		case "exit":
+			return
+		case "textDocument/hover":
+			switch *mode {
+			case "crash-on-hover":
+				if _, err := os.Stat(*once); err != nil {
+					os.WriteFile(*once, nil, 0o644)
+					crash("crashing mid-request on purpose")
+				}
+			case "content-modified":
+				if modified < 2 {
+					modified++
+					send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32801, "message": "content modified"}})
+					continue
+				}
+			}
+			reply(m.ID, map[string]any{"contents": fmt.Sprintf("fake hover from pid %d after %d ContentModified", os.Getpid(), modified)})
+		case "textDocument/didOpen", "textDocument/didChange":
+			var p struct {
+				TextDocument struct {
+					URI     string `json:"uri"`
+					Version int    `json:"version"`
+				} `json:"textDocument"`
+			}
+			json.Unmarshal(m.Params, &p)
+			switch *mode {
+			case "silent":
+			case "stale":
+				send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": map[string]any{
+					"uri": p.TextDocument.URI, "version": p.TextDocument.Version - 1,
+					"diagnostics": []any{map[string]any{"range": map[string]any{"start": map[string]any{"line": 0, "character": 0}, "end": map[string]any{"line": 0, "character": 1}}, "message": "stale"}}}})
+			default:
+				send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": map[string]any{
+					"uri": p.TextDocument.URI, "version": p.TextDocument.Version, "diagnostics": []any{}}})
+			}
+		default:
+			if len(m.ID) > 0 {
+				reply(m.ID, nil)
+			}
+		}
+	}
+}
