@@ -402,3 +402,15 @@ func mustString(t *testing.T, v any) string {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// A stray print to stdout inside the server never reaches the protocol.
+func TestStrayStdoutDoesNotCorruptStdio(t *testing.T) {
+	c := startStdio(t, testTools)
+	run := newRun(t, c, "", nil)
+	if res := callTool(t, c, run, "test_stray", nil); text(res) != "printed" {
+		t.Fatalf("got %+v", res)
+	}
+	if res := callTool(t, c, run, "test_echo", map[string]string{"text": "clean"}); text(res) != "clean" {
+		t.Fatalf("after a stray print: %+v", res)
+	}
+}

@@ -106,8 +106,12 @@ func serveCmd(args []string, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "listening on unix:%s (WebSocket at %s, no token: the socket is mode 0600)\n", cfg.RPC.Unix, rpc.RPCPath)
 	}
 	if *stdio {
+		out, err := protocolStdout()
+		if err != nil {
+			return err
+		}
 		wg.Go(func() {
-			srv.ServeStdio(os.Stdin, os.Stdout)
+			srv.ServeStdio(os.Stdin, out)
 			log.Debug("stdin closed: stopping")
 			stop()
 		})
@@ -159,4 +163,21 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// protocolStdout keeps a private copy of stdout for the protocol and points
+// file descriptor 1 at stderr, so a stray print anywhere in the process
+// (or a child that inherits it) lands in the log instead of corrupting a
+// message.
+func protocolStdout() (*os.File, error) {
+	fd, err := syscall.Dup(1)
+	if err != nil {
+		return nil, fmt.Errorf("stdio: %w", err)
+	}
+	syscall.CloseOnExec(fd)
+	if err := syscall.Dup3(2, 1, 0); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("stdio: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "protocol-stdout"), nil
 }

@@ -1,8 +1,9 @@
 // Package testtools is a provider of tools that exist only for Berth's
 // end-to-end tests: one per tier, and tools that panic, sleep, serialise,
-// start a child process, ask the human and re-enter the harness, so the
-// tests can check dispatch, tiers, cancellation and cleanup through the
-// real binary. The binary registers it only when BERTH_TEST_TOOLS=1.
+// start a child process, print to stdout, ask the human and re-enter the
+// harness, so the tests can check dispatch, tiers, cancellation and
+// cleanup through the real binary. The binary registers it only when
+// BERTH_TEST_TOOLS=1.
 //
 // It must never be registered in production: test_write writes files and
 // test_exec runs any command.
@@ -43,6 +44,7 @@ func (provider) Tools(*orchestrator.Run) []orchestrator.Tool {
 		tool{spec("test_serial", orchestrator.Read, false, "Not parallel-safe: hold for {ms} and report how many test_serial calls of this run overlapped.", `{"ms":{"type":"integer"}}`, "ms"), serial},
 		tool{spec("test_child", orchestrator.Exec, true, "Start a long-lived child (sleep 600) owned by the run and return its pid.", `{}`), child},
 		tool{spec("test_ask", orchestrator.Read, true, "Ask the human {question} through the harness and return the answer as JSON.", `{"question":{"type":"string"},"timeout_seconds":{"type":"number"}}`, "question"), ask},
+		tool{spec("test_stray", orchestrator.Read, true, "Print a line to the process's stdout (which must not reach the protocol).", `{}`), stray},
 		tool{spec("test_reenter", orchestrator.Read, true, "Call the harness's tool {name} with {arguments} and return its result.", `{"name":{"type":"string"},"arguments":{"type":"object"}}`, "name"), reenter},
 	}
 }
@@ -157,6 +159,11 @@ func child(ctx context.Context, run *orchestrator.Run, _ json.RawMessage) (*orch
 		_, _ = p.Wait()
 	})
 	return orchestrator.Textf("%d", p.Pid()), nil
+}
+
+func stray(context.Context, *orchestrator.Run, json.RawMessage) (*orchestrator.Result, error) {
+	fmt.Fprintln(os.Stdout, "a stray line on stdout")
+	return orchestrator.Text("printed"), nil
 }
 
 func ask(ctx context.Context, run *orchestrator.Run, args json.RawMessage) (*orchestrator.Result, error) {
