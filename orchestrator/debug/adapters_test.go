@@ -76,6 +76,15 @@ func TestLaunchRefusals(t *testing.T) {
 	e.fails(`{"operation":"launch","program":"missing.py"}`, "program missing.py does not exist: pass an existing file")
 	e.fails(`{"operation":"launch","program":"notes.txt"}`, "no adapter debugs notes.txt", "debugpy (.py)", "a native executable")
 	e.fails(`{"operation":"launch","program":"main.go"}`, "delve cannot debug main.go here: no root marker (go.mod)", "the adapters operation")
+	for name, body := range map[string]string{"dart/pubspec.yaml": "name: app\n", "dart/main.dart": "void main() {}\n"} {
+		if err := os.MkdirAll(filepath.Join(e.dir, "dart"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(e.dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.fails(`{"operation":"launch","program":"dart/main.dart"}`, "dart cannot debug dart/main.dart here: executable not found: none of dart is on the host enclosure's PATH")
 	e.fails(`{"operation":"launch"}`, "launch needs program")
 	e.fails(`{"operation":"launch","program":"app.py","port":3}`, "launch does not take port (it takes only program, args)")
 	e.fails(`{"operation":"status","file":"app.py"}`, "status does not take file (it takes no other arguments)")
