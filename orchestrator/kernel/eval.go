@@ -89,28 +89,32 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 	if lost != "" {
 		notes = append(notes, fmt.Sprintf("The previous %s kernel had died since the last cell (%s), so this cell ran in a fresh one: earlier variables and imports are gone.", lang, lost))
 	}
-	note := ""
+	return c.out.result(append(notes, t.settle(ks, lang, c))...), nil
+}
+
+// settle keeps or discards the kernel after a cell and says what became
+// of it when the cell did not simply finish.
+func (t *evalTool) settle(ks *kernels, lang string, c *cellRun) string {
 	switch c.end {
-	case endDone:
-		ks.release(lang, k)
 	case endInterrupted:
-		ks.release(lang, k)
+		ks.release(lang, c.k)
 		c.out.failed = true
-		note = fmt.Sprintf("The cell was interrupted (%s); the %s kernel and its state are intact.", c.reason(), lang)
+		return fmt.Sprintf("The cell was interrupted (%s); the %s kernel and its state are intact.", c.reason(), lang)
 	case endKilled:
-		ks.discard(lang, k, metrics.ReasonStopped)
+		ks.discard(lang, c.k, metrics.ReasonStopped)
 		c.out.failed = true
-		note = fmt.Sprintf("The cell was interrupted (%s) and did not stop within %s, so the %s kernel was killed: its state (variables, imports) is lost, and the next call starts a fresh kernel.", c.reason(), t.cfg.InterruptGrace, lang)
+		return fmt.Sprintf("The cell was interrupted (%s) and did not stop within %s, so the %s kernel was killed: its state (variables, imports) is lost, and the next call starts a fresh kernel.", c.reason(), t.cfg.InterruptGrace, lang)
 	case endDied:
-		desc := c.died
-		ks.discard(lang, k, metrics.ReasonCrashed)
+		ks.discard(lang, c.k, metrics.ReasonCrashed)
 		c.out.failed = true
-		note = fmt.Sprintf("The %s kernel died during this cell (%s): its state (variables, imports) is lost, and the next call starts a fresh kernel.", lang, desc)
-		if tail := strings.TrimSpace(k.stderr.String()); tail != "" {
+		note := fmt.Sprintf("The %s kernel died during this cell (%s): its state (variables, imports) is lost, and the next call starts a fresh kernel.", lang, c.died)
+		if tail := strings.TrimSpace(c.k.stderr.String()); tail != "" {
 			note += "\nIts last words on stderr:\n" + capString(tail, 2000)
 		}
+		return note
 	}
-	return c.out.result(append(notes, note)...), nil
+	ks.release(lang, c.k)
+	return ""
 }
 
 // reason says why a cell was interrupted.
