@@ -63,6 +63,9 @@ func TestPythonCells(t *testing.T) {
 		{name: "x = !cmd", code: "lines = !printf 'a\\nb\\n'\nlines", want: []string{"['a', 'b']"}},
 		{name: "%cd", code: "%cd sub\nimport os\nos.path.basename(os.getcwd())", want: []string{"'sub'"}},
 		{name: "%%bash", code: "%%bash\nfor i in 1 2; do echo n$i; done", want: []string{"n1\nn2"}},
+		{name: "!cmd expands {expr} and $name, leaves the shell's own", code: "word = 'py'\n!echo {word.upper()} $word $HOME_NOT_SET x | awk '{print $1}'", want: []string{"PY\n"}},
+		{name: "!cmd keeps a shell variable python lacks", code: "!echo ${HOME:+home}-$PATH_NOT_SET-end", want: []string{"home--end"}},
+		{name: "%%bash takes its body as typed", code: "%%bash\nword=shell\necho $word", want: []string{"shell"}},
 		{name: "%timeit", code: "%timeit -n 5 -r 2 sum(range(10))", want: []string{"per loop (mean ± std. dev. of 2 runs, 5 loops each)"}},
 		{name: "%%timeit", code: "%%timeit -n 3 -r 2 data = list(range(100))\nsorted(data)", want: []string{"3 loops each"}},
 		{name: "an idiom inside a string literal is left alone", code: "s = '''\n!echo not run\n%cd /\n'''\ns", want: []string{`'\n!echo not run\n%cd /\n'`}, notWant: []string{"not run\n"}},
@@ -165,6 +168,10 @@ func TestPip(t *testing.T) {
 	}
 	if got := mustOK(t, e.eval("import berthdemo\nberthdemo.ANSWER")); !strings.Contains(got, "installed by %pip") {
 		t.Fatalf("import after %%pip: %s", got)
+	}
+	// !pip is the kernel's pip too, not whichever pip is first on PATH.
+	if got := mustOK(t, e.eval("!pip --version")); !strings.Contains(got, "/.venv/") {
+		t.Fatalf("!pip ran another environment's pip: %s", got)
 	}
 }
 

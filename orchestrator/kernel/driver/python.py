@@ -339,10 +339,12 @@ def _figures():
 
 
 # --- IPython idioms --------------------------------------------------------
-_SUPPORTED = "%pip, %cd, %timeit, %%timeit, %%bash, %matplotlib, !cmd and x = !cmd"
+_SUPPORTED = "%pip (and !pip), %cd, %timeit, %%timeit, %%bash, %%sh, %%script, %matplotlib, !cmd and x = !cmd"
 _ASSIGN_SHELL = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*!(.*)$")
 _LINE_MAGIC = re.compile(r"^(\s*)%([A-Za-z_]\w*)(.*)$")
 _SHELL = re.compile(r"^(\s*)!(.*)$")
+_PIP = re.compile(r"^pip3?\s+")
+_EXPAND = re.compile(r"\{([^{}\n]+)\}|(?<!\$)\$([A-Za-z_]\w*)")
 _TIMEIT_OPT = re.compile(r"^\s*-([nr])\s*(\d+)")
 
 
@@ -377,11 +379,9 @@ def rewrite(src):
             shell = "/bin/sh" if name == "sh" else "/bin/bash"
             if name == "script":
                 shell = args.strip() or "/bin/sh"
-            return "__berth__.sh(%r, %r)" % (body, shell)
+            return "__berth__.sh(%r, %r, expand=False)" % (body, shell)
         if name == "timeit":
             return "__berth__.timeit(%r, %r)" % (args, body)
-        if name == "capture":
-            return body
         return "__berth__.unsupported(%r)" % ("%%" + name,)
     candidates = {}
     masked = list(lines)
@@ -391,7 +391,13 @@ def rewrite(src):
             candidates[i] = "%s%s = __berth__.getoutput(%r)" % (m.group(1), m.group(2), m.group(3).strip())
         elif _SHELL.match(line):
             m = _SHELL.match(line)
-            candidates[i] = "%s__berth__.sh(%r)" % (m.group(1), m.group(2).strip())
+            cmd = m.group(2).strip()
+            if _PIP.match(cmd):
+                # The pip on PATH may belong to another environment: install
+                # into the kernel's own, as %pip does.
+                candidates[i] = "%s__berth__.pip(%r)" % (m.group(1), _PIP.sub("", cmd, count=1))
+            else:
+                candidates[i] = "%s__berth__.sh(%r)" % (m.group(1), cmd)
         else:
             m = _LINE_MAGIC.match(line)
             if not m:
@@ -420,13 +426,30 @@ class _Helpers:
     def __init__(self, ns):
         self.ns = ns
 
-    def sh(self, cmd, shell="/bin/sh"):
-        r = subprocess.run([shell, "-c", cmd], stdin=subprocess.DEVNULL)
+    def expand(self, cmd):
+        """IPython's expansion in !cmd: {expr} and $name take their values
+        from the namespace; what does not evaluate (awk's {print $1}, a
+        shell's own $HOME) is left for the shell."""
+
+        def value(m):
+            if m.group(1) is not None:
+                try:
+                    return str(eval(m.group(1), self.ns))
+                except Exception:
+                    return m.group(0)
+            name = m.group(2)
+            return str(self.ns[name]) if name in self.ns else m.group(0)
+
+        return _EXPAND.sub(value, cmd)
+
+    def sh(self, cmd, shell="/bin/sh", expand=True):
+        """!cmd (expanded) and %%bash, %%sh, %%script (the body as typed)."""
+        r = subprocess.run([shell, "-c", self.expand(cmd) if expand else cmd], stdin=subprocess.DEVNULL)
         if r.returncode:
             print("(exit status %d)" % r.returncode, file=sys.stderr)
 
     def getoutput(self, cmd):
-        r = subprocess.run(["/bin/sh", "-c", cmd], stdin=subprocess.DEVNULL,
+        r = subprocess.run(["/bin/sh", "-c", self.expand(cmd)], stdin=subprocess.DEVNULL,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         return r.stdout.decode("utf-8", "replace").splitlines()
 
