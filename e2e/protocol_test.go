@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -412,5 +414,35 @@ func TestStrayStdoutDoesNotCorruptStdio(t *testing.T) {
 	}
 	if res := callTool(t, c, run, "test_echo", map[string]string{"text": "clean"}); text(res) != "clean" {
 		t.Fatalf("after a stray print: %+v", res)
+	}
+}
+
+// Over WebSocket too, a malformed message is answered and the connection
+// stays usable.
+func TestWebSocketBadMessagesKeepTheConnection(t *testing.T) {
+	s := startServe(t, nil)
+	ws, _, err := websocket.Dial(testCtx(t), s.URL(), &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + s.Token}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	r := &rawStdio{t: t, f: rpc.NewWebSocketFramer(ws, 0)}
+	for _, c := range []struct {
+		send string
+		code int64
+	}{
+		{`{"jsonrpc":"2.0","id":1,`, -32700},
+		{`{"jsonrpc":"2.0","id":2}`, -32600},
+		{`{"jsonrpc":"2.0","id":3,"method":"nope"}`, -32601},
+		{`{"jsonrpc":"2.0","id":4,"method":"run/start","params":{}}`, -32602},
+	} {
+		r.send(c.send)
+		if code, msg := replyError(r.recv()); code != c.code {
+			t.Errorf("%s: got %d %q, want %d", c.send, code, msg, c.code)
+		}
+		r.send(`{"jsonrpc":"2.0","id":"ok","method":"initialize","params":{"client":{"name":"x"}}}`)
+		if m := r.recv(); m["id"] != "ok" || m["result"] == nil {
+			t.Fatalf("after %s: %v", c.send, m)
+		}
 	}
 }

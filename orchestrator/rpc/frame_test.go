@@ -64,3 +64,24 @@ func TestStreamFramerTruncatedBodyEndsTheStream(t *testing.T) {
 		t.Fatalf("got %v, want unexpected EOF", err)
 	}
 }
+
+// FuzzStreamFramer: no input makes the framer panic or return a body
+// larger than its limit.
+func FuzzStreamFramer(f *testing.F) {
+	f.Add([]byte("Content-Length: 2\r\n\r\n{}"))
+	f.Add([]byte("Content-Length: -1\r\n\r\n"))
+	f.Add([]byte("\r\n\r\nContent-Length: 99999999999\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fr := NewStreamFramer(bytes.NewReader(b), io.Discard, nil, 64)
+		for range 100 {
+			body, err := fr.Read(context.Background())
+			var fe *FrameError
+			if err != nil && !errors.As(err, &fe) {
+				return
+			}
+			if len(body) > 64 {
+				t.Fatalf("a body of %d bytes passed the limit of 64", len(body))
+			}
+		}
+	})
+}

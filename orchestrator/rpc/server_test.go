@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -226,5 +227,25 @@ func TestWebSocketNeedsTheTokenAndSkipsOversizedMessages(t *testing.T) {
 	p.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"client":{"name":"h"}}}`)
 	if m := p.recv(); m["id"] != 2.0 || m["result"] == nil {
 		t.Fatalf("after an oversized message: %v", m)
+	}
+}
+
+func TestCoreErrorsMapToCodes(t *testing.T) {
+	cases := []struct {
+		err  error
+		code int64
+		msg  string
+	}{
+		{fmt.Errorf("unknown run %q: start one: %w", "r1", orchestrator.ErrUnknownRun), CodeUnknownRun, `unknown run "r1": start one`},
+		{fmt.Errorf("workdir is required: %w", orchestrator.ErrInvalid), CodeInvalidParams, "workdir is required"},
+		{fmt.Errorf("run r1 has ended: %w", orchestrator.ErrRunEnded), CodeRunEnded, "run r1 has ended"},
+		{fmt.Errorf("no docker: %w", orchestrator.ErrUnavailable), CodeUnavailable, "no docker"},
+		{errors.New("disk on fire"), CodeInternalError, "internal error: disk on fire"},
+	}
+	for _, c := range cases {
+		var e *Error
+		if !errors.As(toError(c.err), &e) || e.Code != c.code || e.Message != c.msg {
+			t.Errorf("%v: got %+v, want %d %q", c.err, e, c.code, c.msg)
+		}
 	}
 }
