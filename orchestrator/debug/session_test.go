@@ -48,16 +48,26 @@ func TestSecondLaunchRefused(t *testing.T) {
 }
 
 func TestTTLEndsSession(t *testing.T) {
+	// Long enough for a launch on a loaded machine, short for a test.
+	const ttl = 5 * time.Second
 	e := newEnv(t, "python", func(c *Config) {
 		quickStops(c)
-		c.SessionTTL = 2 * time.Second
+		c.SessionTTL = ttl
 	})
-	e.ok(`{"operation":"launch","program":"serve.py"}`, "ends by itself in 2s", stillRunning)
+	e.ok(`{"operation":"launch","program":"serve.py"}`, "ends by itself in 5s", stillRunning)
 	if len(processesIn(e.dir)) == 0 {
 		t.Fatal("no adapter or debuggee runs in the working directory after launch")
 	}
-	time.Sleep(2500 * time.Millisecond)
-	e.ok(`{"operation":"status"}`, "no debug session is running", "ended: its time to live (2s) passed")
+	for deadline := time.Now().Add(ttl + 10*time.Second); ; time.Sleep(250 * time.Millisecond) {
+		if _, last := e.p.current(e.p.join(e.run)); last == nil {
+			if time.Now().After(deadline) {
+				t.Fatal("the session outlived its time to live")
+			}
+			continue
+		}
+		break
+	}
+	e.ok(`{"operation":"status"}`, "no debug session is running", "ended: its time to live (5s) passed")
 	noProcess(t, e.dir)
 	if got := testutil.ToFloat64(e.metrics.SessionEnds.WithLabelValues(metrics.KindDebug, metrics.ReasonTTL)); got != 1 {
 		t.Fatalf("berth_session_ends_total{kind=debug,reason=ttl} = %v, want 1", got)
