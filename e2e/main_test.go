@@ -217,7 +217,10 @@ func startServeArgs(t *testing.T, env []string, token string, args ...string) *s
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-exited:
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("orchestrator did not exit cleanly on SIGINT: %v", err)
+			}
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
 			<-exited

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -158,5 +159,22 @@ func TestDidWriteWithLSPOffIsUnknown(t *testing.T) {
 	rep, err := c.DidWrite(testCtx(t), run, []string{"main.go"})
 	if err != nil || rep.State != orchestrator.WriteUnknown || rep.Diagnostics == nil || rep.Text == "" {
 		t.Fatalf("got %+v, %v", rep, err)
+	}
+}
+
+// SIGTERM ends every run (and its children), then the process exits 0.
+func TestSigtermEndsEveryRun(t *testing.T) {
+	s := startServe(t, []string{testTools})
+	c := dial(t, s)
+	run := newRun(t, c, "", nil)
+	pid := startChild(t, c, run)
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid, 10*time.Second, "SIGTERM")
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection is still open after SIGTERM")
 	}
 }
