@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	sitter "github.com/tree-sitter/go-tree-sitter"
 )
+
+// patternParseTimeout bounds one parse of a pattern in one scaffold.
+const patternParseTimeout = 2 * time.Second
 
 // ErrPattern is wrapped by every error about a pattern the model wrote.
 var ErrPattern = errors.New("bad pattern")
@@ -67,15 +71,18 @@ func compile(ctx context.Context, l *language, src string) (*pattern, error) {
 		if err != nil {
 			return nil, err
 		}
-		if msg != "" && sc.statement && l.terminator != "" && !strings.HasSuffix(body, l.terminator) {
-			// A statement whose only defect is its absent terminator:
-			// parse it with one, then take the terminator out again.
+		if sc.statement && l.terminator != "" && !strings.HasSuffix(body, l.terminator) {
+			// A statement may leave out its terminator. Parsed without
+			// one, `free(p)` is a C declaration; so parse it with one
+			// first, then take the terminator out again.
 			t2, msg2, err := parseIn(ctx, parser, l.lang, sc.tmpl[:at]+body+l.terminator+sc.tmpl[at+2:], lo, hi, sc.statement)
 			if err != nil {
 				return nil, err
 			}
 			if msg2 == "" && dropTerminator(t2, hi, l.terminator) {
-				t, msg = t2, ""
+				if tops, ok := topNodes(t2, 0, lo, hi, nil); ok && len(tops) == 1 {
+					t, msg = t2, ""
+				}
 			}
 		}
 		if msg != "" {
@@ -108,7 +115,14 @@ func compile(ctx context.Context, l *language, src string) (*pattern, error) {
 
 // parseIn parses a scaffold's text and reports its defects ("" if none).
 func parseIn(ctx context.Context, parser *sitter.Parser, lang *sitter.Language, text string, lo, hi uint32, statement bool) (*tree, string, error) {
-	t, err := parse(ctx, parser, lang, []byte(text))
+	// A grammar can loop on odd input (tree-sitter-dart 1.0.0 does on
+	// `if (x != ) {`): a snippet that cannot parse quickly does not parse.
+	pctx, cancel := context.WithTimeout(ctx, patternParseTimeout)
+	defer cancel()
+	t, err := parse(pctx, parser, lang, []byte(text))
+	if err != nil && ctx.Err() == nil {
+		return nil, fmt.Sprintf("the parser gave up after %s", patternParseTimeout), nil
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -8,11 +8,16 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"time"
 
 	sitter "github.com/tree-sitter/go-tree-sitter"
 )
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// fileParseTimeout bounds the parse of one file, so a grammar that loops
+// on some input costs that file, not the search.
+const fileParseTimeout = 30 * time.Second
 
 // fileMatches is one file's matches.
 type fileMatches struct {
@@ -171,7 +176,12 @@ func (s *searcher) file(ctx context.Context, parser *sitter.Parser, path string)
 		s.cache.putLacks(path, k, w)
 		return nil, "", nil
 	}
-	t, err := parse(ctx, parser, s.l.lang, src)
+	pctx, cancel := context.WithTimeout(ctx, fileParseTimeout)
+	t, err := parse(pctx, parser, s.l.lang, src)
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		return nil, fmt.Sprintf("the parser gave up after %s", fileParseTimeout), nil
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	sitter "github.com/tree-sitter/go-tree-sitter"
 )
@@ -62,10 +63,23 @@ func (t *tree) children(i int32, buf []int32) []int32 {
 // kindName is the grammar's name for node i's kind.
 func (t *tree) kindName(i int32) string { return t.lang.NodeKindForId(t.nodes[i].kind) }
 
-// parse parses src with p and flattens the result.
+// parse parses src with p and flattens the result. It stops when ctx
+// ends: the parser checks a flag as it goes, so even a grammar that loops
+// on some input cannot hold a worker for ever.
 func parse(ctx context.Context, p *sitter.Parser, lang *sitter.Language, src []byte) (*tree, error) {
-	ts := p.ParseCtx(ctx, src, nil)
+	var cancelled atomic.Bool
+	stop := context.AfterFunc(ctx, func() { cancelled.Store(true) })
+	defer stop()
+	opts := &sitter.ParseOptions{ProgressCallback: func(sitter.ParseState) bool { return cancelled.Load() }}
+	ts := p.ParseWithOptions(func(i int, _ sitter.Point) []byte {
+		if i < len(src) {
+			return src[i:]
+		}
+		return nil
+	}, nil, opts)
 	if ts == nil {
+		// A cancelled parse would resume on the next call: start afresh.
+		p.Reset()
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
