@@ -155,7 +155,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		c.mu.Unlock()
 	}
 
-	p, err := json.Marshal(params)
+	p, err := encodeParams(params)
 	if err != nil {
 		drop()
 		return fmt.Errorf("%s: encoding params: %w", method, err)
@@ -190,11 +190,24 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 
 // Notify sends a notification.
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
-	p, err := json.Marshal(params)
+	p, err := encodeParams(params)
 	if err != nil {
 		return fmt.Errorf("%s: encoding params: %w", method, err)
 	}
 	return c.write(ctx, message{JSONRPC: "2.0", Method: method, Params: p})
+}
+
+// encodeParams marshals params; nil is left out of the message, since
+// JSON-RPC allows params only as an object or an array.
+func encodeParams(params any) (json.RawMessage, error) {
+	if params == nil {
+		return nil, nil
+	}
+	p, err := json.Marshal(params)
+	if err != nil || string(p) == "null" {
+		return nil, err
+	}
+	return p, nil
 }
 
 func (c *Conn) write(ctx context.Context, v any) error {

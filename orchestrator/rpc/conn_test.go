@@ -204,3 +204,12 @@ func TestCallsFailWhenThePeerGoesAway(t *testing.T) {
 		t.Fatalf("got %v, want ErrClosed", err)
 	}
 }
+
+func TestNilParamsAreLeftOut(t *testing.T) {
+	c, p := newRawPair(t, echoHandler, 0)
+	go func() { _ = c.Notify(context.Background(), "note", nil) }()
+	m := p.recv()
+	if _, ok := m["params"]; ok || m["method"] != "note" {
+		t.Fatalf("got %v, want no params member", m)
+	}
+}
