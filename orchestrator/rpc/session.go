@@ -168,14 +168,12 @@ func (s *session) callTool(ctx context.Context, req *Request) (any, error) {
 }
 
 func (s *session) willWrite(ctx context.Context, req *Request) (any, error) {
-	run, obs, _, err := s.writeTarget(req)
+	w, err := s.writeTarget(req)
 	if err != nil {
 		return nil, err
 	}
-	if obs != nil {
-		var p WriteParams
-		_ = json.Unmarshal(req.Params, &p)
-		if err := obs.WillWrite(ctx, run, p.Paths); err != nil {
+	if w.observer != nil {
+		if err := w.observer.WillWrite(ctx, w.run, w.paths); err != nil {
 			return nil, toError(err)
 		}
 	}
@@ -183,16 +181,14 @@ func (s *session) willWrite(ctx context.Context, req *Request) (any, error) {
 }
 
 func (s *session) didWrite(ctx context.Context, req *Request) (any, error) {
-	run, obs, why, err := s.writeTarget(req)
+	w, err := s.writeTarget(req)
 	if err != nil {
 		return nil, err
 	}
-	if obs == nil {
-		return &orchestrator.WriteReport{Diagnostics: []orchestrator.Diagnostic{}, Text: why, State: orchestrator.WriteUnknown}, nil
+	if w.observer == nil {
+		return &orchestrator.WriteReport{Diagnostics: []orchestrator.Diagnostic{}, Text: w.why, State: orchestrator.WriteUnknown}, nil
 	}
-	var p WriteParams
-	_ = json.Unmarshal(req.Params, &p)
-	rep, err := obs.DidWrite(ctx, run, p.Paths)
+	rep, err := w.observer.DidWrite(ctx, w.run, w.paths)
 	if err != nil {
 		return nil, toError(err)
 	}
@@ -202,31 +198,40 @@ func (s *session) didWrite(ctx context.Context, req *Request) (any, error) {
 	return rep, nil
 }
 
+// writeTarget is a checked files/* request and who hears it.
+type writeTarget struct {
+	run      *orchestrator.Run
+	paths    []string
+	observer orchestrator.WriteObserver // nil: nobody; why says so
+	why      string
+}
+
 // writeTarget checks a files/* request and finds who hears it: the
-// registry's write observer when the run's lsp feature is on, or nil with
-// the reason diagnostics are unknown.
-func (s *session) writeTarget(req *Request) (*orchestrator.Run, orchestrator.WriteObserver, string, error) {
+// registry's write observer when the run's lsp feature is on, or nobody,
+// with the reason diagnostics are unknown.
+func (s *session) writeTarget(req *Request) (*writeTarget, error) {
 	var p WriteParams
 	if err := decodeParams(req.Method, req.Params, &p, "runId", "paths"); err != nil {
-		return nil, nil, "", err
+		return nil, err
 	}
 	for i, path := range p.Paths {
 		if path == "" {
-			return nil, nil, "", Errorf(CodeInvalidParams, "invalid params for %s: field \"paths\": entry %d is empty; give paths relative to the working directory", req.Method, i)
+			return nil, Errorf(CodeInvalidParams, "invalid params for %s: field \"paths\": entry %d is empty; give paths relative to the working directory", req.Method, i)
 		}
 	}
 	run, err := s.srv.Runs.Get(p.RunID, s)
 	if err != nil {
-		return nil, nil, "", toError(err)
+		return nil, toError(err)
 	}
-	obs := s.srv.Registry.WriteObserver()
+	w := &writeTarget{run: run, paths: p.Paths, observer: s.srv.Registry.WriteObserver()}
 	switch {
-	case obs == nil:
-		return run, nil, "diagnostics unknown: this Berth has no language-server support built in, so the write was not checked", nil
+	case w.observer == nil:
+		w.why = "diagnostics unknown: this Berth has no language-server support built in, so the write was not checked"
 	case !run.Feature(orchestrator.FeatureLSP):
-		return run, nil, "diagnostics unknown: the run's lsp feature is off (run/start features.lsp=false), so the write was not checked", nil
+		w.observer = nil
+		w.why = "diagnostics unknown: the run's lsp feature is off (run/start features.lsp=false), so the write was not checked"
 	}
-	return run, obs, "", nil
+	return w, nil
 }
 
 func parseSurface(method, s string) (orchestrator.Surface, error) {
