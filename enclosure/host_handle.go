@@ -131,3 +131,11 @@ func (e *eofCloser) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// Close releases the pipe at once; a read blocked on it returns EOF. It
+// lets a caller stop reading output that a process which escaped the
+// group still holds open.
+func (e *eofCloser) Close() error {
+	e.once.Do(func() { e.f.Close() })
+	return nil
+}
