@@ -38,7 +38,7 @@ type GrammarConfig struct {
 	// Scaffolds are the pattern contexts to try, in order, each with one
 	// "%s" where the snippet goes. Empty: the built-in ladder for Name if
 	// there is one, else the snippet alone.
-	Scaffolds []string `yaml:"scaffolds"`
+	Scaffolds []string `yaml:"scaffolds,omitempty"`
 }
 
 // DefaultConfig is the built-in configuration.
