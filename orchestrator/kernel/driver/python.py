@@ -17,6 +17,7 @@ import linecache
 import os
 import queue
 import re
+import select
 import shlex
 import signal
 import subprocess
@@ -30,7 +31,6 @@ import faulthandler
 
 VERSION = 1
 DRIVER_FILE = "<berth-driver>"
-DRAIN = b"\x00\x1fBERTH-DRAIN\x1f\x00"
 TABLE_ROWS = int(os.environ.get("BERTH_TABLE_ROWS", "50"))
 TABLE_COLS = int(os.environ.get("BERTH_TABLE_COLS", "30"))
 TABLE_CELL = 200
@@ -69,64 +69,60 @@ def _writer():
 
 # --- capture of fd 1 and 2 -------------------------------------------------
 _cell = {"id": "", "running": False}
-_drained = threading.Condition()
-_drain_count = [0]
+_capture_lock = threading.Lock()
+_capture_fd = [-1]
+_decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
 
 def _capture():
     """Point fd 1 and 2 at one pipe, as a terminal does with 2>&1, so
-    what user code and its children write keeps its order."""
+    what user code and its children write keeps its order. A pump thread
+    sends what arrives while a cell runs; _drain sends the rest."""
     r, w = os.pipe()
     os.dup2(w, 1)
     os.dup2(w, 2)
     os.close(w)
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    os.set_blocking(r, False)
+    _capture_fd[0] = r
 
     def pump():
-        carry = b""
+        poller = select.poll()
+        poller.register(r, select.POLLIN)
         while True:
-            chunk = os.read(r, 1 << 16)
-            if not chunk:
+            poller.poll()
+            if not _read_capture():
                 return
-            data = carry + chunk
-            carry = b""
-            while True:
-                i = data.find(DRAIN)
-                if i < 0:
-                    break
-                _emit(decoder, data[:i])
-                data = data[i + len(DRAIN):]
-                with _drained:
-                    _drain_count[0] += 1
-                    _drained.notify_all()
-            # Keep a possible start of a marker for the next read.
-            for k in range(min(len(DRAIN) - 1, len(data)), 0, -1):
-                if DRAIN.startswith(data[-k:]):
-                    carry = data[-k:]
-                    data = data[:-k]
-                    break
-            _emit(decoder, data)
 
     threading.Thread(target=pump, daemon=True).start()
 
 
-def _emit(decoder, data):
-    text = decoder.decode(data)
-    if text:
-        send(type="output", cell=_cell["id"], stream="stdout", text=text)
+def _read_capture():
+    """Send everything the capture pipe holds; False once it has no writer.
+    Reading and sending happen under one lock, so when _drain holds it no
+    byte can be read but not yet sent."""
+    with _capture_lock:
+        while True:
+            try:
+                chunk = os.read(_capture_fd[0], 1 << 16)
+            except BlockingIOError:
+                return True
+            if not chunk:
+                return False
+            text = _decoder.decode(chunk)
+            if text:
+                send(type="output", cell=_cell["id"], stream="stdout", text=text)
 
 
 def _drain():
-    """Return once everything written to fd 1 and 2 so far was sent."""
+    """Return once everything written to fd 1 and 2 so far was sent: a
+    write to a pipe is in it when write returns, so reading the pipe empty
+    is enough."""
     for s in (sys.stdout, sys.stderr):
         try:
             s.flush()
         except Exception:
             pass
-    with _drained:
-        want = _drain_count[0] + 1
-        os.write(1, DRAIN)
-        _drained.wait_for(lambda: _drain_count[0] >= want, timeout=10)
+    _read_capture()
 
 
 _real_exit = os._exit
