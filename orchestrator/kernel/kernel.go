@@ -60,13 +60,11 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 	}
 	k := &kernel{lang: lang, interp: interp, proc: proc, w: bridge.NewWriter(proc.Stdin()),
 		frames: make(chan bridge.Frame, 256), stderr: stderr, m: m}
-	ready := make(chan error, 2) // the reader and the driver writer may both fail
+	ready := make(chan error, 1)
 	go k.read(ready)
-	go func() {
-		if _, err := io.WriteString(proc.Stdin(), l.source); err != nil {
-			ready <- fmt.Errorf("write the driver to %s: %w", interp, err)
-		}
-	}()
+	// A write that fails means the interpreter is gone; the reader then
+	// reports it with what the interpreter printed, which says more.
+	go func() { _, _ = io.WriteString(proc.Stdin(), l.source) }()
 	timer := time.NewTimer(cfg.StartTimeout)
 	defer timer.Stop()
 	select {
