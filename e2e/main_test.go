@@ -158,6 +158,22 @@ type server struct {
 	// Stderr is everything the server printed so far.
 	Stderr *lockedBuffer
 	cmd    *exec.Cmd
+	// exited is closed when the process has exited, with exitErr set.
+	exited  chan struct{}
+	exitErr error
+}
+
+// wait waits up to d for the process to exit by itself and returns how it
+// exited.
+func (s *server) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-s.exited:
+		return s.exitErr
+	case <-time.After(d):
+		t.Fatalf("orchestrator still running after %s", d)
+	}
+	return nil
 }
 
 // URL is the WebSocket endpoint.
@@ -211,20 +227,27 @@ func startServeArgs(t *testing.T, env []string, token string, args ...string) *s
 		}
 		_, _ = io.Copy(io.Discard, pr)
 	}()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); pw.Close() }()
-	s := &server{Token: token, Stderr: stderr, cmd: cmd}
+	s := &server{Token: token, Stderr: stderr, cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		s.exitErr = cmd.Wait()
+		pw.Close()
+		close(s.exited)
+	}()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
 		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("orchestrator did not exit cleanly on SIGINT: %v", err)
+		case <-s.exited: // the test stopped it
+		default:
+			_ = cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-s.exited:
+				if s.exitErr != nil {
+					t.Errorf("orchestrator did not exit cleanly on SIGINT: %v", s.exitErr)
+				}
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				<-s.exited
+				t.Errorf("orchestrator did not stop within 30s of SIGINT")
 			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			t.Errorf("orchestrator did not stop within 30s of SIGINT")
 		}
 		<-copied
 		if t.Failed() {
@@ -233,9 +256,9 @@ func startServeArgs(t *testing.T, env []string, token string, args ...string) *s
 	})
 	select {
 	case s.Addr = <-addr:
-	case err := <-exited:
+	case <-s.exited:
 		<-copied
-		t.Fatalf("orchestrator exited before listening: %v\n%s", err, stderr.String())
+		t.Fatalf("orchestrator exited before listening: %v\n%s", s.exitErr, stderr.String())
 	case <-time.After(60 * time.Second):
 		t.Fatalf("orchestrator printed no listening address within 60s:\n%s", stderr.String())
 	}

@@ -171,6 +171,9 @@ func TestSigtermEndsEveryRun(t *testing.T) {
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.wait(t, 30*time.Second); err != nil {
+		t.Errorf("orchestrator did not exit cleanly on SIGTERM: %v", err)
+	}
 	waitGone(t, pid, 10*time.Second, "SIGTERM")
 	select {
 	case <-c.Done():
