@@ -115,30 +115,30 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 			if err != nil {
 				return err
 			}
-			text = listLocations(r.definitionLocations(res), maxLocations, what)
+			text = r.listLocations(r.definitionSpots(res), maxLocations, what)
 		case "type_definition":
 			res, err := s.api.TypeDefinition(ctx, &protocol.TypeDefinitionParams{TextDocumentPositionParams: c.params()})
 			if err != nil {
 				return err
 			}
-			text = listLocations(r.definitionLocations(res), maxLocations, what)
+			text = r.listLocations(r.definitionSpots(res), maxLocations, what)
 		case "implementation":
 			res, err := s.api.Implementation(ctx, &protocol.ImplementationParams{TextDocumentPositionParams: c.params()})
 			if err != nil {
 				return err
 			}
-			text = listLocations(r.definitionLocations(res), maxLocations, what)
+			text = r.listLocations(r.definitionSpots(res), maxLocations, what)
 		case "references":
 			res, err := s.api.References(ctx, &protocol.ReferenceParams{TextDocumentPositionParams: c.params(),
 				Context: protocol.ReferenceContext{IncludeDeclaration: true}})
 			if err != nil {
 				return err
 			}
-			var locs []location
+			spots := make([]spot, 0, len(res))
 			for _, l := range res {
-				locs = append(locs, r.at(l.URI, l.Range.Start))
+				spots = append(spots, r.spot(l.URI, l.Range.Start))
 			}
-			text = listLocations(locs, maxReferences, what)
+			text = r.listLocations(spots, maxReferences, what)
 		case "hover":
 			res, err := s.api.Hover(ctx, &protocol.HoverParams{TextDocumentPositionParams: c.params()})
 			if err != nil {

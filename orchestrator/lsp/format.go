@@ -3,8 +3,9 @@ package lsp
 import (
 	"fmt"
 	"os"
-	"sort"
+	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"go.lsp.dev/protocol"
@@ -28,7 +29,8 @@ func (l location) String() string {
 	return fmt.Sprintf("%s:%d:%d: %s", l.path, l.line, l.col, strings.TrimSpace(l.text))
 }
 
-// lines reads files once per call to show locations' source lines.
+// lines shows locations' source lines: from the text the server was sent
+// for open files, else from the server's cache of files read from disk.
 type lines struct {
 	s     *server
 	files map[string][]string
@@ -39,14 +41,11 @@ func (s *server) lineReader() *lines { return &lines{s: s, files: map[string][]s
 func (r *lines) line(abs string, n int) (string, bool) {
 	ls, ok := r.files[abs]
 	if !ok {
-		text, open := r.s.text(abs)
-		if !open {
-			b, err := os.ReadFile(abs)
-			if err == nil {
-				text = string(b)
-			}
+		if text, open := r.s.text(abs); open {
+			ls = strings.Split(text, "\n")
+		} else {
+			ls = r.s.fileLines(abs)
 		}
-		ls = strings.Split(text, "\n")
 		r.files[abs] = ls
 	}
 	if n < 0 || n >= len(ls) {
@@ -55,63 +54,109 @@ func (r *lines) line(abs string, n int) (string, bool) {
 	return strings.TrimSuffix(ls[n], "\r"), true
 }
 
+// cachedFile is a file's lines as read at a size and modification time.
+type cachedFile struct {
+	size  int64
+	mod   time.Time
+	lines []string
+}
+
+// fileLines returns a file's lines, read again only when its size or
+// modification time changed: a list of references reads the same files
+// call after call.
+func (s *server) fileLines(abs string) []string {
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	c, ok := s.files[abs]
+	s.mu.Unlock()
+	if ok && c.size == st.Size() && c.mod.Equal(st.ModTime()) {
+		return c.lines
+	}
+	b, err := os.ReadFile(abs)
+	if err != nil {
+		return nil
+	}
+	c = cachedFile{size: st.Size(), mod: st.ModTime(), lines: strings.Split(string(b), "\n")}
+	s.mu.Lock()
+	if len(s.files) >= maxCachedFiles {
+		clear(s.files)
+	}
+	s.files[abs] = c
+	s.mu.Unlock()
+	return c.lines
+}
+
+// maxCachedFiles bounds the line cache of one server.
+const maxCachedFiles = 500
+
 // at converts a server position in a file to a location.
 func (r *lines) at(u uri.URI, p protocol.Position) location {
-	abs := r.s.fromURI(u)
-	l := location{path: relTo(r.s.workdir, abs), line: int(p.Line) + 1, col: int(p.Character) + 1}
-	if text, ok := r.line(abs, int(p.Line)); ok {
+	return r.render(spot{abs: r.s.fromURI(u), pos: p})
+}
+
+// spot is a server position in a file, before it is rendered: a long
+// list is sorted and cut first, so only the files of the shown locations
+// are read.
+type spot struct {
+	abs string
+	pos protocol.Position
+}
+
+func (r *lines) spot(u uri.URI, p protocol.Position) spot { return spot{abs: r.s.fromURI(u), pos: p} }
+
+func (r *lines) render(sp spot) location {
+	l := location{path: relTo(r.s.workdir, sp.abs), line: int(sp.pos.Line) + 1, col: int(sp.pos.Character) + 1}
+	if text, ok := r.line(sp.abs, int(sp.pos.Line)); ok {
 		l.text = text
-		l.col = utf8.RuneCountInString(text[:r.s.enc.fromServer(text, p.Character)]) + 1
+		l.col = utf8.RuneCountInString(text[:r.s.enc.fromServer(text, sp.pos.Character)]) + 1
 	}
 	return l
 }
 
-// definitionLocations flattens a definition-like result.
-func (r *lines) definitionLocations(res protocol.DefinitionResult) []location {
-	var out []location
+// definitionSpots flattens a definition-like result.
+func (r *lines) definitionSpots(res protocol.DefinitionResult) []spot {
+	var out []spot
 	switch v := res.(type) {
 	case *protocol.Location:
-		out = append(out, r.at(v.URI, v.Range.Start))
+		out = append(out, r.spot(v.URI, v.Range.Start))
 	case protocol.LocationSlice:
 		for _, l := range v {
-			out = append(out, r.at(l.URI, l.Range.Start))
+			out = append(out, r.spot(l.URI, l.Range.Start))
 		}
 	case protocol.DefinitionLinkSlice:
 		for _, l := range v {
-			out = append(out, r.at(l.TargetURI, l.TargetSelectionRange.Start))
+			out = append(out, r.spot(l.TargetURI, l.TargetSelectionRange.Start))
 		}
 	}
 	return out
 }
 
-// listLocations sorts locations, drops duplicates and caps them.
-func listLocations(locs []location, limit int, what string) string {
-	sort.SliceStable(locs, func(i, j int) bool {
-		if locs[i].path != locs[j].path {
-			return locs[i].path < locs[j].path
+// listLocations sorts spots, drops duplicates, caps them and renders the
+// ones shown.
+func (r *lines) listLocations(spots []spot, limit int, what string) string {
+	slices.SortStableFunc(spots, func(a, b spot) int {
+		if c := strings.Compare(a.abs, b.abs); c != 0 {
+			return c
 		}
-		if locs[i].line != locs[j].line {
-			return locs[i].line < locs[j].line
+		if a.pos.Line != b.pos.Line {
+			return int(a.pos.Line) - int(b.pos.Line)
 		}
-		return locs[i].col < locs[j].col
+		return int(a.pos.Character) - int(b.pos.Character)
 	})
-	var uniq []location
-	for i, l := range locs {
-		if i > 0 && l.path == locs[i-1].path && l.line == locs[i-1].line && l.col == locs[i-1].col {
-			continue
-		}
-		uniq = append(uniq, l)
-	}
+	spots = slices.Compact(spots)
 	var b strings.Builder
-	n := len(uniq)
+	n := len(spots)
 	if n > limit {
 		fmt.Fprintf(&b, "%s: showing %d of %d\n", what, limit, n)
-		uniq = uniq[:limit]
+		spots = spots[:limit]
 	} else {
 		fmt.Fprintf(&b, "%s: %d\n", what, n)
 	}
-	for _, l := range uniq {
-		b.WriteString(l.String())
+	for _, sp := range spots {
+		b.WriteString(r.render(sp).String())
 		b.WriteByte('\n')
 	}
 	return strings.TrimRight(b.String(), "\n")

@@ -41,9 +41,10 @@ type server struct {
 	exited  chan struct{} // closed when the process has exited
 
 	mu          sync.Mutex
-	docs        map[string]*document // by absolute host path
-	diags       map[string]*publish  // by absolute host path
-	seq         uint64               // counts publishes
+	docs        map[string]*document  // by absolute host path
+	diags       map[string]*publish   // by absolute host path
+	files       map[string]cachedFile // lines of files read for locations
+	seq         uint64                // counts publishes
 	changed     chan struct{}
 	active      map[string]bool // progress tokens begun and not ended
 	sawProgress bool
@@ -85,7 +86,7 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 	s := &server{
 		cfg: m.cfg, conf: conf, root: m.root, workdir: run.Workdir, encRoot: encRoot,
 		stderr: newRing(conf.StderrBytes), exited: make(chan struct{}),
-		docs: map[string]*document{}, diags: map[string]*publish{}, changed: make(chan struct{}),
+		docs: map[string]*document{}, diags: map[string]*publish{}, files: map[string]cachedFile{}, changed: make(chan struct{}),
 		active: map[string]bool{}, loaded: make(chan struct{}),
 	}
 	dir, err := run.Enclosure.MapPath(m.root)
