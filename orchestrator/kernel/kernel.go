@@ -20,13 +20,15 @@ import (
 // The stderr goroutine keeps the tail of what the interpreter wrote before
 // or outside the driver's capture (a crash report).
 type kernel struct {
-	lang   string
-	interp string
-	proc   enclosure.Process
-	w      *bridge.Writer
-	frames chan bridge.Frame // closed when stdout ends
-	stderr *tailBuffer
-	m      *metrics.Metrics
+	lang    string
+	interp  string
+	proc    enclosure.Process
+	w       *bridge.Writer
+	frames  chan bridge.Frame // closed when stdout ends
+	stderr  *tailBuffer
+	m       *metrics.Metrics
+	mu      sync.Mutex
+	readErr error // why the reader stopped before the end of stdout
 
 	endOnce sync.Once
 }
@@ -104,8 +106,12 @@ func (k *kernel) read(ready chan<- error) {
 	for {
 		f, err := r.Read()
 		if err != nil {
-			// Stop reading, but let the process end so its pipes drain.
+			// A broken stream ends the kernel: nothing after it can be
+			// trusted to be a frame.
 			if !errors.Is(err, io.EOF) {
+				k.mu.Lock()
+				k.readErr = err
+				k.mu.Unlock()
 				_ = k.proc.Kill()
 			}
 			return
@@ -134,7 +140,14 @@ func (k *kernel) exitDescription() string {
 		return "it stopped answering"
 	}
 	code, err := k.proc.Wait()
+	k.mu.Lock()
+	readErr := k.readErr
+	k.mu.Unlock()
 	switch {
+	case errors.Is(readErr, bridge.ErrFrameTooLarge):
+		return fmt.Sprintf("it sent a message over the %d MB limit of the protocol, so Berth stopped it; return less at once, or write it to a file", bridge.MaxFrame>>20)
+	case readErr != nil:
+		return fmt.Sprintf("its messages could not be read (%v), so Berth stopped it", readErr)
 	case err != nil:
 		return fmt.Sprintf("it failed: %v", err)
 	case code < 0:

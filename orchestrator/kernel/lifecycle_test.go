@@ -221,3 +221,16 @@ func TestStartFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestOversizedMessage: a display bigger than the protocol's frame limit
+// stops the kernel with a result that says why, not a mystery death.
+func TestOversizedMessage(t *testing.T) {
+	e := newEnv(t, testConfig(), nil)
+	r := e.eval("display({'image/png': 'A' * (65 << 20)}, raw=True)")
+	if !r.IsError || !strings.Contains(text(r), "over the 64 MB limit of the protocol") {
+		t.Fatalf("oversized message: %s", text(r))
+	}
+	if got := mustOK(t, e.eval("1 + 1")); got != "2" {
+		t.Errorf("next call: %s", got)
+	}
+}

@@ -204,6 +204,18 @@ _REPRS = (
 _BARE_REPR = re.compile(r"^<[\w.]+ object( at 0x[0-9a-fA-F]+)?>$")
 
 
+TEXT_LIMIT = 1 << 20
+
+
+def _cap(s):
+    """Bound one text form (Berth caps it again, smaller): a repr of a huge
+    object should not become a huge frame."""
+    if len(s) <= TEXT_LIMIT:
+        return s
+    half = TEXT_LIMIT // 2
+    return s[:half] + "\n… [%d characters cut] …\n" % (len(s) - TEXT_LIMIT) + s[-half:]
+
+
 def _cell_text(v):
     s = str(v)
     return s if len(s) <= TABLE_CELL else s[: TABLE_CELL - 1] + "…"
@@ -253,7 +265,7 @@ def bundle(obj):
     except Exception:
         table = None  # the text form below is the fallback
     if table is not None:
-        return {"application/vnd.berth.table+json": table, "text/plain": repr(obj)}
+        return {"application/vnd.berth.table+json": table, "text/plain": _cap(repr(obj))}
     png = _figure_png(obj)
     if png is not None:
         return {"image/png": png}
@@ -276,8 +288,8 @@ def bundle(obj):
             json.dumps(v)
         except TypeError:
             v = str(v)
-        data[mime] = v
-    plain = repr(obj)
+        data[mime] = _cap(v) if isinstance(v, str) and not mime.startswith("image/") else v
+    plain = _cap(repr(obj))
     # A repr that only names the type says less than any rich form.
     if not data or not _BARE_REPR.match(plain):
         data["text/plain"] = plain
