@@ -33,18 +33,19 @@ func (noHarness) Ask(context.Context, orchestrator.Question) (*orchestrator.Answ
 // oneShot holds what tools and call share: flags, the registry and a run
 // that ends when the command does.
 type oneShot struct {
-	file, workdir, surface, features *string
-	asJSON                           *bool
+	file, workdir, surface, features, conversation *string
+	asJSON                                         *bool
 }
 
 func oneShotFlags(name string, stderr io.Writer) (*oneShot, *flag.FlagSet) {
 	fs := newFlags(name, stderr)
 	o := &oneShot{
-		file:     fs.String("config", "", "configuration file (YAML); every key has a default"),
-		workdir:  fs.String("workdir", ".", "the run's working directory"),
-		surface:  fs.String("surface", "full", "full, plan or readonly"),
-		features: fs.String("features", "", "features to turn on (\"questions,vibe\") or off (\"-lsp\")"),
-		asJSON:   fs.Bool("json", false, "print JSON"),
+		file:         fs.String("config", "", "configuration file (YAML); every key has a default"),
+		workdir:      fs.String("workdir", ".", "the run's working directory"),
+		surface:      fs.String("surface", "full", "full, plan or readonly"),
+		features:     fs.String("features", "", "features to turn on (\"questions,vibe\") or off (\"-lsp\")"),
+		conversation: fs.String("conversation", "", "the run's conversation id (debug needs one)"),
+		asJSON:       fs.Bool("json", false, "print JSON"),
 	}
 	return o, fs
 }
@@ -69,7 +70,7 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (*orchestrator.Re
 		return nil, nil, "", nil, err
 	}
 	runs := orchestrator.NewRuns(m, 0)
-	run, err := runs.Start(ctx, orchestrator.StartParams{Workdir: wd, Features: featureFlag(*o.features), Harness: noHarness{}})
+	run, err := runs.Start(ctx, orchestrator.StartParams{Workdir: wd, ConversationID: *o.conversation, Features: featureFlag(*o.features), Harness: noHarness{}})
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
