@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,6 +58,11 @@ func TestRestartCap(t *testing.T) {
 func TestContentModifiedIsRetried(t *testing.T) {
 	f := newFixture(t, "fake", fakeConfig("-mode", "content-modified"))
 	contains(t, f.ok(t, fakeHover), "after 2 ContentModified")
+	// The fake offers hover only.
+	for _, action := range []string{"definition", "references", "code_actions"} {
+		contains(t, f.fails(t, map[string]any{"action": action, "file": "a.fake", "line": 1, "symbol": "hello"}), "fakelsp does not support "+action)
+	}
+	contains(t, f.fails(t, map[string]any{"action": "symbols", "file": "a.fake"}), "fakelsp does not support document symbols")
 }
 
 // Silence and stale diagnostics are never reported as clean.
@@ -75,6 +81,15 @@ func TestSilenceIsUnknown(t *testing.T) {
 	f := newFixture(t, "fake", fakeConfig())
 	if rep := f.write(t, "a.fake", "changed\n"); rep.State != orchestrator.WriteClean {
 		t.Errorf("a server that answers for the version: want clean, got %s: %s", rep.State, rep.Text)
+	}
+	// A deleted file is closed at the server, not reported as unknown.
+	if err := os.Remove(filepath.Join(f.dir, "a.fake")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if rep, err := f.p.DidWrite(ctx, f.run, []string{"a.fake"}); err != nil || rep.State != orchestrator.WriteClean {
+		t.Errorf("a deleted file: %v %+v", err, rep)
 	}
 }
 

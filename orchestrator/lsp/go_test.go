@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -112,6 +114,12 @@ func TestGopls(t *testing.T) {
 		}
 		if rep = f.write(t, "greet/greet.go", greet); rep.State != orchestrator.WriteClean {
 			t.Errorf("signature restored: want clean, got %s: %s", rep.State, rep.Text)
+		}
+		if n := testutil.ToFloat64(f.p.metrics.Diagnostics.WithLabelValues("new")); n != 5 {
+			t.Errorf("berth_diagnostics_total{disposition=\"new\"} = %v, want 5 (the error twice, the 3 broken calls)", n)
+		}
+		if n := testutil.ToFloat64(f.p.metrics.Diagnostics.WithLabelValues("suppressed")); n != 1 {
+			t.Errorf("berth_diagnostics_total{disposition=\"suppressed\"} = %v, want 1 (the moved error)", n)
 		}
 	})
 

@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -104,6 +105,10 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 	for _, abs := range files {
 		written[abs] = true
 		doc, err := s.sync(ctx, abs, true)
+		if errors.Is(err, errGone) {
+			reg.forget(relTo(run.Workdir, abs))
+			continue // deleted: nothing of its own to report; its importers may break
+		}
 		if err != nil {
 			unknown = append(unknown, fmt.Sprintf("%s: %s: %v", relTo(run.Workdir, abs), s.cfg.Name, err))
 			continue

@@ -56,6 +56,13 @@ func (r *registry) update(rel string, ds []diag, baseline []diag) (fresh []diag)
 	return fresh
 }
 
+// forget drops a deleted file's record.
+func (r *registry) forget(rel string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.known, rel)
+}
+
 func counts(ds []diag) map[diagKey]int {
 	m := map[diagKey]int{}
 	for _, d := range ds {

@@ -309,14 +309,25 @@ func (s *server) waitGone(d time.Duration) bool {
 // first time, didChange with a new version when it changed, and didSave
 // when save is set. It returns the document as sent.
 func (s *server) sync(ctx context.Context, abs string, save bool) (document, error) {
+	u := s.toURI(abs)
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	b, err := os.ReadFile(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		s.mu.Lock()
+		_, open := s.docs[abs]
+		delete(s.docs, abs)
+		delete(s.diags, abs)
+		s.mu.Unlock()
+		if open {
+			_ = s.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: u}})
+		}
+		return document{}, fmt.Errorf("%s: %w", relTo(s.workdir, abs), errGone)
+	}
 	if err != nil {
 		return document{}, fmt.Errorf("reading %s: %w", relTo(s.workdir, abs), err)
 	}
 	text := string(b)
-	u := s.toURI(abs)
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
 	s.mu.Lock()
 	d, open := s.docs[abs]
 	changed := false
@@ -422,6 +433,10 @@ func (s *server) isClosing() bool {
 	defer s.mu.Unlock()
 	return s.closing
 }
+
+// errGone says a file no longer exists: it was deleted, and the server
+// was told so.
+var errGone = errors.New("the file no longer exists")
 
 // hashOf is the workspace hash of a text.
 func hashOf(text string) string { return workspace.Hash([]byte(text)) }
