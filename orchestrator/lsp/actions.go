@@ -44,6 +44,9 @@ func (p *Provider) at(ctx context.Context, run *orchestrator.Run, a args) (*curs
 	if bad != nil {
 		return nil, bad
 	}
+	if err := s.syncOpen(ctx); err != nil {
+		return nil, orchestrator.Errorf("%s: %v", s.cfg.Name, err)
+	}
 	doc, err := s.sync(ctx, abs, false)
 	if err != nil {
 		return nil, orchestrator.Errorf("%s: %v", s.cfg.Name, err)

@@ -44,6 +44,9 @@ func (s *server) diagnose(ctx context.Context, abs string, doc document) (items 
 		s.mu.Unlock()
 		fresh := p != nil && p.seq > doc.syncSeq && (p.version < 0 || p.version >= doc.version)
 		if fresh && quiet == nil {
+			if time.Since(p.at) >= s.conf.Debounce.D() {
+				return p.items, true // answered for this version, and quiet since
+			}
 			quiet = time.After(s.conf.Debounce.D())
 		}
 		select {

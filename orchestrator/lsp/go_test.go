@@ -2,6 +2,8 @@ package lsp
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +136,16 @@ func TestGopls(t *testing.T) {
 		contains(t, f.ok(t, q("definition", "main.go", 12, "greet.Salute(")), "greet/greet.go:21:6: func Salute(name string) string {")
 		text, _ = f.call(t, "lsp_rename", map[string]any{"file": "main.go", "line": 11, "symbol": "Println", "new_name": "Say"})
 		contains(t, text, "outside the workdir", "nothing was written")
+	})
+
+	t.Run("a write the harness did not report", func(t *testing.T) {
+		// Another file changes on disk behind the server's back: a query
+		// re-syncs open documents first, so it sees the new lines.
+		greet := f.read(t, "greet/greet.go")
+		if err := os.WriteFile(filepath.Join(f.dir, "greet/greet.go"), []byte(strings.Replace(greet, "// Salute greets", "// (moved)\n// Salute greets", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		contains(t, f.ok(t, q("definition", "main.go", 12, "greet.Salute(")), "greet/greet.go:22:6: func Salute(name string) string {")
 	})
 
 	t.Run("killed server restarts", func(t *testing.T) {

@@ -64,6 +64,7 @@ type document struct {
 
 // publish is the newest diagnostics a server published for a file.
 type publish struct {
+	at      time.Time
 	seq     uint64
 	version int32 // -1 when the server gave none
 	items   []protocol.Diagnostic
@@ -240,7 +241,7 @@ func (s *server) published(abs string, version int32, items []protocol.Diagnosti
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	s.diags[abs] = &publish{seq: s.seq, version: version, items: items}
+	s.diags[abs] = &publish{at: time.Now(), seq: s.seq, version: version, items: items}
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
@@ -356,6 +357,24 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 		err = s.api.DidSave(ctx, &protocol.DidSaveTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: u}})
 	}
 	return cp, err
+}
+
+// syncOpen re-syncs every open document whose file changed on disk since
+// it was sent (the harness may have written it without files/didWrite),
+// so a query never runs against a stale view of the workspace.
+func (s *server) syncOpen(ctx context.Context) error {
+	s.mu.Lock()
+	open := make([]string, 0, len(s.docs))
+	for abs := range s.docs {
+		open = append(open, abs)
+	}
+	s.mu.Unlock()
+	for _, abs := range open {
+		if _, err := s.sync(ctx, abs, false); err != nil && !errors.Is(err, errGone) {
+			return err
+		}
+	}
+	return nil
 }
 
 // text returns the content the server was last sent for a file, if open.
