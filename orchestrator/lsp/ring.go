@@ -46,3 +46,24 @@ func (r *ring) tail(lines int) string {
 	}
 	return strings.Join(all, "\n")
 }
+
+// excerpt returns the first head and last tail lines, with a marker
+// between them when lines were left out: a start failure's reason is
+// usually at the top, a crash's at the bottom.
+func (r *ring) excerpt(head, tail int) string {
+	r.mu.Lock()
+	s := strings.TrimRight(string(r.buf), "\n")
+	cut := r.cut
+	r.mu.Unlock()
+	if s == "" {
+		return ""
+	}
+	all := strings.Split(s, "\n")
+	if len(all) > head+tail {
+		all = append(append(all[:head:head], "…"), all[len(all)-tail:]...)
+	}
+	if cut {
+		all = append([]string{"…"}, all...)
+	}
+	return strings.Join(all, "\n")
+}

@@ -108,8 +108,8 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 	if err := s.initialize(ctx); err != nil {
 		s.kill()
 		msg := fmt.Sprintf("%s did not initialize in %s: %v", m.cfg.Name, relTo(run.Workdir, m.root), err)
-		if tail := s.stderr.tail(15); tail != "" {
-			msg += "\nits stderr:\n" + tail
+		if text := s.stderr.excerpt(6, 6); text != "" {
+			msg += "\nits stderr:\n" + text
 		}
 		return nil, errors.New(msg)
 	}
@@ -137,11 +137,14 @@ func (s *server) initialize(ctx context.Context) error {
 	}()
 	select {
 	case err := <-call:
+		if err != nil && s.waitGone(time.Second) {
+			return s.exitError()
+		}
 		if err != nil {
 			return err
 		}
 	case <-s.exited:
-		return errors.New("the server exited during initialize")
+		return s.exitError()
 	case <-ctx.Done():
 		return fmt.Errorf("no answer to initialize within the start timeout (%s): %w", s.conf.StartTimeout.D(), ctx.Err())
 	}
@@ -184,6 +187,17 @@ func (s *server) initialize(ctx context.Context) error {
 		}
 	})
 	return nil
+}
+
+// exitError says how the process ended before it answered initialize.
+func (s *server) exitError() error {
+	select {
+	case <-s.exited:
+		code, _ := s.proc.Wait()
+		return fmt.Errorf("it exited with code %d before answering initialize", code)
+	default:
+		return errors.New("it closed its output before answering initialize")
+	}
 }
 
 // clientCapabilities is what Berth tells servers it understands.
