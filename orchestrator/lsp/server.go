@@ -195,7 +195,7 @@ func (s *server) exitError() error {
 	case <-s.exited:
 		code, _ := s.proc.Wait()
 		return fmt.Errorf("it exited with code %d before answering initialize", code)
-	default:
+	case <-time.After(time.Second): // its output closed; the exit may lag
 		return errors.New("it closed its output before answering initialize")
 	}
 }
