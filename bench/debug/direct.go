@@ -25,7 +25,7 @@ import (
 // breakpoints (debugpy), configurationDone, the launch response, the
 // stopped event, and the top frame. It times from starting the adapter to
 // having that frame.
-func directLaunch(cfg debug.Config, a debug.Adapter, python, dir string, pr project) (time.Duration, error) {
+func directLaunch(a debug.Adapter, python, dir string, pr project) (time.Duration, error) {
 	start := time.Now()
 	exe := python
 	if a.Interpreter == "" {
@@ -60,7 +60,8 @@ func directLaunch(cfg debug.Config, a debug.Adapter, python, dir string, pr proj
 		defer conn.Close()
 		r, w = conn, conn
 	}
-	c := &minimal{w: w, msgs: make(chan dap.Message, 64)}
+	c := &minimal{w: w, msgs: make(chan dap.Message, 64), done: make(chan struct{})}
+	defer close(c.done) // before the kill above: the reader stops sending
 	go c.read(r)
 
 	c.send(&dap.InitializeRequest{Request: dap.Request{Command: "initialize"}, Arguments: dap.InitializeRequestArguments{
@@ -142,6 +143,7 @@ type minimal struct {
 	w    io.Writer
 	seq  int
 	msgs chan dap.Message
+	done chan struct{} // closed when the exchange is over
 }
 
 func (c *minimal) read(r io.Reader) {
@@ -153,7 +155,13 @@ func (c *minimal) read(r io.Reader) {
 			return
 		}
 		if m, err := dap.DecodeProtocolMessage(data); err == nil {
-			c.msgs <- m
+			// Once the exchange is over nobody receives: drop the rest
+			// (late output events) rather than block until the kill.
+			select {
+			case c.msgs <- m:
+			case <-c.done:
+				return
+			}
 		}
 	}
 }

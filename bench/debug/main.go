@@ -1,29 +1,27 @@
 // Command debug measures what Berth adds to starting a debug session: the
-// time from launch to the first breakpoint stop through Berth's debug tool
-// (dispatch, detection, the session's handshake, the stop's location)
-// against the same DAP exchange sent straight to the adapter by a minimal
-// client, for debugpy and delve, in one run. Runs alternate between the two
-// so that caches warm both alike; it prints medians, their ratio, the
-// median of the per-pair ratios, and the minimum of each.
+// time from launch to the first breakpoint stop through the real
+// orchestrator binary (built from ./cmd/orchestrator and started as
+// "orchestrator serve --stdio --config FILE", driven with the Go client of
+// the harness protocol: tools/call over stdio, dispatch, detection, the
+// session's handshake, the stop's location) against the same DAP exchange
+// sent straight to the adapter by a minimal client, for debugpy and delve,
+// in one run. Runs alternate between the two so that caches warm both
+// alike; it prints medians, their ratio, the median of the per-pair
+// ratios, and the minimum of each.
 //
 // Usage: go run ./bench/debug [-n 10] [-python /usr/bin/python3]
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/berth-dev/berth/enclosure"
-	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/debug"
-	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
 // project is one adapter's fixture: files, the program, the breakpoint.
@@ -64,8 +62,15 @@ func main() {
 
 func run(n int, python string) error {
 	cfg := debug.DefaultConfig()
-	cfg.Python = python
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	srv, err := startServer(ctx, python)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
 	fmt.Printf("launch to first breakpoint stop, %d runs each (after one warm-up), medians\n", n)
+	fmt.Println("direct: the DAP exchange sent straight to the adapter; berth: tools/call debug launch to the orchestrator binary over stdio")
 	fmt.Printf("%-8s %12s %12s %8s %8s %14s\n", "adapter", "direct", "berth", "ratio", "added", "paired ratio")
 	for _, pr := range projects {
 		dir, err := os.MkdirTemp("", "berth-bench-debug-")
@@ -80,10 +85,6 @@ func run(n int, python string) error {
 			}
 		}
 		a := adapterConfig(cfg, pr.adapter)
-		reg, err := newRegistry(cfg)
-		if err != nil {
-			return err
-		}
 		var direct, berth []time.Duration
 		for i := 0; i <= n; i++ {
 			var d, b time.Duration
@@ -91,11 +92,11 @@ func run(n int, python string) error {
 			// Alternate which goes first, so neither always runs just
 			// after the other's teardown.
 			if i%2 == 0 {
-				d, derr = directLaunch(cfg, a, python, dir, pr)
-				b, berr = berthLaunch(reg, dir, pr)
+				d, derr = directLaunch(a, python, dir, pr)
+				b, berr = srv.launch(ctx, dir, pr)
 			} else {
-				b, berr = berthLaunch(reg, dir, pr)
-				d, derr = directLaunch(cfg, a, python, dir, pr)
+				b, berr = srv.launch(ctx, dir, pr)
+				d, derr = directLaunch(a, python, dir, pr)
 			}
 			if derr != nil {
 				return fmt.Errorf("%s direct: %w", pr.adapter, derr)
@@ -129,55 +130,6 @@ func adapterConfig(cfg debug.Config, id string) debug.Adapter {
 		}
 	}
 	panic("no adapter " + id)
-}
-
-// newRegistry is the registry with the debug provider, built once as the
-// binary builds it (the provider remembers that debugpy imports).
-func newRegistry(cfg debug.Config) (*orchestrator.Registry, error) {
-	m := metrics.NewForTest()
-	p, err := debug.New(cfg, m)
-	if err != nil {
-		return nil, err
-	}
-	reg := orchestrator.NewRegistry(m, 0)
-	reg.Add(p)
-	return reg, nil
-}
-
-// berthLaunch times the launch call through the registry, as the
-// harness's tools/call reaches it (argument validation and dispatch
-// included), in a fresh run.
-func berthLaunch(reg *orchestrator.Registry, dir string, pr project) (time.Duration, error) {
-	run := orchestrator.NewRun("bench", "bench-conv", dir, enclosure.Host(), nil, nil)
-	defer run.End("bench over")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	call := func(args string) (string, error) {
-		res, err := reg.Call(ctx, run, orchestrator.SurfaceFull, "debug", json.RawMessage(args))
-		if err != nil {
-			return "", err
-		}
-		if res.IsError {
-			return "", fmt.Errorf("%s: %s", args, res.FirstText())
-		}
-		return res.FirstText(), nil
-	}
-	if _, err := call(fmt.Sprintf(`{"operation":"breakpoints","file":%q,"lines":[%d]}`, pr.file, pr.line)); err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	out, err := call(fmt.Sprintf(`{"operation":"launch","program":%q}`, pr.program))
-	took := time.Since(start)
-	if err != nil {
-		return 0, err
-	}
-	if !strings.Contains(out, "stopped (breakpoint)") {
-		return 0, fmt.Errorf("launch did not stop at the breakpoint:\n%s", out)
-	}
-	if _, err := call(`{"operation":"terminate"}`); err != nil {
-		return 0, err
-	}
-	return took, nil
 }
 
 func median(ds []time.Duration) time.Duration {
