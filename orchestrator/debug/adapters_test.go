@@ -26,7 +26,7 @@ func TestAdaptersExplainsWhatIsMissing(t *testing.T) {
 		{"c project finds lldb-dap", "c", nil, []string{"lldb: usable (marker CMakeLists.txt in the working directory, executable "}},
 		{"no markers at all", "empty", nil, []string{"debugpy: not usable: no root marker", "lldb: not usable: no root marker (Cargo.toml, CMakeLists.txt)"}},
 		{"missing executable", "c", func(c *Config) { c.Adapters[2].Executables = []string{"no-such-lldb-dap"} }, []string{
-			"lldb: not usable: executable not found: none of no-such-lldb-dap is on the host enclosure's PATH (marker CMakeLists.txt found)",
+			"lldb: not usable: executable not found: none of no-such-lldb-dap is on the host enclosure's PATH; install it there or set debug.adapters[lldb].executables (marker CMakeLists.txt found)",
 		}},
 		{"versioned lldb-dap", "c", func(c *Config) { c.Adapters[2].Executables = []string{"no-such-lldb-dap", "lldb-dap-19"} }, []string{
 			"lldb: usable (marker CMakeLists.txt in the working directory, executable /usr/bin/lldb-dap-19)",
@@ -138,7 +138,7 @@ func TestConfigValidate(t *testing.T) {
 		cfg := DefaultConfig()
 		tc.tune(&cfg)
 		err := cfg.Validate()
-		if err == nil || !contains(err.Error(), tc.want) {
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}

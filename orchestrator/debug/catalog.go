@@ -80,7 +80,8 @@ func (p *Provider) executable(ctx context.Context, run *orchestrator.Run, a *Ada
 			return path, ""
 		}
 	}
-	return "", fmt.Sprintf("executable not found: none of %s is on the %s enclosure's PATH", strings.Join(a.Executables, ", "), run.Enclosure.Driver())
+	return "", fmt.Sprintf("executable not found: none of %s is on the %s enclosure's PATH; install it there or set debug.adapters[%s].executables",
+		strings.Join(a.Executables, ", "), run.Enclosure.Driver(), a.ID)
 }
 
 // venvPythons are the project-local interpreters preferred over PATH: a

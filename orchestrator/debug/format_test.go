@@ -6,8 +6,6 @@ import (
 	"unicode/utf8"
 )
 
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
 func TestCutValue(t *testing.T) {
 	cases := []struct {
 		name, in string

@@ -223,7 +223,11 @@ func (s *session) setBreakpoints(ctx context.Context, hostFile string, lines []i
 	if err != nil {
 		return err
 	}
-	got := resp.(*dap.SetBreakpointsResponse).Body.Breakpoints
+	sb, err := as[*dap.SetBreakpointsResponse]("setBreakpoints", resp)
+	if err != nil {
+		return err
+	}
+	got := sb.Body.Breakpoints
 	out := make([]breakpoint, len(lines))
 	for i, l := range lines {
 		bp := dap.Breakpoint{Line: l, Message: "the adapter did not answer for this line"}

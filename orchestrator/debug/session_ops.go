@@ -189,12 +189,34 @@ func (s *session) request(ctx context.Context, req dap.RequestMessage) (dap.Mess
 	return s.c.call(rctx, req)
 }
 
+// exchange is request with the answer typed as T, the response its
+// command has.
+func exchange[T dap.ResponseMessage](ctx context.Context, s *session, req dap.RequestMessage) (T, error) {
+	resp, err := s.request(ctx, req)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return as[T](req.GetRequest().Command, resp)
+}
+
+// as is a response as the type its request's command answers with. go-dap
+// types a response by the command the adapter wrote in it, so an adapter
+// that answers under another command gets an error here, not a panic.
+func as[T dap.ResponseMessage](command string, m dap.Message) (T, error) {
+	r, ok := m.(T)
+	if !ok {
+		return r, fmt.Errorf("the adapter answered %s with an unexpected message (%T): call status, or terminate and launch again", command, m)
+	}
+	return r, nil
+}
+
 func (s *session) threadList(ctx context.Context) ([]dap.Thread, error) {
-	resp, err := s.request(ctx, &dap.ThreadsRequest{Request: dap.Request{Command: "threads"}})
+	resp, err := exchange[*dap.ThreadsResponse](ctx, s, &dap.ThreadsRequest{Request: dap.Request{Command: "threads"}})
 	if err != nil {
 		return nil, err
 	}
-	return resp.(*dap.ThreadsResponse).Body.Threads, nil
+	return resp.Body.Threads, nil
 }
 
 func (s *session) threads(ctx context.Context) (string, error) {
@@ -214,12 +236,12 @@ func (s *session) threads(ctx context.Context) (string, error) {
 }
 
 func (s *session) frames(ctx context.Context, threadID, levels int) ([]dap.StackFrame, int, error) {
-	resp, err := s.request(ctx, &dap.StackTraceRequest{Request: dap.Request{Command: "stackTrace"},
+	resp, err := exchange[*dap.StackTraceResponse](ctx, s, &dap.StackTraceRequest{Request: dap.Request{Command: "stackTrace"},
 		Arguments: dap.StackTraceArguments{ThreadId: threadID, Levels: levels}})
 	if err != nil {
 		return nil, 0, err
 	}
-	body := resp.(*dap.StackTraceResponse).Body
+	body := resp.Body
 	return body.StackFrames, body.TotalFrames, nil
 }
 
@@ -256,13 +278,13 @@ func (s *session) scopes(ctx context.Context, frameID int) (string, error) {
 	if _, err := s.stopped(); err != nil {
 		return "", err
 	}
-	resp, err := s.request(ctx, &dap.ScopesRequest{Request: dap.Request{Command: "scopes"}, Arguments: dap.ScopesArguments{FrameId: frameID}})
+	resp, err := exchange[*dap.ScopesResponse](ctx, s, &dap.ScopesRequest{Request: dap.Request{Command: "scopes"}, Arguments: dap.ScopesArguments{FrameId: frameID}})
 	if err != nil {
 		return "", err
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "scopes of frame %d (pass a reference to variables):\n", frameID)
-	for _, sc := range resp.(*dap.ScopesResponse).Body.Scopes {
+	for _, sc := range resp.Body.Scopes {
 		fmt.Fprintf(&b, "%s: reference %d", sc.Name, sc.VariablesReference)
 		if n := sc.NamedVariables + sc.IndexedVariables; n > 0 {
 			fmt.Fprintf(&b, " (%d variables)", n)
@@ -281,11 +303,11 @@ func (s *session) variables(ctx context.Context, ref int) (string, error) {
 	if _, err := s.stopped(); err != nil {
 		return "", err
 	}
-	resp, err := s.request(ctx, &dap.VariablesRequest{Request: dap.Request{Command: "variables"}, Arguments: dap.VariablesArguments{VariablesReference: ref}})
+	resp, err := exchange[*dap.VariablesResponse](ctx, s, &dap.VariablesRequest{Request: dap.Request{Command: "variables"}, Arguments: dap.VariablesArguments{VariablesReference: ref}})
 	if err != nil {
 		return "", err
 	}
-	vars := resp.(*dap.VariablesResponse).Body.Variables
+	vars := resp.Body.Variables
 	var b strings.Builder
 	shown := vars
 	if len(shown) > maxChildren {
@@ -324,12 +346,12 @@ func (s *session) evaluate(ctx context.Context, expr string, frameID int) (strin
 		}
 		s.mu.Unlock()
 	}
-	resp, err := s.request(ctx, &dap.EvaluateRequest{Request: dap.Request{Command: "evaluate"},
+	resp, err := exchange[*dap.EvaluateResponse](ctx, s, &dap.EvaluateRequest{Request: dap.Request{Command: "evaluate"},
 		Arguments: dap.EvaluateArguments{Expression: expr, FrameId: frameID, Context: "repl"}})
 	if err != nil {
 		return "", err
 	}
-	body := resp.(*dap.EvaluateResponse).Body
+	body := resp.Body
 	text := cutValue(body.Result)
 	if body.Type != "" {
 		text += " (" + body.Type + ")"

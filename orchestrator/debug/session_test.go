@@ -183,3 +183,48 @@ func TestAttachNothingListening(t *testing.T) {
 	e := newEnv(t, "python", nil)
 	e.fails(fmt.Sprintf(`{"operation":"attach","port":%d}`, freePort(t)), "nothing accepts connections on port", "--wait-for-client")
 }
+
+// Operations on a conversation's session are serialised, across runs too:
+// a status from another run of the conversation waits for a continue that
+// is still waiting for the program to stop.
+func TestOperationsSerialised(t *testing.T) {
+	e := newEnv(t, "python", func(c *Config) { c.StopWait = 2 * time.Second })
+	e.ok(`{"operation":"launch","program":"serve.py"}`, stillRunning)
+	e.ok(`{"operation":"pause"}`, "stopped (pause)")
+	s, _ := e.p.current(e.p.join(e.run))
+
+	type answer struct {
+		res *orchestrator.Result
+		err error
+		at  time.Time
+	}
+	cont := make(chan answer, 1)
+	go func() {
+		res, err := e.reg.Call(t.Context(), e.run, orchestrator.SurfaceFull, "debug", []byte(`{"operation":"continue"}`))
+		cont <- answer{res, err, time.Now()}
+	}()
+	// The continue holds the conversation once it has resumed the program.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := s.stopped(); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the continue never resumed the program")
+		}
+	}
+	run2 := orchestrator.NewRun("run-2", "conv-1", e.dir, enclosure.Host(), nil, nil)
+	defer run2.End("test over")
+	res, err := e.reg.Call(t.Context(), run2, orchestrator.SurfaceFull, "debug", []byte(`{"operation":"status"}`))
+	statusAt := time.Now()
+	c := <-cont
+	if err != nil || c.err != nil || res.IsError || c.res.IsError {
+		t.Fatalf("status: %v %v; continue: %v %v", err, res, c.err, c.res)
+	}
+	has(t, c.res.FirstText(), stillRunning)
+	has(t, res.FirstText(), "debugpy debugging serve.py", "running")
+	if statusAt.Before(c.at) {
+		t.Fatalf("status from run-2 answered at %s, before the continue it must wait for (%s)", statusAt.Format(time.StampMicro), c.at.Format(time.StampMicro))
+	}
+	e.ok(`{"operation":"terminate"}`)
+	noProcess(t, e.dir)
+}

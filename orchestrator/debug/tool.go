@@ -37,8 +37,8 @@ const inputSchema = `{
     "program": {"type": "string", "description": "launch: a .py or .go file, a Go package directory, a native executable or a .dart file"},
     "args": {"type": "array", "items": {"type": "string"}, "description": "launch: the program's arguments"},
     "port": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "attach: the port debugpy listens on"},
-    "thread_id": {"type": "integer", "minimum": 1},
-    "frame_id": {"type": "integer", "minimum": 0},
+    "thread_id": {"type": "integer", "minimum": 1, "description": "continue, pause, step_*, stack: a thread id from threads (default: the thread that stopped)"},
+    "frame_id": {"type": "integer", "minimum": 0, "description": "scopes, evaluate: a frame_id from stack or from where the program stopped"},
     "reference": {"type": "integer", "minimum": 1, "description": "variables: a reference from scopes, variables or evaluate"},
     "expression": {"type": "string", "minLength": 1}
   },
