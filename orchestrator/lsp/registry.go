@@ -19,14 +19,6 @@ type registry struct {
 
 func newRegistry() *registry { return &registry{known: map[string]map[diagKey]int{}} }
 
-// has says whether the file has a record.
-func (r *registry) has(rel string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.known[rel]
-	return ok
-}
-
 // record makes ds the file's known diagnostics.
 func (r *registry) record(rel string, ds []diag) {
 	r.mu.Lock()

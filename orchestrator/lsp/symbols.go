@@ -1,0 +1,171 @@
+package lsp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.lsp.dev/protocol"
+
+	"github.com/berth-dev/berth/orchestrator"
+)
+
+// documentSymbols lists a file's symbols as a tree.
+func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a args) *orchestrator.Result {
+	abs, bad := resolveFile(run, a.File)
+	if bad != nil {
+		return bad
+	}
+	s, bad := p.serverFor(ctx, run, abs)
+	if bad != nil {
+		return bad
+	}
+	if !supports(s.caps.DocumentSymbolProvider) {
+		return orchestrator.Errorf("%s does not support document symbols", s.cfg.Name)
+	}
+	if _, err := s.sync(ctx, abs, false); err != nil {
+		return orchestrator.Errorf("%v", err)
+	}
+	var res protocol.DocumentSymbolResult
+	err := p.retry(ctx, run, s, func(ctx context.Context) error {
+		var err error
+		res, err = s.api.DocumentSymbol(ctx, &protocol.DocumentSymbolParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(abs)}})
+		return err
+	})
+	if err != nil {
+		return orchestrator.Errorf("%s could not list symbols: %v", s.cfg.Name, err)
+	}
+	var out []string
+	total := 0
+	var walk func(ds []protocol.DocumentSymbol, depth int)
+	walk = func(ds []protocol.DocumentSymbol, depth int) {
+		for _, d := range ds {
+			total++
+			if len(out) < maxDocumentSymbols {
+				line := fmt.Sprintf("%s%s %s (line %d)", strings.Repeat("  ", depth), kindName(d.Kind), d.Name, d.SelectionRange.Start.Line+1)
+				if d.Detail != nil && *d.Detail != "" {
+					line += " " + *d.Detail
+				}
+				out = append(out, line)
+			}
+			walk(d.Children, depth+1)
+		}
+	}
+	switch v := res.(type) {
+	case protocol.DocumentSymbolSlice:
+		walk(v, 0)
+	case protocol.SymbolInformationSlice:
+		for _, si := range v {
+			total++
+			if len(out) < maxDocumentSymbols {
+				line := fmt.Sprintf("%s %s (line %d)", kindName(si.Kind), si.Name, si.Location.Range.Start.Line+1)
+				if si.ContainerName != nil && *si.ContainerName != "" {
+					line += " in " + *si.ContainerName
+				}
+				out = append(out, line)
+			}
+		}
+	}
+	head := fmt.Sprintf("symbols in %s: %d", relTo(run.Workdir, abs), total)
+	if total > len(out) {
+		head = fmt.Sprintf("symbols in %s: showing %d of %d", relTo(run.Workdir, abs), len(out), total)
+	}
+	return orchestrator.Text(strings.TrimRight(head+"\n"+strings.Join(out, "\n"), "\n"))
+}
+
+// workspaceSymbols searches the workspace of the file's server, or of
+// every server whose root is the workdir itself.
+func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, a args) *orchestrator.Result {
+	var servers []*server
+	if a.File != "" {
+		abs, bad := resolveFile(run, a.File)
+		if bad != nil {
+			return bad
+		}
+		s, bad := p.serverFor(ctx, run, abs)
+		if bad != nil {
+			return bad
+		}
+		servers = append(servers, s)
+	} else {
+		var why []string
+		for _, sc := range p.conf.Servers {
+			m := probe(ctx, run, sc, run.Workdir)
+			if m.missing != "" || m.root != run.Workdir {
+				continue
+			}
+			s, err := p.state(run).sv.get(ctx, m)
+			if err != nil {
+				why = append(why, err.Error())
+				continue
+			}
+			servers = append(servers, s)
+		}
+		if len(servers) == 0 {
+			msg := "no language server has its root at the workdir itself, so there is no workspace to search: pass \"file\" to search that file's project"
+			if len(why) > 0 {
+				msg += "\n" + strings.Join(why, "\n")
+			}
+			return orchestrator.Errorf("%s", msg)
+		}
+	}
+	var locs []string
+	var notes []string
+	for _, s := range servers {
+		if !supports(s.caps.WorkspaceSymbolProvider) {
+			notes = append(notes, s.cfg.Name+" does not support workspace symbols")
+			continue
+		}
+		if !s.waitLoaded(ctx) {
+			notes = append(notes, s.cfg.Name+" had not finished loading the workspace; the list may be incomplete")
+		}
+		var res protocol.WorkspaceSymbolResult
+		err := p.retry(ctx, run, s, func(ctx context.Context) error {
+			var err error
+			res, err = s.api.Symbols(ctx, &protocol.WorkspaceSymbolParams{Query: a.Query})
+			return err
+		})
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("%s could not search: %v", s.cfg.Name, err))
+			continue
+		}
+		r := s.lineReader()
+		add := func(name string, kind protocol.SymbolKind, container *string, l location) {
+			entry := fmt.Sprintf("%s %s", kindName(kind), name)
+			if container != nil && *container != "" {
+				entry += " in " + *container
+			}
+			locs = append(locs, fmt.Sprintf("%s — %s:%d:%d", entry, l.path, l.line, l.col))
+		}
+		switch v := res.(type) {
+		case protocol.SymbolInformationSlice:
+			for _, si := range v {
+				add(si.Name, si.Kind, si.ContainerName, r.at(si.Location.URI, si.Location.Range.Start))
+			}
+		case protocol.WorkspaceSymbolSlice:
+			for _, ws := range v {
+				var l location
+				switch loc := ws.Location.(type) {
+				case *protocol.Location:
+					l = r.at(loc.URI, loc.Range.Start)
+				case *protocol.LocationUriOnly:
+					l = r.at(loc.URI, protocol.Position{})
+				}
+				add(ws.Name, ws.Kind, ws.ContainerName, l)
+			}
+		}
+	}
+	var b strings.Builder
+	if len(locs) > maxWorkspaceSymbols {
+		fmt.Fprintf(&b, "workspace symbols matching %q: showing %d of %d\n", a.Query, maxWorkspaceSymbols, len(locs))
+		locs = locs[:maxWorkspaceSymbols]
+	} else {
+		fmt.Fprintf(&b, "workspace symbols matching %q: %d\n", a.Query, len(locs))
+	}
+	b.WriteString(strings.Join(locs, "\n"))
+	for _, n := range notes {
+		b.WriteString("\n(note: " + n + ")")
+	}
+	return orchestrator.Text(strings.TrimRight(b.String(), "\n"))
+}
+

@@ -1,0 +1,103 @@
+package lsp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.lsp.dev/protocol"
+
+	"github.com/berth-dev/berth/orchestrator/workspace"
+)
+
+// sync tells the server the file's current content on disk: didOpen the
+// first time, didChange with a new version when it changed, and didSave
+// when save is set. It returns the document as sent.
+func (s *server) sync(ctx context.Context, abs string, save bool) (document, error) {
+	u := s.toURI(abs)
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	b, err := os.ReadFile(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		s.mu.Lock()
+		_, open := s.docs[abs]
+		delete(s.docs, abs)
+		delete(s.diags, abs)
+		s.mu.Unlock()
+		if open {
+			_ = s.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: u}})
+		}
+		return document{}, fmt.Errorf("%s: %w", relTo(s.workdir, abs), errGone)
+	}
+	if err != nil {
+		return document{}, fmt.Errorf("reading %s: %w", relTo(s.workdir, abs), err)
+	}
+	text := string(b)
+	s.mu.Lock()
+	d, open := s.docs[abs]
+	changed := false
+	switch {
+	case !open:
+		d = &document{version: 1, text: text, syncSeq: s.seq}
+		s.docs[abs] = d
+	case d.text != text:
+		d.version++
+		d.text, d.syncSeq, changed = text, s.seq, true
+	}
+	cp := *d
+	s.mu.Unlock()
+	switch {
+	case !open:
+		lang := s.cfg.Extensions[strings.ToLower(filepath.Ext(abs))]
+		err = s.api.DidOpen(ctx, &protocol.DidOpenTextDocumentParams{TextDocument: protocol.TextDocumentItem{
+			URI: u, LanguageID: protocol.LanguageKind(lang), Version: cp.version, Text: text}})
+	case changed:
+		err = s.api.DidChange(ctx, &protocol.DidChangeTextDocumentParams{
+			TextDocument:   protocol.VersionedTextDocumentIdentifier{TextDocumentIdentifier: protocol.TextDocumentIdentifier{URI: u}, Version: cp.version},
+			ContentChanges: []protocol.TextDocumentContentChangeEvent{&protocol.TextDocumentContentChangeWholeDocument{Text: text}},
+		})
+	}
+	if err == nil && save {
+		err = s.api.DidSave(ctx, &protocol.DidSaveTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: u}})
+	}
+	return cp, err
+}
+
+// syncOpen re-syncs every open document whose file changed on disk since
+// it was sent (the harness may have written it without files/didWrite),
+// so a query never runs against a stale view of the workspace.
+func (s *server) syncOpen(ctx context.Context) error {
+	s.mu.Lock()
+	open := make([]string, 0, len(s.docs))
+	for abs := range s.docs {
+		open = append(open, abs)
+	}
+	s.mu.Unlock()
+	for _, abs := range open {
+		if _, err := s.sync(ctx, abs, false); err != nil && !errors.Is(err, errGone) {
+			return err
+		}
+	}
+	return nil
+}
+
+// text returns the content the server was last sent for a file, if open.
+func (s *server) text(abs string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.docs[abs]
+	if !ok {
+		return "", false
+	}
+	return d.text, true
+}
+
+// errGone says a file no longer exists: it was deleted, and the server
+// was told so.
+var errGone = errors.New("the file no longer exists")
+
+// hashOf is the workspace hash of a text.
+func hashOf(text string) string { return workspace.Hash([]byte(text)) }
