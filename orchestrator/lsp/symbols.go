@@ -168,4 +168,3 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 	}
 	return orchestrator.Text(strings.TrimRight(b.String(), "\n"))
 }
-
