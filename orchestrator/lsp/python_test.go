@@ -34,6 +34,12 @@ func TestPython(t *testing.T) {
 			contains(t, f.ok(t, q("hover", "main.py", 5, "print(hello")), "Greet name in English.")
 			contains(t, f.ok(t, map[string]any{"action": "symbols", "file": "greet.py"}), "class Greeter (line 4)", "method greet (line 7)", "function hello (line 12)")
 			contains(t, f.fails(t, q("hover", "main.py", 5, "hello")), `"hello" occurs 2 times in line 5`)
+			symbols := f.ok(t, map[string]any{"action": "symbols", "query": "Greeter"})
+			if c.server == "pyright" {
+				contains(t, symbols, "class Greeter — greet.py:4:7")
+			} else {
+				contains(t, symbols, "pylsp does not support workspace symbols")
+			}
 
 			orig := f.read(t, "main.py")
 			bad := orig + "print(undefined_name)\n"

@@ -89,11 +89,17 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 		servers = append(servers, s)
 	} else {
 		var why []string
+		served := map[string]bool{} // one server per language: pyright, not pylsp too
 		for _, sc := range p.conf.Servers {
+			langs := strings.Join(sc.Languages, ",")
+			if served[langs] {
+				continue
+			}
 			m := probe(ctx, run, sc, run.Workdir)
 			if m.missing != "" || m.root != run.Workdir {
 				continue
 			}
+			served[langs] = true
 			s, err := p.state(run).sv.get(ctx, m)
 			if err != nil {
 				why = append(why, err.Error())
