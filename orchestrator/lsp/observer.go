@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -18,7 +20,13 @@ import (
 // written as already known, so problems they had before the write are not
 // reported as new. It is best effort within WillWriteTimeout and never
 // fails because of a server.
-func (p *Provider) WillWrite(ctx context.Context, run *orchestrator.Run, paths []string) error {
+func (p *Provider) WillWrite(ctx context.Context, run *orchestrator.Run, paths []string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Error("lsp: files/willWrite panicked", "run", run.ID, "panic", r, "stack", string(debug.Stack()))
+			err = nil // the baseline is best effort; the write goes on
+		}
+	}()
 	if !run.Feature(orchestrator.FeatureLSP) {
 		return nil
 	}
@@ -49,7 +57,14 @@ func (p *Provider) WillWrite(ctx context.Context, run *orchestrator.Run, paths [
 // the diagnostics the write introduced, in them and in other files. A
 // server that is missing, cold, crashed or slow makes the state "unknown";
 // it never makes the call fail.
-func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []string) (*orchestrator.WriteReport, error) {
+func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []string) (rep *orchestrator.WriteReport, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Error("lsp: files/didWrite panicked", "run", run.ID, "panic", r, "stack", string(debug.Stack()))
+			rep, err = &orchestrator.WriteReport{State: orchestrator.WriteUnknown, Diagnostics: []orchestrator.Diagnostic{},
+				Text: fmt.Sprintf("the write was not checked: the language-server check failed with an internal error (%v)", r)}, nil
+		}
+	}()
 	if !run.Feature(orchestrator.FeatureLSP) {
 		return &orchestrator.WriteReport{State: orchestrator.WriteUnknown, Diagnostics: []orchestrator.Diagnostic{},
 			Text: "language servers are off for this run, so the write was not checked"}, nil
@@ -81,6 +96,14 @@ func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					slog.Error("lsp: checking a write panicked", "run", run.ID, "server", s.cfg.Name, "panic", r, "stack", string(debug.Stack()))
+					mu.Lock()
+					unknown = append(unknown, fmt.Sprintf("%s: internal error (%v)", s.cfg.Name, r))
+					mu.Unlock()
+				}
+			}()
 			f, miss := p.check(ctx, run, s, groups[s])
 			mu.Lock()
 			fresh = append(fresh, f...)
