@@ -27,11 +27,7 @@ var debugApp = map[string]string{
 // conversation in a fresh copy of debugApp.
 func startDebug(t *testing.T, conversation string) (*rpc.Client, string, string) {
 	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "berth.yaml")
-	if err := os.WriteFile(cfg, []byte(debugConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := startStdioArgs(t, nil, "serve", "--stdio", "--config", cfg)
+	c := startWithConfig(t, debugConfig)
 	dir := t.TempDir()
 	for name, body := range debugApp {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {

@@ -20,6 +20,11 @@ func TestDebugpyTranscript(t *testing.T) {
 	e.ok(`{"operation":"variables","reference":`+reference(t, locals, "items ")+`}`, "(showing 50 of", "000 (int) = 0", "047 (int) = 47")
 
 	e.ok(`{"operation":"step_in"}`, "stopped (step)", "app.py:5 in square", "5 | result = n * n")
+	// evaluate runs in the frame it is given: the caller's sees name, not n.
+	inner := e.ok(`{"operation":"stack"}`, "#0 frame_id", "app.py:5 in square", "#1 frame_id", "app.py:13 in main")
+	e.ok(`{"operation":"evaluate","expression":"name","frame_id":`+after(t, inner, "#1 frame_id ")+`}`, "'berth' (str)")
+	e.fails(`{"operation":"evaluate","expression":"n","frame_id":`+after(t, inner, "#1 frame_id ")+`}`, "evaluate", "'n' is not defined")
+	e.ok(`{"operation":"evaluate","expression":"n","frame_id":`+after(t, inner, "#0 frame_id ")+`}`, "7 (int)")
 	e.ok(`{"operation":"step_over"}`, "app.py:6 in square", "6 | return result")
 	e.ok(`{"operation":"evaluate","expression":"result + 1"}`, "50 (int)")
 	e.ok(`{"operation":"step_out"}`, "app.py:13 in main")
