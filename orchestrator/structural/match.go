@@ -213,3 +213,39 @@ func (p *pattern) extent(t *tree, m match) (start, end uint32) {
 	}
 	return start, end
 }
+
+// token is a literal word of a pattern, for the pre-filter.
+type token struct {
+	text  []byte
+	whole bool // it must occur as a whole word, not inside a longer one
+}
+
+// key names the token in a cache entry's list of words a file lacks.
+func (w token) key() string {
+	if w.whole {
+		return string(w.text) + " (word)"
+	}
+	return string(w.text)
+}
+
+// in says whether src contains the token.
+func (w token) in(src []byte) bool {
+	for off := 0; ; {
+		i := bytes.Index(src[off:], w.text)
+		if i < 0 {
+			return false
+		}
+		i += off
+		end := i + len(w.text)
+		if !w.whole || (i == 0 || !isWordByte(src[i-1])) && (end == len(src) || !isWordByte(src[end])) {
+			return true
+		}
+		off = i + 1
+	}
+}
+
+// isWordByte: ASCII letters, digits and "_". Other bytes count as
+// boundaries, which can only let a file through, never skip one wrongly.
+func isWordByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}

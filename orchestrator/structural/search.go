@@ -153,7 +153,7 @@ func (s *searcher) file(ctx context.Context, parser *sitter.Parser, path string)
 			return s.matchTree(path, e.tree, e.bom), "", nil
 		}
 		for _, w := range s.p.tokens {
-			if e.lacks[string(w)] {
+			if e.lacks[w.key()] {
 				return nil, "", nil
 			}
 		}
@@ -197,11 +197,12 @@ func (s *searcher) matchTree(path string, t *tree, hasBOM bool) *fileMatches {
 	return &fileMatches{path: path, rel: s.rel(path), t: t, bom: hasBOM, matches: ms}
 }
 
-// lacksWord returns the first of words that src does not contain, or "".
-func lacksWord(src []byte, words [][]byte) string {
-	for _, w := range words {
-		if !bytes.Contains(src, w) {
-			return string(w)
+// lacksWord returns the key of the first token src does not contain, or
+// "".
+func lacksWord(src []byte, tokens []token) string {
+	for _, w := range tokens {
+		if !w.in(src) {
+			return w.key()
 		}
 	}
 	return ""

@@ -207,7 +207,7 @@ func TestTreesAreCachedForTheRun(t *testing.T) {
 	if first == nil {
 		t.Fatal("a.go was not cached")
 	}
-	if e := st.cache.entries[filepath.Join(f.dir, "b.go")]; e == nil || e.tree != nil || !e.lacks["done"] {
+	if e := st.cache.entries[filepath.Join(f.dir, "b.go")]; e == nil || e.tree != nil || !e.lacks["done (word)"] {
 		t.Fatalf("b.go, which lacks the word done, should be known to lack it without a tree: %+v", e)
 	}
 	f.ok("ast_grep", map[string]any{"pattern": "done($Y)", "language": "go"})

@@ -1,0 +1,186 @@
+package structural
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	sitter "github.com/tree-sitter/go-tree-sitter"
+)
+
+// patternParseTimeout bounds one parse of a pattern in one scaffold.
+const patternParseTimeout = 2 * time.Second
+
+// compile parses a pattern for language l.
+func compile(ctx context.Context, l *language, src string) (*pattern, error) {
+	snippet := strings.TrimSpace(src)
+	if snippet == "" {
+		return nil, fmt.Errorf("%w: the pattern is empty: pass a code snippet such as `fmt.Errorf($$$ARGS)` or `if ($X != null) $X.dispose()`", ErrPattern)
+	}
+	rewritten, vars := rewritePlaceholders(snippet, l.sigil)
+	parser := sitter.NewParser()
+	defer parser.Close()
+	if err := parser.SetLanguage(l.lang); err != nil {
+		return nil, err
+	}
+	var tried []string
+	several := ""
+	for _, sc := range l.ladder {
+		at := strings.Index(sc.tmpl, "%s")
+		if at < 0 {
+			continue
+		}
+		body := rewritten
+		if sc.indent {
+			body = "    " + strings.ReplaceAll(body, "\n", "\n    ")
+		}
+		lo, hi := uint32(at), uint32(at+len(body))
+		t, msg, err := parseIn(ctx, parser, l.lang, sc.tmpl[:at]+body+sc.tmpl[at+2:], lo, hi, sc.statement)
+		if err != nil {
+			return nil, err
+		}
+		if sc.statement && l.terminator != "" && !strings.HasSuffix(body, l.terminator) {
+			// A statement may leave out its terminator. Parsed without
+			// one, `free(p)` is a C declaration; so parse it with one
+			// first, then take the terminator out again.
+			t2, msg2, err := parseIn(ctx, parser, l.lang, sc.tmpl[:at]+body+l.terminator+sc.tmpl[at+2:], lo, hi, sc.statement)
+			if err != nil {
+				return nil, err
+			}
+			if msg2 == "" && dropTerminator(t2, hi, l.terminator) {
+				if tops, ok := topNodes(t2, 0, lo, hi, nil); ok && len(tops) == 1 {
+					t, msg = t2, ""
+				}
+			}
+		}
+		if msg != "" {
+			tried = append(tried, sc.name+": "+msg)
+			continue
+		}
+		tops, ok := topNodes(t, 0, lo, hi, nil)
+		if !ok || len(tops) == 0 {
+			tried = append(tried, sc.name+": the snippet does not form whole nodes here")
+			continue
+		}
+		if len(tops) > 1 {
+			if several == "" {
+				several = fmt.Sprintf("as %s it is %d nodes (%s)", sc.name, len(tops), kindList(t, tops))
+			}
+			tried = append(tried, sc.name+": "+fmt.Sprintf("%d top-level nodes", len(tops)))
+			continue
+		}
+		p := &pattern{t: t, root: descend(t, tops[0]), context: sc.name}
+		if err := p.index(vars); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	if several != "" {
+		return nil, fmt.Errorf("%w: the pattern is several nodes, not one (%s): search for one statement or expression at a time, or for the enclosing block, e.g. `{ $$$BEFORE; a(); b(); $$$AFTER }`", ErrPattern, several)
+	}
+	return nil, fmt.Errorf("%w: the pattern is unparseable as %s code in any context; what each context made of it:\n  %s\nFix the snippet so it is valid code with $VARS where identifiers or expressions go", ErrPattern, l.name, strings.Join(tried, "\n  "))
+}
+
+// parseIn parses a scaffold's text and reports its defects ("" if none).
+func parseIn(ctx context.Context, parser *sitter.Parser, lang *sitter.Language, text string, lo, hi uint32, statement bool) (*tree, string, error) {
+	// A grammar can loop on odd input (tree-sitter-dart 1.0.0 does on
+	// `if (x != ) {`): a snippet that cannot parse quickly does not parse.
+	pctx, cancel := context.WithTimeout(ctx, patternParseTimeout)
+	defer cancel()
+	t, err := parse(pctx, parser, lang, []byte(text))
+	if err != nil && ctx.Err() == nil {
+		return nil, fmt.Sprintf("the parser gave up after %s", patternParseTimeout), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return t, defects(t, lo, hi, statement), nil
+}
+
+// dropTerminator turns the terminator appended at hi into a zero-width
+// MISSING token, as if the parser had supplied it, so the pattern does not
+// require it and a rewrite does not replace it. It reports whether the
+// terminator ended a node of the snippet.
+func dropTerminator(t *tree, hi uint32, term string) bool {
+	end := hi + uint32(len(term))
+	found := false
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		if n.start == hi && n.end == end && n.size == 1 && !n.named() {
+			n.flags |= fMissing
+			n.end = hi
+			found = true
+		} else if n.start < hi && n.end == end {
+			n.end = hi
+		}
+	}
+	return found
+}
+
+// defects describes the ERROR and MISSING nodes of a scaffold parse, or
+// returns "" if there are none that count. In a statement context a
+// zero-width missing token at the end of the snippet is the absent
+// terminator of its last statement and does not count.
+func defects(t *tree, lo, hi uint32, statement bool) string {
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		switch {
+		case n.flags&fError != 0:
+			return fmt.Sprintf("syntax error at %q", clip(string(t.src[n.start:n.end]), 40))
+		case n.missing():
+			if statement && !n.named() && n.start >= hi && onlySpace(t.src[hi:n.start]) {
+				continue
+			}
+			return fmt.Sprintf("missing %q after %q", t.kindName(int32(i)), clip(string(t.src[lo:min(n.start, uint32(len(t.src)))]), 40))
+		}
+	}
+	return ""
+}
+
+// topNodes collects the outermost nodes inside [lo, hi) under node i,
+// skipping comments and missing tokens. ok is false when a leaf straddles
+// a bound: the snippet merged with the scaffold's text.
+func topNodes(t *tree, i int32, lo, hi uint32, acc []int32) ([]int32, bool) {
+	n := &t.nodes[i]
+	if n.end <= lo || n.start >= hi {
+		return acc, true
+	}
+	if n.start >= lo && n.end <= hi {
+		if n.extra() || n.missing() {
+			return acc, true
+		}
+		return append(acc, i), true
+	}
+	if n.size == 1 {
+		return acc, false
+	}
+	end := i + n.size
+	ok := true
+	for c := i + 1; c < end && ok; c += t.nodes[c].size {
+		acc, ok = topNodes(t, c, lo, hi, acc)
+	}
+	return acc, ok
+}
+
+// descend goes from a statement to what it wraps when the two span the
+// same text, so `dispose(x)` is a call found anywhere, not only an
+// expression statement.
+func descend(t *tree, i int32) int32 {
+	for {
+		var only int32 = -1
+		count := 0
+		end := i + t.nodes[i].size
+		for c := i + 1; c < end; c += t.nodes[c].size {
+			if t.nodes[c].extra() || t.nodes[c].missing() {
+				continue
+			}
+			only = c
+			count++
+		}
+		if count != 1 || t.nodes[only].start != t.nodes[i].start || t.nodes[only].end != t.nodes[i].end {
+			return i
+		}
+		i = only
+	}
+}
