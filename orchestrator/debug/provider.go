@@ -1,6 +1,7 @@
 package debug
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -96,15 +97,18 @@ type convKey struct{ p *Provider }
 // membership releases the run's hold on its conversation when the run
 // ends; the entry goes when no run holds it and no session lives.
 type membership struct {
-	p *Provider
-	c *conversation
+	p    *Provider
+	c    *conversation
+	once sync.Once
 }
 
 func (m *membership) Close() {
-	m.p.mu.Lock()
-	defer m.p.mu.Unlock()
-	m.c.refs--
-	m.p.dropIfUnused(m.c)
+	m.once.Do(func() {
+		m.p.mu.Lock()
+		defer m.p.mu.Unlock()
+		m.c.refs--
+		m.p.dropIfUnused(m.c)
+	})
 }
 
 // dropIfUnused forgets a conversation no run holds. Called with mu held.
@@ -125,7 +129,12 @@ func (p *Provider) join(run *orchestrator.Run) *conversation {
 			p.convs[run.ConversationID] = c
 		}
 		c.refs++
-		return &membership{p: p, c: c}
+		m := &membership{p: p, c: c}
+		// A call that raced the run's end joins after End ran the run's
+		// closers, too late for Value's Close: the context's end still
+		// releases it.
+		context.AfterFunc(run.Context(), m.Close)
+		return m
 	}).(*membership)
 	return m.c
 }

@@ -228,3 +228,26 @@ func TestOperationsSerialised(t *testing.T) {
 	e.ok(`{"operation":"terminate"}`)
 	noProcess(t, e.dir)
 }
+
+// A call that joins its conversation after the run ended (it raced the
+// end) does not keep the conversation's entry alive.
+func TestJoinAfterRunEnd(t *testing.T) {
+	p, err := New(DefaultConfig(), metrics.NewForTest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := orchestrator.NewRun("r", "conv-late", t.TempDir(), enclosure.Host(), nil, nil)
+	run.End("test over")
+	p.join(run)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		p.mu.Lock()
+		left := len(p.convs)
+		p.mu.Unlock()
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d conversations kept after a join on an ended run", left)
+		}
+	}
+}
