@@ -27,6 +27,7 @@ func TestJavaScriptCells(t *testing.T) {
 		{name: "require from the context", code: "const path = require('path'); path.basename('/a/b.txt')", want: []string{"'b.txt'"}},
 		{name: "error with a clean stack", code: "function f() { throw new TypeError('bad type') }\nf()", isError: true, want: []string{"TypeError", "bad type", "<cell-"}, notWant: []string{"berth-driver", "node:vm"}},
 		{name: "a child writing to fd 1 lands in the output", code: "require('child_process').spawnSync('echo', ['inherited stdio'], {stdio: 'inherit'}); 'after'", want: []string{"inherited stdio", "'after'"}},
+		{name: "a child inheriting stdin reads /dev/null, not the frames", code: "require('child_process').spawnSync('cat', [], {stdio: 'inherit'}); 'after cat'", want: []string{"'after cat'"}},
 		{name: "unhandled rejection does not kill the kernel", code: "Promise.reject(new Error('nobody listens')); await new Promise(r => setTimeout(r, 20)); 'alive'", want: []string{"'alive'"}},
 		{name: "a cell with top-level const and class runs again", code: "const k = 1\nclass Box { get v() { return k } }\nnew Box().v", want: []string{"1"}},
 		{name: "and again", code: "const k = 2\nclass Box { get v() { return k * 10 } }\nnew Box().v", want: []string{"20"}},

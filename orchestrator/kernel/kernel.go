@@ -36,11 +36,11 @@ type kernel struct {
 // startKernel starts the interpreter through the run's enclosure, hands it
 // the driver and waits for its ready frame.
 func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang string, m *metrics.Metrics) (*kernel, error) {
-	l, err := launchFor(lang)
+	interp, err := interpreter(cfg, run, lang)
 	if err != nil {
 		return nil, err
 	}
-	interp, err := interpreter(cfg, run, lang)
+	l, err := launchFor(lang, interp)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 	}
 	stderr := newTailBuffer(8 << 10)
 	proc, err := run.Enclosure.Start(run.Context(), enclosure.Cmd{
-		Path:   interp,
+		Path:   l.path,
 		Args:   l.args,
 		Env:    []string{"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", fmt.Sprintf("BERTH_TABLE_ROWS=%d", cfg.TableRows), fmt.Sprintf("BERTH_TABLE_COLS=%d", cfg.TableColumns)},
 		Dir:    dir,

@@ -195,18 +195,25 @@ func TestRunEndLeavesNothing(t *testing.T) {
 // handshake is a clear error result naming the setting to fix.
 func TestStartFailure(t *testing.T) {
 	tests := []struct {
-		name, python string
-		want         []string
+		name, python, node string
+		want               []string
 	}{
-		{"missing", "/nonexistent/python3", []string{"could not start", "/nonexistent/python3", "kernels.python"}},
-		{"not a python", "/bin/false", []string{"could not start", "ended before it was ready"}},
+		{"missing", "/nonexistent/python3", "", []string{"could not start", "/nonexistent/python3", "kernels.python"}},
+		{"not a python", "/bin/false", "", []string{"could not start", "ended before it was ready"}},
+		{"missing node", "", "/nonexistent/node", []string{"javascript kernel could not start", "/nonexistent/node", "kernels.node"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig()
-			cfg.Python = tt.python
+			opt := func(map[string]any) {}
+			if tt.python != "" {
+				cfg.Python = tt.python
+			}
+			if tt.node != "" {
+				cfg.Node, opt = tt.node, js
+			}
 			e := newEnv(t, cfg, nil)
-			r := e.eval("1")
+			r := e.eval("1", opt)
 			if !r.IsError {
 				t.Fatalf("want an error, got %s", text(r))
 			}

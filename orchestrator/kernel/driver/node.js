@@ -1,17 +1,20 @@
 // Berth's JavaScript kernel driver. Berth embeds this file and feeds it to
 // node through a loader given with -e, so no file is left behind; the loader
 // evaluates it and calls the function below with its require. It speaks the
-// bridge protocol (see package bridge) over node's own stdin and stdout.
-// Node cannot repoint fd 1, so user writes through process.stdout,
-// process.stderr and console are captured in-process, and anything that
-// still reaches fd 1 (a child started with stdio "inherit") arrives as
-// bytes outside a frame, which Berth shows as output.
+// bridge protocol (see package bridge): frames from Berth arrive on fd 3
+// (the process's original stdin, moved there by the starting shell, which
+// put /dev/null on stdin), frames to Berth leave on stdout. Node cannot
+// repoint fd 1, so user writes through process.stdout, process.stderr and
+// console are captured in-process, and anything that still reaches fd 1 (a
+// child started with stdio "inherit") arrives as bytes outside a frame,
+// which Berth shows as output.
 (function (require) {
   'use strict';
   const vm = require('vm');
   const util = require('util');
   const path = require('path');
   const readline = require('readline');
+  const net = require('net');
   const Module = require('module');
 
   const VERSION = 1;
@@ -185,7 +188,11 @@
   });
 
   let queue = Promise.resolve();
-  const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  // net.Socket over fd 3 is node's stream for a pipe (process.stdin is one
+  // too): it is read by the event loop, whereas a file stream's blocked
+  // read on the thread pool would keep process.exit from finishing.
+  const input = new net.Socket({ fd: 3, readable: true, writable: false });
+  const rl = readline.createInterface({ input: input, crlfDelay: Infinity });
   rl.on('line', function (line) {
     const i = line.indexOf('\x1e');
     if (i < 0) return;
