@@ -3,6 +3,7 @@ package structural
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -40,17 +41,29 @@ func compile(ctx context.Context, l *language, src string) (*pattern, error) {
 		if err != nil {
 			return nil, err
 		}
-		if sc.statement && l.terminator != "" && !strings.HasSuffix(body, l.terminator) {
-			// A statement may leave out its terminator. Parsed without
-			// one, `free(p)` is a C declaration; so parse it with one
-			// first, then take the terminator out again.
-			t2, msg2, err := parseIn(ctx, parser, l.lang, sc.tmpl[:at]+body+l.terminator+sc.tmpl[at+2:], lo, hi, sc.statement)
-			if err != nil {
-				return nil, err
-			}
-			if msg2 == "" && dropTerminator(t2, hi, l.terminator) {
-				if tops, ok := topNodes(t2, 0, lo, hi, nil); ok && len(tops) == 1 {
-					t, msg = t2, ""
+		if l.terminator != "" {
+			// A statement may leave out its terminator, and so may a $$$
+			// run of statements in a block. Parsed without one, `free(p)`
+			// is a C declaration and `{ $$$B }` is no Java block; so parse
+			// with them first, then take them out again.
+			body2, inserted := withTerminators(body, vars, l.sigil, l.terminator, sc.statement)
+			if len(inserted) > 0 {
+				hi2 := uint32(at + len(body2))
+				if inserted[len(inserted)-1] == len(body2)-len(l.terminator) {
+					hi2 -= uint32(len(l.terminator))
+				}
+				t2, msg2, err := parseIn(ctx, parser, l.lang, sc.tmpl[:at]+body2+sc.tmpl[at+2:], lo, hi2, sc.statement)
+				if err != nil {
+					return nil, err
+				}
+				ok := msg2 == ""
+				for _, off := range inserted {
+					ok = ok && dropTerminator(t2, uint32(at+off), l.terminator)
+				}
+				if ok {
+					if tops, fits := topNodes(t2, 0, lo, hi2, nil); fits && len(tops) == 1 {
+						t, msg, hi = t2, "", hi2
+					}
 				}
 			}
 		}
@@ -98,7 +111,47 @@ func parseIn(ctx context.Context, parser *sitter.Parser, lang *sitter.Language, 
 	return t, defects(t, lo, hi, statement), nil
 }
 
-// dropTerminator turns the terminator appended at hi into a zero-width
+// withTerminators inserts term after each $$$ variable that ends a line
+// or a block, and (for a statement) at the end of body; it returns the new body and where
+// each inserted term starts in it, in order.
+func withTerminators(body string, vars map[string]metaVar, sigil, term string, statement bool) (string, []int) {
+	var cuts []int // offsets in body after which term goes
+	for id, v := range vars {
+		if !v.multi {
+			continue
+		}
+		ph := sigil + id
+		for off := 0; ; {
+			i := strings.Index(body[off:], ph)
+			if i < 0 {
+				break
+			}
+			end := off + i + len(ph)
+			rest := strings.TrimLeft(body[end:], " \t")
+			if rest != "" && (rest[0] == '}' || rest[0] == '\n' || rest[0] == '\r') {
+				cuts = append(cuts, end)
+			}
+			off = end
+		}
+	}
+	if statement && !strings.HasSuffix(body, term) {
+		cuts = append(cuts, len(body))
+	}
+	sort.Ints(cuts)
+	var b strings.Builder
+	var at []int
+	prev := 0
+	for _, c := range cuts {
+		b.WriteString(body[prev:c])
+		at = append(at, b.Len())
+		b.WriteString(term)
+		prev = c
+	}
+	b.WriteString(body[prev:])
+	return b.String(), at
+}
+
+// dropTerminator turns the terminator inserted at hi into a zero-width
 // MISSING token, as if the parser had supplied it, so the pattern does not
 // require it and a rewrite does not replace it. It reports whether the
 // terminator ended a node of the snippet.
