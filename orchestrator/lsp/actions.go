@@ -251,10 +251,15 @@ func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a
 		return orchestrator.Errorf("%s gave no diagnostics for %s within %s (it may still be loading): the state is unknown, not clean; call again, or run diagnostics \"*\"",
 			s.cfg.Name, rel, s.conf.DiagnosticsTimeout.D())
 	}
-	ds := s.convert(abs, items, doc.text)
+	all := s.convert(abs, items, doc.text)
+	ds := problems(all)
+	advice := ""
+	if n := len(all) - len(ds); n > 0 {
+		advice = fmt.Sprintf(" (and %d hint(s) or note(s), not listed)", n)
+	}
 	if len(ds) == 0 {
-		return orchestrator.Textf("%s: no diagnostics from %s", rel, s.cfg.Name)
+		return orchestrator.Textf("%s: no errors or warnings from %s%s", rel, s.cfg.Name, advice)
 	}
 	_, text := capped(ds, maxFileDiagnostics, maxFileDiagnostics)
-	return orchestrator.Textf("%s: %d diagnostic(s) from %s\n%s", rel, len(ds), s.cfg.Name, text)
+	return orchestrator.Textf("%s: %d error(s) and warning(s) from %s%s\n%s", rel, len(ds), s.cfg.Name, advice, text)
 }

@@ -38,7 +38,7 @@ func TestGopls(t *testing.T) {
 			{map[string]any{"action": "symbols", "query": "Greet"}, []string{"workspace symbols matching \"Greet\"", "interface Greeter", "— greet/greet.go:5:6"}},
 			{map[string]any{"action": "symbols", "query": "Hello", "file": "main.go"}, []string{"function Hello", "— greet/greet.go:21:6"}},
 			{q("code_actions", "main.go", 10, "greet.English{"), []string{"code actions of \"greet.English{\" at main.go:10"}},
-			{map[string]any{"action": "diagnostics", "file": "main.go"}, []string{"main.go: no diagnostics from gopls"}},
+			{map[string]any{"action": "diagnostics", "file": "main.go"}, []string{"main.go: no errors or warnings from gopls"}},
 			{map[string]any{"action": "diagnostics", "file": "*"}, []string{"go vet ./... (exit 0): 0 problem(s)"}},
 		}
 		for _, c := range cases {
@@ -95,7 +95,7 @@ func TestGopls(t *testing.T) {
 			t.Fatalf("reintroduced: want it reported again, got %s: %s", rep.State, rep.Text)
 		}
 		contains(t, f.ok(t, map[string]any{"action": "diagnostics", "file": "*"}), "go vet ./... (exit 1): 1 problem(s)", "main.go:9:17: cannot use \"three\"")
-		contains(t, f.ok(t, map[string]any{"action": "diagnostics", "file": "main.go"}), "main.go: 1 diagnostic(s) from gopls", "main.go:9:17: error: cannot use")
+		contains(t, f.ok(t, map[string]any{"action": "diagnostics", "file": "main.go"}), "main.go: 1 error(s) and warning(s) from gopls", "main.go:9:17: error: cannot use")
 		f.write(t, "main.go", orig)
 
 		// A changed signature breaks the callers in another file.
