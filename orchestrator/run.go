@@ -28,7 +28,7 @@ type Run struct {
 	mu         sync.Mutex
 	features   map[string]bool
 	values     map[any]any
-	closers    []func()
+	closers    []*closer
 	ended      bool
 	endReason  string
 	lastActive time.Time
@@ -98,22 +98,43 @@ func (r *Run) Value(key any, init func() any) any {
 	v := init()
 	r.values[key] = v
 	if c, ok := v.(interface{ Close() }); ok {
-		r.closers = append(r.closers, c.Close)
+		if r.ended {
+			// Made while the run was ending: close it now, not never.
+			defer c.Close()
+		} else {
+			r.closers = append(r.closers, &closer{f: c.Close})
+		}
 	}
 	return v
 }
 
+// closer is one OnEnd registration; f is nil once cancelled.
+type closer struct{ f func() }
+
 // OnEnd registers f to run when the run ends, after those registered
-// later (last in, first out). On an ended run f runs at once.
-func (r *Run) OnEnd(f func()) {
+// later (last in, first out). On an ended run f runs at once. The returned
+// function unregisters f, for a resource that ended before its run (a
+// finished debug session); it is safe to call at any time.
+func (r *Run) OnEnd(f func()) (unregister func()) {
 	r.mu.Lock()
 	if !r.ended {
-		r.closers = append(r.closers, f)
+		c := &closer{f: f}
+		r.closers = append(r.closers, c)
 		r.mu.Unlock()
-		return
+		return func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for i, x := range r.closers {
+				if x == c {
+					r.closers = append(r.closers[:i], r.closers[i+1:]...)
+					return
+				}
+			}
+		}
 	}
 	r.mu.Unlock()
 	f()
+	return func() {}
 }
 
 // Ended says whether the run has ended, and why.
@@ -137,7 +158,7 @@ func (r *Run) End(reason string) {
 	r.mu.Unlock()
 	r.cancel()
 	for i := len(closers) - 1; i >= 0; i-- {
-		closers[i]()
+		closers[i].f()
 	}
 }
 

@@ -66,3 +66,25 @@ func TestReaperEndsIdleRuns(t *testing.T) {
 		t.Fatalf("idle run not reaped: %v %q", ended, why)
 	}
 }
+
+func TestOnEndUnregisterAndValueAfterEnd(t *testing.T) {
+	run := orchestrator.NewRun("r", "", t.TempDir(), enclosure.Host(), nil, nil)
+	var ran []string
+	run.OnEnd(func() { ran = append(ran, "kept") })
+	unregister := run.OnEnd(func() { ran = append(ran, "dropped") })
+	unregister()
+	unregister()
+	run.End("test")
+	if len(ran) != 1 || ran[0] != "kept" {
+		t.Fatalf("closers ran %v", ran)
+	}
+	c := &closeCounter{}
+	run.Value("late", func() any { return c })
+	if c.n != 1 {
+		t.Fatalf("a value made after the run ended was closed %d times, want 1", c.n)
+	}
+}
+
+type closeCounter struct{ n int }
+
+func (c *closeCounter) Close() { c.n++ }
