@@ -57,7 +57,9 @@ type server struct {
 type document struct {
 	version int32
 	text    string
-	syncSeq uint64 // s.seq when this version was sent
+	syncSeq uint64    // s.seq when this version was sent
+	size    int64     // the file's size and modification time when read,
+	mod     time.Time // to skip reading it again while they hold
 }
 
 // publish is the newest diagnostics a server published for a file.

@@ -20,7 +20,7 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 	u := s.toURI(abs)
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	b, err := os.ReadFile(abs)
+	st, err := os.Stat(abs)
 	if errors.Is(err, os.ErrNotExist) {
 		s.mu.Lock()
 		_, open := s.docs[abs]
@@ -35,9 +35,21 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 	if err != nil {
 		return document{}, fmt.Errorf("reading %s: %w", relTo(s.workdir, abs), err)
 	}
-	text := string(b)
 	s.mu.Lock()
 	d, open := s.docs[abs]
+	if open && !save && d.size == st.Size() && d.mod.Equal(st.ModTime()) {
+		cp := *d // unchanged since it was read: no need to read it again
+		s.mu.Unlock()
+		return cp, nil
+	}
+	s.mu.Unlock()
+	b, err := os.ReadFile(abs)
+	if err != nil {
+		return document{}, fmt.Errorf("reading %s: %w", relTo(s.workdir, abs), err)
+	}
+	text := string(b)
+	s.mu.Lock()
+	d, open = s.docs[abs]
 	changed := false
 	switch {
 	case !open:
@@ -47,6 +59,7 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 		d.version++
 		d.text, d.syncSeq, changed = text, s.seq, true
 	}
+	d.size, d.mod = st.Size(), st.ModTime()
 	cp := *d
 	s.mu.Unlock()
 	switch {
