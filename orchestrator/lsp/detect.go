@@ -85,11 +85,11 @@ func findRoot(workdir, dir string, markers []string) string {
 	}
 }
 
-// markersAnywhere lists the directories (relative to the workdir) holding
-// one of the markers, walking at most maxDirs directories and skipping
-// dependency and VCS folders; status uses it.
-func markersAnywhere(workdir string, markers []string, maxDirs int) []string {
-	var found []string
+// markerDirs walks the workdir once, at most maxDirs directories and
+// skipping dependency and VCS folders, and returns for each marker the
+// directories (relative to the workdir) that hold it; status uses it.
+func markerDirs(workdir string, markers []string, maxDirs int) map[string][]string {
+	found := map[string][]string{}
 	seen := 0
 	_ = filepath.WalkDir(workdir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
@@ -103,8 +103,7 @@ func markersAnywhere(workdir string, markers []string, maxDirs int) []string {
 		}
 		for _, mk := range markers {
 			if _, err := os.Stat(filepath.Join(p, mk)); err == nil {
-				found = append(found, relTo(workdir, p))
-				break
+				found[mk] = append(found[mk], relTo(workdir, p))
 			}
 		}
 		return nil

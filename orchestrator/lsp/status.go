@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,11 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 	p.state(run).sv.mu.Unlock()
 
 	b.WriteString("Catalog (a server starts only when both its root marker and its executable are found):\n")
+	var all []string
+	for _, sc := range p.conf.Servers {
+		all = append(all, sc.RootMarkers...)
+	}
+	dirs := markerDirs(run.Workdir, all, 5000)
 	for _, sc := range p.conf.Servers {
 		var exe string
 		if path, err := run.Enclosure.LookPath(ctx, sc.Command[0]); err == nil {
@@ -52,7 +58,15 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 		} else {
 			exe = fmt.Sprintf("executable %q MISSING in the %s enclosure", sc.Command[0], run.Enclosure.Driver())
 		}
-		roots := markersAnywhere(run.Workdir, sc.RootMarkers, 2000)
+		var roots []string
+		for _, mk := range sc.RootMarkers {
+			for _, d := range dirs[mk] {
+				if !slices.Contains(roots, d) {
+					roots = append(roots, d)
+				}
+			}
+		}
+		slices.Sort(roots)
 		marker := fmt.Sprintf("root marker (%s) MISSING in the workdir", strings.Join(sc.RootMarkers, ", "))
 		if len(roots) > 0 {
 			if len(roots) > 5 {
