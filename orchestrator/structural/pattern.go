@@ -77,6 +77,9 @@ func (p *pattern) index(vars map[string]metaVar) error {
 				// may touch letters, so for them any occurrence counts.
 				whole := !n.named() || strings.Contains(t.kindName(i), "identifier")
 				words[text] = words[text] || whole
+			} else if _, seen := words[text]; !seen && !n.named() && len(text) >= 2 && !strings.ContainsAny(text, " \t\r\n") {
+				// An operator such as && or := must be there as written.
+				words[text] = false
 			}
 			continue
 		}
