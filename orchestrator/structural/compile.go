@@ -28,47 +28,12 @@ func compile(ctx context.Context, l *language, src string) (*pattern, error) {
 	var tried []string
 	several := ""
 	for _, sc := range l.ladder {
-		at := strings.Index(sc.tmpl, "%s")
-		if at < 0 {
-			continue
-		}
-		body := rewritten
-		if sc.indent {
-			body = "    " + strings.ReplaceAll(body, "\n", "\n    ")
-		}
-		lo, hi := uint32(at), uint32(at+len(body))
-		t, msg, err := parseIn(ctx, parser, l.lang, sc.tmpl[:at]+body+sc.tmpl[at+2:], lo, hi, sc.statement)
+		t, lo, hi, msg, err := parseScaffold(ctx, parser, l, sc, rewritten, vars)
 		if err != nil {
 			return nil, err
 		}
-		if l.terminator != "" {
-			// A statement may leave out its terminator, and so may a $$$
-			// run of statements in a block. Parsed without one, `free(p)`
-			// is a C declaration and `{ $$$B }` is no Java block; so parse
-			// with them first, then take them out again.
-			body2, inserted := withTerminators(body, vars, l.sigil, l.terminator, sc.statement)
-			if len(inserted) > 0 {
-				hi2 := uint32(at + len(body2))
-				if inserted[len(inserted)-1] == len(body2)-len(l.terminator) {
-					hi2 -= uint32(len(l.terminator))
-				}
-				t2, msg2, err := parseIn(ctx, parser, l.lang, sc.tmpl[:at]+body2+sc.tmpl[at+2:], lo, hi2, sc.statement)
-				if err != nil {
-					return nil, err
-				}
-				ok := msg2 == ""
-				for _, off := range inserted {
-					ok = ok && dropTerminator(t2, uint32(at+off), l.terminator)
-				}
-				if ok {
-					if tops, fits := topNodes(t2, 0, lo, hi2, nil); fits && len(tops) == 1 {
-						t, msg, hi = t2, "", hi2
-					}
-				}
-			}
-		}
 		if msg != "" {
-			tried = append(tried, sc.name+": "+msg)
+			tried = append(tried, sc.name+": "+restore(msg, vars))
 			continue
 		}
 		tops, ok := topNodes(t, 0, lo, hi, nil)
@@ -80,7 +45,7 @@ func compile(ctx context.Context, l *language, src string) (*pattern, error) {
 			if several == "" {
 				several = fmt.Sprintf("as %s it is %d nodes (%s)", sc.name, len(tops), kindList(t, tops))
 			}
-			tried = append(tried, sc.name+": "+fmt.Sprintf("%d top-level nodes", len(tops)))
+			tried = append(tried, fmt.Sprintf("%s: %d top-level nodes", sc.name, len(tops)))
 			continue
 		}
 		p := &pattern{t: t, root: descend(t, tops[0]), context: sc.name}
@@ -93,6 +58,46 @@ func compile(ctx context.Context, l *language, src string) (*pattern, error) {
 		return nil, fmt.Errorf("%w: the pattern is several nodes, not one (%s): search for one statement or expression at a time, or for the enclosing block, e.g. `{ $$$BEFORE; a(); b(); $$$AFTER }`", ErrPattern, several)
 	}
 	return nil, fmt.Errorf("%w: the pattern is unparseable as %s code in any context; what each context made of it:\n  %s\nFix the snippet so it is valid code with $VARS where identifiers or expressions go", ErrPattern, l.name, strings.Join(tried, "\n  "))
+}
+
+// parseScaffold parses the snippet in one scaffold and returns the tree,
+// the snippet's range in it, and its defects ("" if none).
+func parseScaffold(ctx context.Context, parser *sitter.Parser, l *language, sc scaffold, snippet string, vars map[string]metaVar) (t *tree, lo, hi uint32, msg string, err error) {
+	at := strings.Index(sc.tmpl, "%s")
+	if at < 0 {
+		return nil, 0, 0, "the scaffold has no %s", nil
+	}
+	body := snippet
+	if sc.indent {
+		body = "    " + strings.ReplaceAll(body, "\n", "\n    ")
+	}
+	lo, hi = uint32(at), uint32(at+len(body))
+	if l.terminator != "" {
+		// A statement may leave out its terminator, and so may a $$$ run
+		// of statements in a block. Parsed without one, `free(p)` is a C
+		// declaration and `{ $$$B }` is no Java block; so parse with them
+		// first, then take them out again.
+		body2, inserted := withTerminators(body, vars, l.sigil, l.terminator, sc.statement)
+		if len(inserted) > 0 {
+			hi2 := uint32(at + len(body2))
+			if inserted[len(inserted)-1] == len(body2)-len(l.terminator) {
+				hi2 -= uint32(len(l.terminator))
+			}
+			t2, msg2, err := parseIn(ctx, parser, l.lang, sc.tmpl[:at]+body2+sc.tmpl[at+2:], lo, hi2, sc.statement)
+			if err != nil {
+				return nil, 0, 0, "", err
+			}
+			ok := msg2 == ""
+			for _, off := range inserted {
+				ok = ok && dropTerminator(t2, uint32(at+off), l.terminator)
+			}
+			if tops, fits := topNodes(t2, 0, lo, hi2, nil); ok && fits && len(tops) == 1 {
+				return t2, lo, hi2, "", nil
+			}
+		}
+	}
+	t, msg, err = parseIn(ctx, parser, l.lang, sc.tmpl[:at]+body+sc.tmpl[at+2:], lo, hi, sc.statement)
+	return t, lo, hi, msg, err
 }
 
 // parseIn parses a scaffold's text and reports its defects ("" if none).
