@@ -23,11 +23,19 @@ type location struct {
 }
 
 func (l location) String() string {
-	if l.text == "" {
+	text := strings.TrimSpace(l.text)
+	if text == "" {
 		return fmt.Sprintf("%s:%d:%d", l.path, l.line, l.col)
 	}
-	return fmt.Sprintf("%s:%d:%d: %s", l.path, l.line, l.col, strings.TrimSpace(l.text))
+	if utf8.RuneCountInString(text) > maxSourceLine {
+		text = string([]rune(text)[:maxSourceLine]) + "…"
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", l.path, l.line, l.col, text)
 }
+
+// maxSourceLine caps the source line shown with a location: enough to
+// recognise the use, not a minified file's whole line.
+const maxSourceLine = 160
 
 // lines shows locations' source lines: from the text the server was sent
 // for open files, else from the server's cache of files read from disk.
