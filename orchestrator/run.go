@@ -87,8 +87,9 @@ func (r *Run) SetFeatures(f map[string]bool) {
 
 // Value returns the run's value for key, creating it with init on first
 // use. Tool packages keep their per-run state here (use an unexported key
-// type). If the value has a Close() method, or init registers one with
-// OnEnd, it is closed when the run ends.
+// type). If the value has a Close() method, it is closed when the run ends.
+// init runs under the run's lock, so it must not call the run's methods
+// (OnEnd, Feature, ...): close through Close, or watch Context.
 func (r *Run) Value(key any, init func() any) any {
 	r.mu.Lock()
 	defer r.mu.Unlock()

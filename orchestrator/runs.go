@@ -76,7 +76,7 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	}
 	id := p.RunID
 	if id == "" {
-		id = newID("run_")
+		id = NewRunID()
 	}
 	run := NewRun(id, p.ConversationID, wd, enc, p.Harness, p.Features)
 	run.Owner = p.Owner
@@ -194,8 +194,10 @@ func (rs *Runs) Reaper(ctx context.Context, interval time.Duration) {
 	}
 }
 
-func newID(prefix string) string {
+// NewRunID returns a fresh random run id ("run_" and 16 hex digits), for
+// a run/start that names none.
+func NewRunID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
+	return "run_" + hex.EncodeToString(b[:])
 }
