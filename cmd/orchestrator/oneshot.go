@@ -94,7 +94,7 @@ func toolsCmd(args []string, stdout, stderr io.Writer) error {
 	if *o.asJSON {
 		out := rpc.ListToolsResult{Tools: []rpc.ToolInfo{}}
 		for _, s := range specs {
-			out.Tools = append(out.Tools, rpc.ToolInfo{Name: s.Name, Tier: s.Tier.String(), Description: s.Description, InputSchema: s.InputSchema, ParallelSafe: s.ParallelSafe})
+			out.Tools = append(out.Tools, rpc.NewToolInfo(s))
 		}
 		return writeJSON(stdout, out)
 	}

@@ -213,3 +213,13 @@ func fieldNames(v any) []string {
 	sort.Strings(names)
 	return names
 }
+
+// NewToolInfo is a tool's spec as tools/list shows it; a tool with no
+// schema takes any object.
+func NewToolInfo(sp orchestrator.Spec) ToolInfo {
+	schema := sp.InputSchema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	return ToolInfo{Name: sp.Name, Tier: sp.Tier.String(), Description: sp.Description, InputSchema: schema, ParallelSafe: sp.ParallelSafe}
+}

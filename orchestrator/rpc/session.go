@@ -2,8 +2,6 @@ package rpc
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,7 +65,7 @@ func (s *session) startRun(ctx context.Context, req *Request) (any, error) {
 	}
 	id := p.RunID
 	if id == "" {
-		id = newRunID()
+		id = orchestrator.NewRunID()
 	}
 	h := &runHarness{conn: s.conn, runID: id}
 	var spec enclosure.Spec
@@ -123,21 +121,13 @@ func (s *session) listTools(req *Request) (any, error) {
 	if err := decodeParams(req.Method, req.Params, &p, "runId"); err != nil {
 		return nil, err
 	}
-	surface, err := parseSurface(req.Method, p.Surface)
+	run, surface, err := s.runOn(req.Method, p.RunID, p.Surface)
 	if err != nil {
 		return nil, err
 	}
-	run, err := s.srv.Runs.Get(p.RunID, s)
-	if err != nil {
-		return nil, toError(err)
-	}
 	out := ListToolsResult{Tools: []ToolInfo{}}
 	for _, sp := range s.srv.Registry.List(run, surface) {
-		schema := sp.InputSchema
-		if len(schema) == 0 {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		out.Tools = append(out.Tools, ToolInfo{Name: sp.Name, Tier: sp.Tier.String(), Description: sp.Description, InputSchema: schema, ParallelSafe: sp.ParallelSafe})
+		out.Tools = append(out.Tools, NewToolInfo(sp))
 	}
 	return out, nil
 }
@@ -147,13 +137,9 @@ func (s *session) callTool(ctx context.Context, req *Request) (any, error) {
 	if err := decodeParams(req.Method, req.Params, &p, "runId", "name"); err != nil {
 		return nil, err
 	}
-	surface, err := parseSurface(req.Method, p.Surface)
+	run, surface, err := s.runOn(req.Method, p.RunID, p.Surface)
 	if err != nil {
 		return nil, err
-	}
-	run, err := s.srv.Runs.Get(p.RunID, s)
-	if err != nil {
-		return nil, toError(err)
 	}
 	res, err := s.srv.Registry.Call(ctx, run, surface, p.Name, p.Arguments)
 	if ctx.Err() != nil {
@@ -165,6 +151,20 @@ func (s *session) callTool(ctx context.Context, req *Request) (any, error) {
 		return nil, toError(err)
 	}
 	return res, nil
+}
+
+// runOn checks a request's surface and finds its run, which this
+// connection must own.
+func (s *session) runOn(method, runID, surface string) (*orchestrator.Run, orchestrator.Surface, error) {
+	sf, err := orchestrator.ParseSurface(surface)
+	if err != nil {
+		return nil, "", Errorf(CodeInvalidParams, "invalid params for %s: field \"surface\": %v", method, err)
+	}
+	run, err := s.srv.Runs.Get(runID, s)
+	if err != nil {
+		return nil, "", toError(err)
+	}
+	return run, sf, nil
 }
 
 func (s *session) willWrite(ctx context.Context, req *Request) (any, error) {
@@ -234,14 +234,6 @@ func (s *session) writeTarget(req *Request) (*writeTarget, error) {
 	return w, nil
 }
 
-func parseSurface(method, s string) (orchestrator.Surface, error) {
-	surface, err := orchestrator.ParseSurface(s)
-	if err != nil {
-		return "", Errorf(CodeInvalidParams, "invalid params for %s: field \"surface\": %v", method, err)
-	}
-	return surface, nil
-}
-
 // runHarness is the orchestrator.Harness of one run: reverse requests on
 // the connection that started it.
 type runHarness struct {
@@ -280,12 +272,6 @@ func harnessError(method string, err error) error {
 		return fmt.Errorf("the harness connection closed before %s was answered: %w", method, err)
 	}
 	return err
-}
-
-func newRunID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "run_" + hex.EncodeToString(b[:])
 }
 
 func nonNil(s []string) []string {
