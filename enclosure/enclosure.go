@@ -96,5 +96,5 @@ func Lookup(ctx context.Context, spec Spec, conversationID string) (Enclosure, e
 	case "docker", "containerd", "kubernetes":
 		return nil, fmt.Errorf("enclosure driver %q is not built into this Berth yet: use \"host\" or \"auto\": %w", spec.Driver, ErrNotSupported)
 	}
-	return nil, fmt.Errorf("unknown enclosure driver %q: use \"host\", \"auto\", or {\"driver\": \"docker\", \"id\": ...}: %w", spec.Driver, ErrInvalidConfig)
+	return nil, fmt.Errorf("unknown enclosure driver %q: use \"host\" or \"auto\", the drivers built into this Berth: %w", spec.Driver, ErrInvalidConfig)
 }

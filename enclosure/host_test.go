@@ -135,9 +135,17 @@ func TestHostLookPathAndDial(t *testing.T) {
 }
 
 func TestLookupNeverFallsBackSilently(t *testing.T) {
-	for _, s := range []Spec{{Driver: "docker", ID: "x"}, {Driver: "containerd", ID: "x"}, {Driver: "nope"}, {Driver: "host", ID: "other"}} {
-		if _, err := Lookup(context.Background(), s, "c"); err == nil {
-			t.Errorf("Lookup(%+v) succeeded", s)
+	for _, tc := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Driver: "docker", ID: "x"}, `enclosure driver "docker" is not built into this Berth yet: use "host" or "auto"`},
+		{Spec{Driver: "containerd", ID: "x"}, `enclosure driver "containerd" is not built`},
+		{Spec{Driver: "nope"}, `unknown enclosure driver "nope": use "host" or "auto"`},
+		{Spec{Driver: "host", ID: "other"}, `host enclosure has no id "other"`},
+	} {
+		if _, err := Lookup(context.Background(), tc.spec, "c"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Lookup(%+v) = %v, want an error containing %q", tc.spec, err, tc.want)
 		}
 	}
 	for _, s := range []Spec{{}, {Driver: "host"}, {Driver: "auto"}} {
