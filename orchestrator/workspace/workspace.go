@@ -46,7 +46,7 @@ func (r *Root) Dir() string { return r.dir }
 // of it that does is resolved through symlinks, and must stay inside.
 func (r *Root) Resolve(p string) (string, error) {
 	if strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("path %q contains a NUL byte", p)
+		return "", fmt.Errorf("path %q contains a NUL byte: pass a plain file path", p)
 	}
 	if p == "" || p == "." {
 		return r.dir, nil

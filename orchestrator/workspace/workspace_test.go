@@ -145,3 +145,33 @@ func TestApplyRefusesPathsOutside(t *testing.T) {
 		t.Fatalf("Apply outside = %v", err)
 	}
 }
+
+func TestResolveRefusesNUL(t *testing.T) {
+	root, _ := setup(t, nil)
+	if _, err := root.Resolve("a\x00b"); err == nil || !strings.Contains(err.Error(), "NUL byte: pass a plain file path") {
+		t.Fatalf("Resolve with a NUL = %v", err)
+	}
+}
+
+func TestApplyRefusesAFileTwice(t *testing.T) {
+	root, changes := setup(t, map[string]string{"a.go": "alpha"})
+	err := (&Writer{}).Apply(root, append(changes, changes[0]))
+	if err == nil || !strings.Contains(err.Error(), "appears twice") || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("Apply with a file twice = %v", err)
+	}
+	if got := contents(t, root); got["a.go"] != "alpha" || len(got) != 1 {
+		t.Fatalf("files changed: %v", got)
+	}
+}
+
+func TestApplyNamesAnUnreadableFile(t *testing.T) {
+	root, changes := setup(t, map[string]string{"a.go": "alpha"})
+	changes = append(changes, Change{Path: filepath.Join(root.Dir(), "gone.go"), Expected: Hash(nil), Content: []byte("x")})
+	var ce *ConflictError
+	if err := (&Writer{}).Apply(root, changes); !errors.As(err, &ce) || len(ce.Paths) != 1 || !strings.Contains(ce.Paths[0], "gone.go (unreadable: no such file or directory)") {
+		t.Fatalf("Apply with a missing file = %v", err)
+	}
+	if got := contents(t, root); got["a.go"] != "alpha" || len(got) != 1 {
+		t.Fatalf("files changed: %v", got)
+	}
+}

@@ -48,7 +48,7 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i].Path == sorted[i-1].Path {
-			return fmt.Errorf("file %s appears twice in one change", root.Rel(sorted[i].Path))
+			return fmt.Errorf("file %s appears twice in one change, so nothing was written: merge its edits into one change of that file", root.Rel(sorted[i].Path))
 		}
 	}
 
@@ -62,7 +62,11 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 		}
 		b, err := os.ReadFile(c.Path)
 		if err != nil {
-			conflicts = append(conflicts, root.Rel(c.Path)+" (unreadable: "+errors.Unwrap(err).Error()+")")
+			why := err
+			if inner := errors.Unwrap(err); inner != nil {
+				why = inner // the *PathError's cause; the path is already named
+			}
+			conflicts = append(conflicts, root.Rel(c.Path)+" (unreadable: "+why.Error()+")")
 			continue
 		}
 		if Hash(b) != c.Expected {
