@@ -140,11 +140,11 @@ func serveCmd(args []string, stderr io.Writer) error {
 func listenUnix(path string) (net.Listener, error) {
 	if st, err := os.Lstat(path); err == nil {
 		if st.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("unix socket %s: a file that is not a socket is in the way", path)
+			return nil, fmt.Errorf("unix socket %s: a file that is not a socket is in the way: move it, or pick another path with --unix", path)
 		}
 		if c, err := net.Dial("unix", path); err == nil {
 			c.Close()
-			return nil, fmt.Errorf("unix socket %s: another server is listening on it", path)
+			return nil, fmt.Errorf("unix socket %s: another server is listening on it: stop that one, or pick another path with --unix", path)
 		}
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("unix socket %s: removing the stale socket: %w", path, err)

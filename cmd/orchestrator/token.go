@@ -19,7 +19,7 @@ func loadToken(tokenFile string) (token, path string, err error) {
 	if tokenFile != "" {
 		b, err := os.ReadFile(tokenFile)
 		if err != nil {
-			return "", "", fmt.Errorf("token file: %w", err)
+			return "", "", fmt.Errorf("token file: %w: pass a readable file with --token-file (or rpc.token_file), or omit it to have a token generated", err)
 		}
 		t := strings.TrimSpace(string(b))
 		if t == "" {
