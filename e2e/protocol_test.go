@@ -340,10 +340,12 @@ func TestUnixSocket(t *testing.T) {
 	}
 }
 
+// /metrics serves the collectors the core and the first tool families
+// feed; /healthz and /readyz answer.
 func TestMetricsAndHealth(t *testing.T) {
-	s := startServe(t, []string{testTools})
+	s := startServe(t, []string{testTools}, "--config", writeConfig(t, "vibe:\n  runners:\n    fast: [sleep, \"30\"]\n"))
 	c := dial(t, s)
-	run := newRun(t, c, "", nil)
+	run := newRun(t, c, "", map[string]bool{orchestrator.FeatureVibe: true, orchestrator.FeatureQuestions: true})
 	callTool(t, c, run, "test_echo", map[string]string{"text": "x"})
 	get := func(path string) (int, string) {
 		resp, err := http.Get(s.HTTP() + path)
@@ -354,11 +356,31 @@ func TestMetricsAndHealth(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	code, body := get("/metrics")
-	if code != 200 {
-		t.Fatalf("/metrics: %d", code)
+	// waitFor polls /metrics until it holds every line given.
+	waitFor := func(what string, want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			code, body := get("/metrics")
+			if code != 200 {
+				t.Fatalf("/metrics: %d", code)
+			}
+			var missing []string
+			for _, w := range want {
+				if !strings.Contains(body, w) {
+					missing = append(missing, w)
+				}
+			}
+			if len(missing) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: /metrics lacks %q", what, missing)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
-	for _, want := range []string{
+	waitFor("after one call",
 		"berth_runs_active 1",
 		`berth_tool_calls_total{outcome="ok",tier="read",tool="test_echo"} 1`,
 		`berth_tool_call_duration_seconds_count{tier="read",tool="test_echo"} 1`,
@@ -366,11 +388,35 @@ func TestMetricsAndHealth(t *testing.T) {
 		"berth_reaper_last_run_timestamp_seconds ",
 		`berth_rpc_connections_active{transport="websocket"} 1`,
 		"berth_questions_pending 0",
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %q", want)
-		}
+	)
+
+	// A vibe worker is a live session of kind worker.
+	if res := callTool(t, c, run, "vibe_spawn", map[string]string{"brief": "wait", "label": "sleeper"}); res.IsError {
+		t.Fatalf("vibe_spawn: %+v", res)
 	}
+	waitFor("a running worker", `berth_sessions_active{kind="worker"} 1`)
+
+	// A card waiting for its human is pending until answered.
+	asked, answer := make(chan struct{}), make(chan struct{})
+	c.OnAsk(func(context.Context, rpc.AskParams) (*orchestrator.Answer, error) {
+		close(asked)
+		<-answer
+		return &orchestrator.Answer{Outcome: "skipped"}, nil
+	})
+	done := make(chan *orchestrator.Result, 1)
+	go func() {
+		res, err := c.CallTool(testCtx(t), run, orchestrator.SurfaceFull, "ask_user", map[string]any{"question": "go on?", "allow_free_text": true})
+		if err != nil {
+			t.Errorf("ask_user: %v", err)
+		}
+		done <- res
+	}()
+	<-asked
+	waitFor("a card waiting", "berth_questions_pending 1")
+	close(answer)
+	<-done
+	waitFor("the card answered", "berth_questions_pending 0", `berth_tool_calls_total{outcome="ok",tier="read",tool="ask_user"} 1`)
+
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
