@@ -52,6 +52,16 @@ func newServer(t *testing.T, grace time.Duration) *Server {
 	return s
 }
 
+// startRun starts a run in a fresh directory.
+func startRun(t *testing.T, c *Client) *StartRunResult {
+	t.Helper()
+	run, err := c.StartRun(context.Background(), StartRunParams{Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
 // connect joins an in-process client to s; cleanup closes it and waits
 // for the server side to finish.
 func connect(t *testing.T, s *Server) *Client {
@@ -71,10 +81,7 @@ func TestBadParamsNameTheField(t *testing.T) {
 	s := newServer(t, 0)
 	c := connect(t, s)
 	ctx := context.Background()
-	run, err := c.StartRun(ctx, StartRunParams{Workdir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := startRun(t, c)
 	cases := []struct {
 		method string
 		params any
@@ -109,10 +116,7 @@ func TestRunsBelongToTheirConnection(t *testing.T) {
 	s := newServer(t, 0)
 	a, b := connect(t, s), connect(t, s)
 	ctx := context.Background()
-	run, err := a.StartRun(ctx, StartRunParams{Workdir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := startRun(t, a)
 	if _, err := b.ListTools(ctx, run.RunID, orchestrator.SurfaceFull); rpcCodeOf(err) != CodeUnknownRun {
 		t.Fatalf("another connection's tools/list: %v, want unknown run", err)
 	}
@@ -136,10 +140,7 @@ func TestAskReachesTheHarnessAndCarriesItsRefusal(t *testing.T) {
 	s := newServer(t, 0)
 	c := connect(t, s)
 	ctx := context.Background()
-	run, err := c.StartRun(ctx, StartRunParams{Workdir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := startRun(t, c)
 	var got AskParams
 	c.OnAsk(func(_ context.Context, p AskParams) (*orchestrator.Answer, error) {
 		got = p
@@ -188,10 +189,7 @@ func TestDidWriteWithoutAnObserverIsUnknown(t *testing.T) {
 	s := newServer(t, 0)
 	c := connect(t, s)
 	ctx := context.Background()
-	run, err := c.StartRun(ctx, StartRunParams{Workdir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := startRun(t, c)
 	if err := c.WillWrite(ctx, run.RunID, []string{"a.go"}); err != nil {
 		t.Fatal(err)
 	}
