@@ -53,7 +53,7 @@ func startDirect(ctx context.Context, root string) (*direct, error) {
 	d := &direct{cmd: cmd, published: make(chan string, 1024), loaded: make(chan struct{}), active: map[string]bool{}}
 	_, d.conn, d.api = protocol.NewClient(context.Background(), &directClient{d: d}, jsonrpc2.NewHeaderStream(pipes{stdout, stdin}))
 	params := map[string]any{
-		"processId": os.Getpid(), "rootUri": uri.File(root),
+		"processId": os.Getpid(), "rootUri": uri.File(root), "rootPath": root, "clientInfo": map[string]any{"name": "bench-direct"},
 		"workspaceFolders":      []protocol.WorkspaceFolder{{URI: uri.File(root), Name: filepath.Base(root)}},
 		"capabilities":          capabilities,
 		"initializationOptions": map[string]any{"diagnosticsDelay": "100ms"},

@@ -3,7 +3,10 @@
 // through Berth's harness protocol (the real orchestrator binary over
 // stdio, the client from orchestrator/rpc, the lsp tool, gopls) and sent
 // straight to a second gopls by a minimal client (direct.go), alternating
-// so both stay equally warm. It also times files/didWrite on a warm server
+// so both stay equally warm. To split what Berth adds, it also times the
+// same tool call made in process (the registry and the lsp provider, no
+// protocol; on a third gopls) and a protocol round trip alone (test_echo
+// of the same answer). Last it times files/didWrite on a warm server
 // against the direct time from didChange to gopls's first publish. It
 // prints medians, their ratio and the added time.
 //
@@ -12,6 +15,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -21,7 +26,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/lsp"
+	"github.com/berth-dev/berth/orchestrator/metrics"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
 
@@ -91,9 +99,14 @@ func run(n int, repo string) error {
 		return err
 	}
 	defer d.close()
+	inproc, err := newInProcess(repo)
+	if err != nil {
+		return err
+	}
+	defer inproc.run.End(orchestrator.EndStopped)
 
 	fmt.Printf("gopls on %s, %d requests each after warm-up, alternating paths\n", repo, n)
-	fmt.Printf("%-12s %10s %10s %8s %10s   %s\n", "query", "direct", "berth", "ratio", "added", "target: added <= max(10% of direct, 1ms)")
+	fmt.Printf("%-13s %10s %10s %8s %10s   %s\n", "query", "direct", "berth", "ratio", "added", "target: added <= max(10% of direct, 1ms)")
 	for _, q := range queries {
 		text, err := os.ReadFile(filepath.Join(repo, q.file))
 		if err != nil {
@@ -129,6 +142,9 @@ func run(n int, repo string) error {
 		if _, err := directCall(); err != nil {
 			return fmt.Errorf("%s direct: %w", q.action, err)
 		}
+		if _, err := inproc.call(ctx, args); err != nil {
+			return fmt.Errorf("%s in process: %w", q.action, err)
+		}
 		var direct, berth []time.Duration
 		for i := 0; i < n; i++ {
 			first, second := directCall, berthCall
@@ -149,6 +165,24 @@ func run(n int, repo string) error {
 			direct, berth = append(direct, a), append(berth, b)
 		}
 		report(q.action, direct, berth)
+		// The same tool call in process, against the direct request.
+		var local, direct2 []time.Duration
+		for i := 0; i < n; i++ {
+			var a, b time.Duration
+			var aerr, berr error
+			if i%2 == 0 {
+				b, berr = inproc.call(ctx, args)
+				a, aerr = directCall()
+			} else {
+				a, aerr = directCall()
+				b, berr = inproc.call(ctx, args)
+			}
+			if err := errors.Join(aerr, berr); err != nil {
+				return err
+			}
+			local, direct2 = append(local, b), append(direct2, a)
+		}
+		report("  in process", direct2, local)
 		// The harness protocol alone: a tool that echoes the same answer.
 		var echo []time.Duration
 		for i := 0; i < n; i++ {
@@ -158,9 +192,41 @@ func run(n int, repo string) error {
 			}
 			echo = append(echo, time.Since(start))
 		}
-		fmt.Printf("%-12s %10s of the added time is the harness protocol round trip alone (test_echo of the %d-byte answer)\n", "", round(median(echo)), len(answer))
+		fmt.Printf("%-13s %21s   the harness protocol round trip alone (test_echo of the %d-byte answer)\n", "  protocol", round(median(echo)), len(answer))
 	}
 	return didWrite(ctx, c, d, n)
+}
+
+// inProcess is the lsp provider behind a registry in this process, as
+// the binary wires it, without the protocol.
+type inProcess struct {
+	reg *orchestrator.Registry
+	run *orchestrator.Run
+}
+
+func newInProcess(repo string) (*inProcess, error) {
+	m := metrics.NewForTest()
+	p, err := lsp.New(lsp.DefaultConfig(), m)
+	if err != nil {
+		return nil, err
+	}
+	reg := orchestrator.NewRegistry(m, 0)
+	reg.Add(p)
+	return &inProcess{reg: reg, run: orchestrator.NewRun("bench", "", repo, enclosure.Host(), nil, nil)}, nil
+}
+
+func (ip *inProcess) call(ctx context.Context, args map[string]any) (time.Duration, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	res, err := ip.reg.Call(ctx, ip.run, orchestrator.SurfaceFull, "lsp", raw)
+	el := time.Since(start)
+	if err == nil && res.IsError {
+		err = fmt.Errorf("%s", res.FirstText())
+	}
+	return el, err
 }
 
 // didWrite times files/didWrite on a warm server against the direct time
@@ -241,7 +307,7 @@ func report(name string, direct, berth []time.Duration) {
 	if name == "didWrite" {
 		verdict = "(not a query: no target)"
 	}
-	fmt.Printf("%-12s %10s %10s %8.3f %10s   %s (min %s / %s)\n", name, round(md), round(mb), float64(mb)/float64(md), round(added), verdict,
+	fmt.Printf("%-13s %10s %10s %8.3f %10s   %s (min %s / %s)\n", name, round(md), round(mb), float64(mb)/float64(md), round(added), verdict,
 		round(slices.Min(direct)), round(slices.Min(berth)))
 }
 
