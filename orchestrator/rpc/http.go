@@ -60,10 +60,11 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	return mux
 }
 
-// authorized compares the bearer token in constant time.
+// authorized compares the bearer token in constant time. The scheme's
+// name is case-insensitive (RFC 9110).
 func authorized(r *http.Request, token string) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1

@@ -247,3 +247,27 @@ func TestCoreErrorsMapToCodes(t *testing.T) {
 		}
 	}
 }
+
+func TestAuthorizedNeedsTheExactToken(t *testing.T) {
+	for _, c := range []struct {
+		header string
+		ok     bool
+	}{
+		{"Bearer sesame", true},
+		{"bearer sesame", true},
+		{"Bearer  sesame ", true},
+		{"Bearer sesam", false},
+		{"Bearer sesame2", false},
+		{"Basic sesame", false},
+		{"sesame", false},
+		{"", false},
+	} {
+		r := httptest.NewRequest("GET", RPCPath, nil)
+		if c.header != "" {
+			r.Header.Set("Authorization", c.header)
+		}
+		if got := authorized(r, "sesame"); got != c.ok {
+			t.Errorf("Authorization %q: authorized = %v, want %v", c.header, got, c.ok)
+		}
+	}
+}
