@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,7 +127,25 @@ func TestGopls(t *testing.T) {
 	})
 
 	t.Run("rename across files", func(t *testing.T) {
+		// A failure part-way through writing leaves every file as it was.
+		before := f.read(t, "main.go") + f.read(t, "greet/greet.go")
+		renames := 0
+		f.p.Writer.Rename = func(from, to string) error {
+			if renames++; renames == 2 {
+				return errors.New("disk full (injected)")
+			}
+			return os.Rename(from, to)
+		}
 		text, isErr := f.call(t, "lsp_rename", map[string]any{"file": "greet/greet.go", "line": 21, "symbol": "func Hello", "new_name": "Salute"})
+		f.p.Writer.Rename = nil
+		if !isErr || !strings.Contains(text, "disk full (injected)") {
+			t.Errorf("an injected write failure: want an error result, got:\n%s", text)
+		}
+		if after := f.read(t, "main.go") + f.read(t, "greet/greet.go"); after != before {
+			t.Fatal("a failed rename changed files")
+		}
+
+		text, isErr = f.call(t, "lsp_rename", map[string]any{"file": "greet/greet.go", "line": 21, "symbol": "func Hello", "new_name": "Salute"})
 		if isErr {
 			t.Fatal(text)
 		}
