@@ -55,6 +55,9 @@ func TestToolsCommandFollowsTheSurface(t *testing.T) {
 	if _, stderr, code := runCLI(t, nil, "tools", "--workdir", dir, "--surface", "admin"); code == 0 || !strings.Contains(stderr, `unknown surface "admin"`) {
 		t.Errorf("bad surface: %d %s", code, stderr)
 	}
+	if _, stderr, code := runCLI(t, nil, "tools", "--workdir", dir+"/missing"); code != 1 || !strings.Contains(stderr, "pass an existing directory\n") {
+		t.Errorf("missing workdir: %d %s", code, stderr)
+	}
 }
 
 func TestCallCommandRunsOneTool(t *testing.T) {

@@ -72,7 +72,9 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (*orchestrator.Re
 	runs := orchestrator.NewRuns(m, 0)
 	run, err := runs.Start(ctx, orchestrator.StartParams{Workdir: wd, ConversationID: *o.conversation, Features: featureFlag(*o.features), Harness: noHarness{}})
 	if err != nil {
-		return nil, nil, "", nil, err
+		// The class word the core appends for the protocol's error codes
+		// means nothing on a command line.
+		return nil, nil, "", nil, errors.New(strings.TrimSuffix(err.Error(), ": "+orchestrator.ErrInvalid.Error()))
 	}
 	return reg, run, surface, runs.StopAll, nil
 }
