@@ -21,8 +21,9 @@ import (
 type Enclosure interface {
 	Driver() string // "host", "docker", "containerd"
 	ID() string
-	// Start starts a process with stdio pipes. It ends when ctx ends only
-	// through Kill; callers own the Process and must Kill or Wait it.
+	// Start starts a process with stdio pipes. ctx bounds the start only:
+	// the process lives until it exits or is killed, so the caller owns
+	// the Process and must Kill or Wait it (tie it to its run with OnEnd).
 	Start(ctx context.Context, cmd Cmd) (Process, error)
 	// LookPath resolves an executable as the enclosure sees it.
 	LookPath(ctx context.Context, name string) (string, error)
