@@ -2,12 +2,8 @@ package lsp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
-
-	"go.lsp.dev/jsonrpc2"
 
 	"go.lsp.dev/protocol"
 
@@ -26,12 +22,11 @@ const (
 
 // cursor is a resolved position in a synced file.
 type cursor struct {
-	s    *server
-	abs  string
-	rel  string
-	pos  protocol.Position
-	line string // the source line
-	end  protocol.Position
+	s   *server
+	abs string
+	rel string
+	pos protocol.Position
+	end protocol.Position
 }
 
 // at finds the file's server, syncs the file and resolves line + symbol.
@@ -68,7 +63,7 @@ func (p *Provider) at(ctx context.Context, run *orchestrator.Run, a args) (*curs
 		end++
 	}
 	line := uint32(a.Line - 1)
-	return &cursor{s: s, abs: abs, rel: relTo(run.Workdir, abs), line: lt,
+	return &cursor{s: s, abs: abs, rel: relTo(run.Workdir, abs),
 		pos: protocol.Position{Line: line, Character: s.enc.toServer(lt, col)},
 		end: protocol.Position{Line: line, Character: s.enc.toServer(lt, end)}}, nil
 }
@@ -111,7 +106,7 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 	r := s.lineReader()
 	what := fmt.Sprintf("%s of %q at %s:%d", strings.ReplaceAll(a.Action, "_", " "), a.Symbol, c.rel, a.Line)
 	var text string
-	err := p.retry(ctx, run, s, func(ctx context.Context) error {
+	err := s.request(ctx, func(ctx context.Context) error {
 		switch a.Action {
 		case "definition":
 			res, err := s.api.Definition(ctx, &protocol.DefinitionParams{TextDocumentPositionParams: c.params()})
@@ -169,21 +164,6 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 		return orchestrator.Errorf("%s could not answer %s: %v", s.cfg.Name, a.Action, err)
 	}
 	return orchestrator.Text(text + note)
-}
-
-// retry runs f, and once more on a fresh server when the server died
-// under it (the supervisor restarts it with backoff).
-func (p *Provider) retry(ctx context.Context, run *orchestrator.Run, s *server, f func(ctx context.Context) error) error {
-	err := s.call(ctx, f)
-	var answered *jsonrpc2.Error
-	if err == nil || ctx.Err() != nil || errors.As(err, &answered) {
-		return err
-	}
-	// A transport error: the process may be dying; its exit lags the EOF.
-	if !s.waitGone(time.Second) {
-		return err
-	}
-	return errors.Join(err, fmt.Errorf("%s exited during the request; it is restarted on the next call: call again", s.cfg.Name))
 }
 
 func onLine(ds []protocol.Diagnostic, line uint32) []protocol.Diagnostic {

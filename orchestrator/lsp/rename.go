@@ -67,7 +67,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	}
 	if opts, ok := s.caps.RenameProvider.(*protocol.RenameOptions); ok && opts.PrepareProvider != nil && *opts.PrepareProvider {
 		var prep protocol.PrepareRenameResult
-		err := p.retry(ctx, run, s, func(ctx context.Context) error {
+		err := s.request(ctx, func(ctx context.Context) error {
 			var err error
 			prep, err = s.api.PrepareRename(ctx, &protocol.PrepareRenameParams{TextDocumentPositionParams: c.params()})
 			return err
@@ -83,7 +83,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 		return orchestrator.Errorf("%s has not finished loading the workspace, so a rename could miss uses: call again in a moment", s.cfg.Name)
 	}
 	var edit *protocol.WorkspaceEdit
-	err := p.retry(ctx, run, s, func(ctx context.Context) error {
+	err := s.request(ctx, func(ctx context.Context) error {
 		var err error
 		edit, err = s.api.Rename(ctx, &protocol.RenameParams{TextDocumentPositionParams: c.params(), NewName: a.NewName})
 		return err

@@ -335,6 +335,21 @@ func (s *server) call(ctx context.Context, f func(ctx context.Context) error) er
 	}
 }
 
+// request runs f through call; when the server died under it, the error
+// says so and that the next call gets a restarted server.
+func (s *server) request(ctx context.Context, f func(ctx context.Context) error) error {
+	err := s.call(ctx, f)
+	var answered *jsonrpc2.Error
+	if err == nil || ctx.Err() != nil || errors.As(err, &answered) {
+		return err
+	}
+	// A transport error: the process may be dying; its exit lags the EOF.
+	if !s.waitGone(time.Second) {
+		return err
+	}
+	return errors.Join(err, fmt.Errorf("%s exited during the request; it is restarted on the next call: call again", s.cfg.Name))
+}
+
 func retryable(err error) bool {
 	var e *jsonrpc2.Error
 	if !errors.As(err, &e) {
