@@ -65,10 +65,8 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	if st, err := os.Stat(wd); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("workdir %q is not a directory: %w", p.Workdir, ErrInvalid)
 	}
-	for k := range p.Features {
-		if _, known := DefaultFeatures()[k]; !known {
-			return nil, fmt.Errorf("unknown feature %q: known features are lsp, structural, debug, kernels, questions, vibe: %w", k, ErrInvalid)
-		}
+	if err := CheckFeatures(p.Features); err != nil {
+		return nil, err
 	}
 	enc, err := rs.lookup(ctx, p.Enclosure, p.ConversationID)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -112,4 +114,21 @@ func DefaultFeatures() map[string]bool {
 		FeatureLSP: true, FeatureStructural: true, FeatureDebug: true, FeatureKernels: true,
 		FeatureQuestions: false, FeatureVibe: false,
 	}
+}
+
+// CheckFeatures refuses a feature name Berth does not know (run/start,
+// run/update), naming the known ones.
+func CheckFeatures(f map[string]bool) error {
+	known := DefaultFeatures()
+	for k := range f {
+		if _, ok := known[k]; !ok {
+			names := make([]string, 0, len(known))
+			for n := range known {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return fmt.Errorf("unknown feature %q in features: known features are %s: %w", k, strings.Join(names, ", "), ErrInvalid)
+		}
+	}
+	return nil
 }
