@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/berth-dev/berth/enclosure"
@@ -91,11 +90,8 @@ func (s *session) updateRun(req *Request) (any, error) {
 	if err := decodeParams(req.Method, req.Params, &p, "runId", "features"); err != nil {
 		return nil, err
 	}
-	known := orchestrator.DefaultFeatures()
-	for k := range p.Features {
-		if _, ok := known[k]; !ok {
-			return nil, Errorf(CodeInvalidParams, "invalid params for run/update: field \"features\": unknown feature %q; known features are %s", k, strings.Join(sortedKeys(known), ", "))
-		}
+	if err := orchestrator.CheckFeatures(p.Features); err != nil {
+		return nil, toError(err)
 	}
 	run, err := s.srv.Runs.Get(p.RunID, s)
 	if err != nil {
@@ -279,13 +275,4 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
