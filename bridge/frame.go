@@ -59,6 +59,11 @@ func NewReader(r io.Reader) *Reader { return &Reader{r: bufio.NewReaderSize(r, 6
 // TypeStray frame holding them; a line that starts like a frame but is not
 // valid JSON is stray too, so nothing a process prints is lost or taken
 // for a message.
+//
+// A frame starts at the last separator of its line: its JSON cannot hold
+// one, so an earlier separator belongs to bytes that are not a frame (a
+// frame cut short when its writer was stopped, a stray write), and the
+// frame that follows them on the line is still read.
 func (r *Reader) Read() (Frame, error) {
 	if len(r.pending) > 0 {
 		f := r.pending[0]
@@ -69,7 +74,7 @@ func (r *Reader) Read() (Frame, error) {
 	if len(line) == 0 {
 		return Frame{}, err
 	}
-	i := bytes.IndexByte(line, sep)
+	i := bytes.LastIndexByte(line, sep)
 	if i < 0 {
 		return Frame{Type: TypeStray, Text: string(line)}, nil
 	}
@@ -89,6 +94,9 @@ func (r *Reader) Read() (Frame, error) {
 }
 
 // line reads through the next newline (or to EOF), at most MaxFrame bytes.
+// A long run of bytes with no separator in it cannot become a frame, so it
+// comes back in pieces of the buffer's size rather than counting against
+// MaxFrame: a process may print without newlines for ever.
 func (r *Reader) line() ([]byte, error) {
 	var buf []byte
 	for {
@@ -98,6 +106,9 @@ func (r *Reader) line() ([]byte, error) {
 			return nil, ErrFrameTooLarge
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
+			if bytes.IndexByte(buf, sep) < 0 {
+				return buf, nil
+			}
 			continue
 		}
 		return buf, err

@@ -58,6 +58,8 @@ func TestStray(t *testing.T) {
 		{"no type", "\x1e{}\n", []Frame{{Type: TypeStray, Text: "\x1e{}\n"}}},
 		{"last line without newline", "\x1e{\"type\":\"ready\",\"version\":1}",
 			[]Frame{{Type: TypeReady, Version: 1}}},
+		{"a frame cut short does not swallow the next", "\x1e{\"type\":\"output\",\"text\":\"xx\x1e{\"type\":\"done\",\"cell\":\"c\"}\n",
+			[]Frame{{Type: TypeStray, Text: "\x1e{\"type\":\"output\",\"text\":\"xx"}, {Type: TypeDone, Cell: "c"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,10 +81,34 @@ func TestStray(t *testing.T) {
 }
 
 func TestFrameTooLarge(t *testing.T) {
-	big := strings.Repeat("x", MaxFrame+10)
+	big := "\x1e" + strings.Repeat("x", MaxFrame+10)
 	r := NewReader(strings.NewReader(big))
 	if _, err := r.Read(); !errors.Is(err, ErrFrameTooLarge) {
 		t.Fatalf("want ErrFrameTooLarge, got %v", err)
+	}
+}
+
+// TestLongStray: bytes with no separator and no newline come back as
+// stray pieces however many there are; a frame after them is still read.
+func TestLongStray(t *testing.T) {
+	long := strings.Repeat("x", MaxFrame+10)
+	r := NewReader(strings.NewReader(long + "\x1e{\"type\":\"done\",\"cell\":\"c\"}\n"))
+	var stray int
+	for {
+		f, err := r.Read()
+		if err != nil {
+			t.Fatalf("after %d stray bytes: %v", stray, err)
+		}
+		if f.Type == TypeDone {
+			break
+		}
+		if f.Type != TypeStray || len(f.Text) > 1<<20 {
+			t.Fatalf("want stray pieces, got a %s frame of %d bytes", f.Type, len(f.Text))
+		}
+		stray += len(f.Text)
+	}
+	if stray != len(long) {
+		t.Errorf("%d stray bytes, want %d", stray, len(long))
 	}
 }
 
@@ -94,6 +120,8 @@ func TestAwaitReady(t *testing.T) {
 		{"noise first", "warning: site\n\x1e{\"type\":\"ready\",\"version\":1}\n", "", "warning: site\n"},
 		{"wrong version", "\x1e{\"type\":\"ready\",\"version\":99}\n", "protocol version 99", ""},
 		{"died", "Traceback: boom\n", "ended before it was ready", "Traceback: boom\n"},
+		{"noise keeps its tail", strings.Repeat("n", 3*maxNoise) + "last words\n\x1e{\"type\":\"ready\",\"version\":1}\n", "",
+			strings.Repeat("n", maxNoise-len("last words\n")) + "last words\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

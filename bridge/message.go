@@ -35,7 +35,9 @@ const (
 //
 //	ready        Version, Language, Pid, Implementation
 //	execute      Cell, Code
-//	output       Cell, Stream ("stdout" or "stderr"), Text
+//	output       Cell, Stream ("stdout" or "stderr"), Text; a driver that
+//	             captures fd 1 and 2 through one pipe, to keep their order
+//	             as a terminal does with 2>&1, sends both as "stdout"
 //	display      Cell, Data (a MIME bundle)
 //	result       Cell, Data (the last expression's MIME bundle)
 //	error        Cell, Name, Value, Traceback

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,22 +23,12 @@ func evalCell(t *testing.T, c *rpc.Client, run, lang, code string) *orchestrator
 	return callTool(t, c, run, "eval", map[string]any{"code": code, "language": lang, "description": "run one cell for the end to end test"})
 }
 
-// interpretersIn lists live python or node processes whose working
-// directory is inside dir.
+// interpretersIn lists the live python and node processes working inside
+// dir (processesIn is the debug test's).
 func interpretersIn(dir string) []string {
-	var out []string
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range procs {
-		cwd, err := os.Readlink(filepath.Join(p, "cwd"))
-		if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+"/")) {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join(p, "cmdline"))
-		if strings.Contains(string(cmd), "python") || strings.Contains(string(cmd), "node") {
-			out = append(out, filepath.Base(p)+": "+strings.Fields(strings.ReplaceAll(string(cmd), "\x00", " "))[0])
-		}
-	}
-	return out
+	return slices.DeleteFunc(processesIn(dir), func(p string) bool {
+		return !strings.Contains(p, "python") && !strings.Contains(p, "node")
+	})
 }
 
 // eval through the real binary: cells on both kernels, a table and a
@@ -119,9 +108,9 @@ func TestEvalThroughProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(interpretersIn(dir)) > 0 {
+	for len(processesIn(dir)) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("interpreters left after run/stop: %v", interpretersIn(dir))
+			t.Fatalf("processes left after run/stop: %v", processesIn(dir))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

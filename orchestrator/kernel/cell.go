@@ -84,6 +84,11 @@ func (k *kernel) execute(ctx context.Context, cfg Config, run *orchestrator.Run,
 				if c.why != "" && f.Status != bridge.StatusOK {
 					c.end = endInterrupted
 				}
+				// The status decides even if the error frame was lost (torn
+				// by a stray write beside it).
+				if f.Status != bridge.StatusOK {
+					c.out.failed = true
+				}
 				return c
 			}
 			c.out.add(f, id)

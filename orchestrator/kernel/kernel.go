@@ -20,11 +20,11 @@ import (
 // The stderr goroutine keeps the tail of what the interpreter wrote before
 // or outside the driver's capture (a crash report).
 type kernel struct {
-	lang    string
 	interp  string
 	proc    enclosure.Process
 	w       *bridge.Writer
 	frames  chan bridge.Frame // closed when stdout ends
+	ended   chan struct{}     // closed by end: nobody reads frames any more
 	stderr  *tailBuffer
 	m       *metrics.Metrics
 	mu      sync.Mutex
@@ -60,8 +60,8 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 		m.SessionFailed(metrics.KindKernel)
 		return nil, fmt.Errorf("start %s: %w", interp, err)
 	}
-	k := &kernel{lang: lang, interp: interp, proc: proc, w: bridge.NewWriter(proc.Stdin()),
-		frames: make(chan bridge.Frame, 256), stderr: stderr, m: m}
+	k := &kernel{interp: interp, proc: proc, w: bridge.NewWriter(proc.Stdin()),
+		frames: make(chan bridge.Frame, 256), ended: make(chan struct{}), stderr: stderr, m: m}
 	ready := make(chan error, 1)
 	go k.read(ready)
 	// A write that fails means the interpreter is gone; the reader then
@@ -113,16 +113,27 @@ func (k *kernel) read(ready chan<- error) {
 				k.readErr = err
 				k.mu.Unlock()
 				_ = k.proc.Kill()
+				// Reading to the end releases the pipe.
+				_, _ = io.Copy(io.Discard, k.proc.Stdout())
 			}
 			return
 		}
-		k.frames <- f
+		select {
+		case k.frames <- f:
+		case <-k.ended:
+			// Output printed while no cell ran can fill k.frames; once the
+			// kernel is ended nobody will read it. Read the stream to its
+			// end instead, which releases the pipe.
+			_, _ = io.Copy(io.Discard, k.proc.Stdout())
+			return
+		}
 	}
 }
 
 // end kills the kernel and records why; only the first call counts.
 func (k *kernel) end(reason string) {
 	k.endOnce.Do(func() {
+		close(k.ended)
 		_ = k.proc.Kill()
 		select {
 		case <-k.proc.Done():

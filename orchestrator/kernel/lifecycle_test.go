@@ -40,6 +40,7 @@ func TestDyingKernel(t *testing.T) {
 	}{
 		{"os._exit", "print('going')\nimport os\nos._exit(3)", []string{"going", "died", "exited with status 3", "state", "fresh"}},
 		{"segfault", "import ctypes\nctypes.string_at(0)", []string{"died", "killed by a signal", "Segmentation fault"}},
+		{"SIGKILL, as the OOM killer sends", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", []string{"died", "killed by a signal", "state", "fresh"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -232,6 +233,7 @@ func TestStartFailure(t *testing.T) {
 // TestOversizedMessage: a display bigger than the protocol's frame limit
 // stops the kernel with a result that says why, not a mystery death.
 func TestOversizedMessage(t *testing.T) {
+	noLeaks(t)
 	e := newEnv(t, testConfig(), nil)
 	r := e.eval("display({'image/png': 'A' * (65 << 20)}, raw=True)")
 	if !r.IsError || !strings.Contains(text(r), "over the 64 MB limit of the protocol") {

@@ -10,6 +10,7 @@
 // which Berth shows as output.
 (function (require) {
   'use strict';
+  const fs = require('fs');
   const vm = require('vm');
   const util = require('util');
   const path = require('path');
@@ -28,9 +29,23 @@
     processTopLevelAwait = null;
   }
 
-  const rawWrite = process.stdout.write.bind(process.stdout);
+  // Frames are written to fd 1 synchronously, one frame at a time. Node's
+  // own stdout stream queues writes to a pipe in memory without bound, so
+  // a cell printing 100 MB would hold it all; a blocking write makes the
+  // cell wait for Berth instead. libuv has made the pipe non-blocking, so
+  // a full pipe is waited out here.
+  const pause = new Int32Array(new SharedArrayBuffer(4));
   function send(frame) {
-    rawWrite('\x1e' + JSON.stringify(frame) + '\n');
+    const buf = Buffer.from('\x1e' + JSON.stringify(frame) + '\n');
+    let off = 0;
+    while (off < buf.length) {
+      try {
+        off += fs.writeSync(1, buf, off, buf.length - off);
+      } catch (e) {
+        if (e.code !== 'EAGAIN') throw e;
+        Atomics.wait(pause, 0, 0, 1);
+      }
+    }
   }
 
   let current = '';

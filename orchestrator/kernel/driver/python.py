@@ -36,6 +36,7 @@ TABLE_COLS = int(os.environ.get("BERTH_TABLE_COLS", "30"))
 TABLE_CELL = 200
 
 # --- the channel: private copies of the original stdin and stdout --------
+_kernel_pid = os.getpid()
 _frames_out = os.dup(1)
 _frames_in = os.fdopen(os.dup(0), "rb", buffering=1 << 16)
 _orig_err = os.dup(2)
@@ -46,12 +47,19 @@ os.close(_devnull)
 _crash_log = os.fdopen(_orig_err, "w")
 faulthandler.enable(file=_crash_log, all_threads=False)
 
-_outq = queue.Queue()
+# Bounded, so a cell that prints faster than Berth reads waits for it
+# (as a write to a full pipe would) instead of piling its output up here.
+_outq = queue.Queue(maxsize=64)
 
 
 def send(**frame):
     """Queue a frame; one writer thread writes them, so a KeyboardInterrupt
-    in the main thread can never cut a frame in half."""
+    in the main thread can never cut a frame in half. A forked child
+    (multiprocessing) has no writer thread: what it prints reaches the
+    capture pipe, but its frames (a display) are dropped rather than left
+    to fill a queue nobody empties."""
+    if os.getpid() != _kernel_pid:
+        return
     _outq.put(b"\x1e" + json.dumps(frame, separators=(",", ":")).encode() + b"\n")
 
 
@@ -126,7 +134,6 @@ def _drain():
 
 
 _real_exit = os._exit
-_kernel_pid = os.getpid()
 
 
 def _exit(status):
@@ -138,7 +145,7 @@ def _exit(status):
     try:
         _drain()
         flushed = threading.Event()
-        _outq.put(flushed)
+        _outq.put(flushed, timeout=5)
         flushed.wait(5)
     finally:
         _real_exit(status)
