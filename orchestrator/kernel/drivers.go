@@ -41,7 +41,10 @@ const nodeLoader = "const fs=require('fs');const n=+process.argv[1];const b=Buff
 // nodeShell starts node with the frame pipe moved from stdin to fd 3 and
 // stdin on /dev/null. Node cannot repoint its own descriptors as the
 // Python driver does, and a child started with stdio "inherit" would
-// otherwise read Berth's frames. exec keeps the process id.
+// otherwise read Berth's frames. The shell runs in the enclosure beside
+// node, so the frames still travel over the process's own stdin and
+// stdout, the pipes a container exec gives (the enclosure needs /bin/sh).
+// exec keeps the process id.
 const nodeShell = `exec "$0" --expose-internals -e "$1" "$2" 3<&0 </dev/null`
 
 // launch is how one language's kernel is started: the executable, its

@@ -38,11 +38,14 @@ type evalArgs struct {
 	Reset       bool   `json:"reset"`
 }
 
+// evalTool is the eval tool; its kernels live in each run's Value.
 type evalTool struct {
 	cfg Config
 	m   *metrics.Metrics
 }
 
+// Spec: exec tier, not parallel-safe (a kernel runs one cell at a time),
+// bounded by kernels.cell_timeout.
 func (t *evalTool) Spec() orchestrator.Spec {
 	return orchestrator.Spec{
 		Name:         "eval",
@@ -54,6 +57,9 @@ func (t *evalTool) Spec() orchestrator.Spec {
 	}
 }
 
+// Call checks the arguments, resets when asked, runs the cell on the
+// run's kernel for the language (starting one if needed) and turns what
+// came back into a result.
 func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
 	var a evalArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
@@ -85,6 +91,11 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 		return orchestrator.Errorf("The %s kernel could not start: %v. Check the interpreter (kernels.%s in the configuration, or the working directory's .venv) and call again.", lang, err, interpKey(lang)), nil
 	}
 	c := k.execute(ctx, t.cfg, run, newCellID(), a.Code)
+	if ended, _ := run.Ended(); ended && c.end != endDone {
+		// The run's end killed the kernel: that, not a crash, is what
+		// happened to the cell.
+		return nil, fmt.Errorf("run %s ended while its eval cell ran: %w", run.ID, orchestrator.ErrRunEnded)
+	}
 	var notes []string
 	if lost != "" {
 		notes = append(notes, fmt.Sprintf("The previous %s kernel had died since the last cell (%s), so this cell ran in a fresh one: earlier variables and imports are gone.", lang, lost))
@@ -128,6 +139,7 @@ func (c *cellRun) reason() string {
 	return "the call was cancelled"
 }
 
+// interpKey is the configuration key of lang's interpreter.
 func interpKey(lang string) string {
 	if lang == JavaScript {
 		return "node"
@@ -135,6 +147,7 @@ func interpKey(lang string) string {
 	return "python"
 }
 
+// newCellID names a cell in frames and tracebacks.
 func newCellID() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])

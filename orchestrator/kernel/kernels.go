@@ -31,6 +31,8 @@ type slot struct {
 	busy bool
 }
 
+// kernelsOf returns the run's kernels, made on first use and closed when
+// the run ends.
 func kernelsOf(run *orchestrator.Run, cfg Config, m *metrics.Metrics) *kernels {
 	return run.Value(kernelsKey{}, func() any {
 		return &kernels{cfg: cfg, m: m, live: map[string]*slot{}}

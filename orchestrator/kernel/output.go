@@ -29,6 +29,7 @@ type output struct {
 
 func newOutput(cfg Config) *output { return &output{cfg: cfg, text: newCapText(cfg.OutputLimit)} }
 
+// add takes one frame of the cell: printed text, a bundle, or its error.
 func (o *output) add(f bridge.Frame, cell string) {
 	switch f.Type {
 	case bridge.TypeOutput, bridge.TypeStray:

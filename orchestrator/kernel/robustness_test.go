@@ -2,8 +2,10 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -123,9 +125,16 @@ func TestResetWhileCellRuns(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		first = e.eval("import time\ntime.sleep(1)\nkept = 'slow cell done'\nkept")
+		first = e.eval("import time\nopen('started', 'w').close()\ntime.sleep(1)\nkept = 'slow cell done'\nkept")
 	}()
-	time.Sleep(300 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(e.dir, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slow cell never started")
+		}
+	}
 	got := mustOK(t, e.eval("'kept' in globals()", reset))
 	wg.Wait()
 	if text(first) != "'slow cell done'" {
@@ -180,11 +189,11 @@ func TestRunEndsDuringToolCall(t *testing.T) {
 			if lang == JavaScript {
 				code = "await tool('subagent', {})"
 			}
-			done := make(chan *orchestrator.Result)
+			done := make(chan error)
 			go func() {
 				raw := fmt.Sprintf(`{"code":%q,"description":"call a tool that never answers","language":%q}`, code, lang)
-				res, _ := e.reg.Call(context.Background(), e.run, orchestrator.SurfaceFull, "eval", []byte(raw))
-				done <- res
+				_, err := e.reg.Call(context.Background(), e.run, orchestrator.SurfaceFull, "eval", []byte(raw))
+				done <- err
 			}()
 			select {
 			case <-asked:
@@ -193,7 +202,10 @@ func TestRunEndsDuringToolCall(t *testing.T) {
 			}
 			e.run.End(orchestrator.EndStopped)
 			select {
-			case <-done:
+			case err := <-done:
+				if !errors.Is(err, orchestrator.ErrRunEnded) {
+					t.Errorf("the cell's call ended with %v, want the run's end", err)
+				}
 			case <-time.After(15 * time.Second):
 				t.Fatal("the eval call did not return after the run ended")
 			}

@@ -6,8 +6,12 @@
 // put /dev/null on stdin), frames to Berth leave on stdout. Node cannot
 // repoint fd 1, so user writes through process.stdout, process.stderr and
 // console are captured in-process, and anything that still reaches fd 1 (a
-// child started with stdio "inherit") arrives as bytes outside a frame,
-// which Berth shows as output.
+// child started with stdio "inherit", fs.writeSync(1)) arrives as bytes
+// outside a frame, which Berth shows as output. That is the one gap the
+// Python driver does not have: such a write of more than a pipe's atomic
+// size (4 KB) can land inside a large frame and tear it, and that frame's
+// output is shown as raw text; the frames after it, and every small frame
+// such as done, arrive intact.
 (function (require) {
   'use strict';
   const fs = require('fs');
@@ -33,7 +37,9 @@
   // own stdout stream queues writes to a pipe in memory without bound, so
   // a cell printing 100 MB would hold it all; a blocking write makes the
   // cell wait for Berth instead. libuv has made the pipe non-blocking, so
-  // a full pipe is waited out here.
+  // a full pipe is waited out here. An interrupt (breakOnSigint) can stop
+  // this loop between two parts of a large frame: Berth's reader then
+  // takes the part for output and reads the next frame whole.
   const pause = new Int32Array(new SharedArrayBuffer(4));
   function send(frame) {
     const buf = Buffer.from('\x1e' + JSON.stringify(frame) + '\n');
