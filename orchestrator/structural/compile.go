@@ -49,7 +49,7 @@ func compile(ctx context.Context, l *language, src string) (*pattern, error) {
 			continue
 		}
 		p := &pattern{t: t, root: descend(t, tops[0]), context: sc.name}
-		if err := p.index(vars); err != nil {
+		if err := p.index(vars, lineComments[l.name]); err != nil {
 			return nil, err
 		}
 		return p, nil

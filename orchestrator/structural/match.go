@@ -218,6 +218,9 @@ func (p *pattern) extent(t *tree, m match) (start, end uint32) {
 type token struct {
 	text  []byte
 	whole bool // it must occur as a whole word, not inside a longer one
+	// codeOnly: an occurrence in a // comment does not count (//go:build,
+	// "// go to"), in the languages of lineComments.
+	codeOnly bool
 }
 
 // key names the token in a cache entry's list of words a file lacks.
@@ -237,11 +240,23 @@ func (w token) in(src []byte) bool {
 		}
 		i += off
 		end := i + len(w.text)
-		if !w.whole || (i == 0 || !isWordByte(src[i-1])) && (end == len(src) || !isWordByte(src[end])) {
+		whole := (i == 0 || !isWordByte(src[i-1])) && (end == len(src) || !isWordByte(src[end]))
+		if !w.whole || whole && !(w.codeOnly && inLineComment(src, i)) {
 			return true
 		}
 		off = i + 1
 	}
+}
+
+// inLineComment says whether offset i is surely not code: its line has a
+// "//" before i, no quote anywhere before i, and no "*/" between the two.
+// Without quotes the "//" starts a comment, unless the line began inside
+// a multi-line string or comment, which then runs past i as well; a "*/"
+// could end a block comment the "//" was in, so it leaves the answer open.
+func inLineComment(src []byte, i int) bool {
+	line := src[bytes.LastIndexByte(src[:i], '\n')+1 : i]
+	j := bytes.Index(line, []byte("//"))
+	return j >= 0 && !bytes.ContainsAny(line, "\"'`") && !bytes.Contains(line[j:], []byte("*/"))
 }
 
 // isWordByte: ASCII letters, digits and "_". Other bytes count as

@@ -8,14 +8,20 @@ func TestTokenPrefilter(t *testing.T) {
 		src  string
 		want bool
 	}{
-		{token{[]byte("go"), true}, "package a; func f() { go g() }", true},
-		{token{[]byte("go"), true}, "package a // google algorithms goto", false},
-		{token{[]byte("go"), true}, "go", true},
-		{token{[]byte("go"), true}, "ago go_ go1 (go)", true},
-		{token{[]byte("go"), false}, "algorithm", true},
-		{token{[]byte("err"), true}, "errs, myerr, err2", false},
-		{token{[]byte("err"), true}, "é err", true},
-		{token{[]byte("x"), true}, "", false},
+		{token{[]byte("go"), true, false}, "package a; func f() { go g() }", true},
+		{token{[]byte("go"), true, false}, "package a // google algorithms goto", false},
+		{token{[]byte("go"), true, false}, "go", true},
+		{token{[]byte("go"), true, false}, "ago go_ go1 (go)", true},
+		{token{[]byte("go"), false, false}, "algorithm", true},
+		{token{[]byte("err"), true, false}, "errs, myerr, err2", false},
+		{token{[]byte("err"), true, false}, "é err", true},
+		{token{[]byte("x"), true, false}, "", false},
+		{token{[]byte("go"), true, true}, "//go:build linux\n// we go on\n", false},
+		{token{[]byte("go"), true, true}, "// note\n\tgo f()\n", true},
+		{token{[]byte("go"), true, true}, "x := \"//\"; go f()", true},
+		{token{[]byte("go"), true, true}, "/* a // b */ go f()", true},
+		{token{[]byte("go"), true, true}, "s := `\n// go`; go f()", true},
+		{token{[]byte("go"), true, false}, "// go", true},
 	}
 	for _, c := range cases {
 		if got := c.tok.in([]byte(c.src)); got != c.want {

@@ -36,9 +36,17 @@ type pattern struct {
 	trailing string
 }
 
+// lineComments are the languages whose line comments start with "//" and
+// that have no literal a "//" can hide in without a quote on the line
+// (JavaScript's regular expressions can): there a word after "//" on a
+// line without quotes is in a comment, or in a string, never code.
+var lineComments = map[string]bool{
+	"c": true, "cpp": true, "csharp": true, "dart": true, "go": true, "java": true, "php": true, "rust": true,
+}
+
 // index finds the variables, the matchable children of each node and the
 // literal tokens of the pattern under p.root.
-func (p *pattern) index(vars map[string]metaVar) error {
+func (p *pattern) index(vars map[string]metaVar, slashComments bool) error {
 	t := p.t
 	p.vars, p.optional, p.kids, p.bound = map[int32]metaVar{}, map[int32]bool{}, map[int32][]int32{}, map[string]metaVar{}
 	seen := map[string]bool{}
@@ -131,7 +139,7 @@ func (p *pattern) index(vars map[string]metaVar) error {
 		break
 	}
 	for w, whole := range words {
-		p.tokens = append(p.tokens, token{text: []byte(w), whole: whole})
+		p.tokens = append(p.tokens, token{text: []byte(w), whole: whole, codeOnly: whole && slashComments})
 	}
 	sort.Slice(p.tokens, func(i, j int) bool {
 		a, b := p.tokens[i].text, p.tokens[j].text
