@@ -19,8 +19,10 @@ type pattern struct {
 	context string // the scaffold that accepted the snippet
 	// vars marks the pattern nodes that are variables.
 	vars map[int32]metaVar
-	// optional marks the "," beside a $$$ variable, which may be absent
-	// when the run is empty: f($$$A, $B) matches f(x).
+	// optional marks the separators and terminators ("," and ";") of the
+	// pattern, which may be absent from the code: punctuation-only
+	// differences do not count, so f($$$A, $B) matches f(x), and f(a, b,)
+	// matches f(a, b).
 	optional map[int32]bool
 	// kids are each node's children as matched: no comments, no
 	// zero-width MISSING terminators.
@@ -73,6 +75,9 @@ func (p *pattern) index(vars map[string]metaVar, slashComments bool) error {
 			continue
 		}
 		text := string(t.text(i))
+		if !n.named() && (text == "," || text == ";") {
+			p.optional[i] = true
+		}
 		id := strings.TrimPrefix(text, "$")
 		v, isVar := vars[id]
 		if !isVar {
@@ -113,20 +118,6 @@ func (p *pattern) index(vars map[string]metaVar, slashComments bool) error {
 	for id, v := range vars {
 		if !seen[id] {
 			return fmt.Errorf("%w: %s sits inside a string, comment or larger token of the pattern, where it cannot match: put it where an identifier or expression goes", ErrPattern, v)
-		}
-	}
-	// A "," beside a run variable may be absent when the run is empty.
-	for _, kids := range p.kids {
-		for k, c := range kids {
-			v, ok := p.vars[c]
-			if !ok || !v.multi {
-				continue
-			}
-			for _, s := range []int{k - 1, k + 1} {
-				if s >= 0 && s < len(kids) && !t.nodes[kids[s]].named() && string(t.text(kids[s])) == "," {
-					p.optional[kids[s]] = true
-				}
-			}
 		}
 	}
 	for c := p.root + t.nodes[p.root].size - 1; c > p.root; c-- {
