@@ -1,14 +1,13 @@
 package structural
 
-import (
-	"sync"
-	"time"
-)
+import "sync"
 
-// fileKey says which version of a file a cache entry is about.
+// fileKey says which version of a file a cache entry is about, and as
+// which language it was read (a .h file may be searched as c or cpp).
 type fileKey struct {
 	size  int64
-	mtime time.Time
+	mtime int64 // nanoseconds
+	lang  string
 }
 
 // cacheEntry is what the run knows about one version of a file: its

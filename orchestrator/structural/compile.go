@@ -190,7 +190,8 @@ func defects(t *tree, lo, hi uint32, statement bool) string {
 			if statement && !n.named() && n.start >= hi && onlySpace(t.src[hi:n.start]) {
 				continue
 			}
-			return fmt.Sprintf("missing %q after %q", t.kindName(int32(i)), clip(string(t.src[lo:min(n.start, uint32(len(t.src)))]), 40))
+			at := min(n.start, uint32(len(t.src)))
+			return fmt.Sprintf("missing %q after %q", t.kindName(int32(i)), clip(string(t.src[min(lo, at):at]), 40))
 		}
 	}
 	return ""

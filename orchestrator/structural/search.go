@@ -144,7 +144,7 @@ func (s *searcher) file(ctx context.Context, parser *sitter.Parser, path string)
 	if err != nil {
 		return nil, "unreadable: " + err.Error(), nil
 	}
-	k := fileKey{size: st.Size(), mtime: st.ModTime()}
+	k := fileKey{size: st.Size(), mtime: st.ModTime().UnixNano(), lang: s.l.name}
 	if e := s.cache.get(path, k); e != nil {
 		if e.tree != nil {
 			if lacksWord(e.tree.src, s.p.tokens) != "" {

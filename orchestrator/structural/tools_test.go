@@ -390,3 +390,15 @@ func TestStagedEditsBelongToTheirRun(t *testing.T) {
 		t.Error("ending the run wrote the staged change")
 	}
 }
+
+// A header searched as C and then as C++ is parsed by each grammar: the
+// cache keeps a tree per language, never the other's.
+func TestCacheKeysTheLanguage(t *testing.T) {
+	f := newFixture(t, DefaultConfig(), map[string]string{"x.h": "int f(void) { g(1); return 0; }\n"})
+	for _, lang := range []string{"c", "cpp", "c"} {
+		res := f.call("ast_grep", map[string]any{"pattern": "g($X)", "path": "x.h", "language": lang})
+		if got := locations(res); strings.Join(got, " ") != "x.h:1:15" {
+			t.Errorf("as %s: %v %s", lang, got, res.FirstText())
+		}
+	}
+}
