@@ -236,6 +236,12 @@ func (c *Conn) reply(id json.RawMessage, result any, e *Error) {
 			r.Result = b
 		}
 	}
+	if l, ok := c.framer.(limited); ok && r.Error == nil && int64(len(r.Result)) > l.maxSize() {
+		// The peer would skip the reply and wait for it forever: answer
+		// with an error it can act on instead.
+		r.Result, r.Error = nil, Errorf(CodeInternalError,
+			"internal error: the result of %d bytes exceeds the message limit of %d bytes (rpc.max_message_bytes) and was not sent; ask for less output, or raise the limit on both ends", len(r.Result), l.maxSize())
+	}
 	if err := c.write(c.ctx, r); err != nil && !errors.Is(err, ErrClosed) {
 		c.opts.Log.Debug("rpc: reply not written", "err", err)
 	}

@@ -213,3 +213,24 @@ func TestNilParamsAreLeftOut(t *testing.T) {
 		t.Fatalf("got %v, want no params member", m)
 	}
 }
+
+// A result over the limit is not sent (the peer would skip it and wait
+// forever): the request gets an error naming the limit instead, and the
+// connection stays usable.
+func TestResultOverTheLimitIsAnError(t *testing.T) {
+	big := HandlerFunc(func(ctx context.Context, r *Request) (any, error) {
+		if r.Method == "big" {
+			return strings.Repeat("x", 200), nil
+		}
+		return echoHandler(ctx, r)
+	})
+	_, p := newRawPair(t, big, 100)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"big"}`)
+	if m := p.recv(); m["id"] != 1.0 || errCode(m) != CodeInternalError || !strings.Contains(errMessage(m), "result of 202 bytes exceeds the message limit of 100 bytes") {
+		t.Fatalf("oversized result: got %v", m)
+	}
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"echo","params":{"a":1}}`)
+	if m := p.recv(); m["id"] != 2.0 || m["result"] == nil {
+		t.Fatalf("after an oversized result: %v", m)
+	}
+}

@@ -40,6 +40,13 @@ func tooLarge(n, limit int64) *FrameError {
 		"message of %d bytes exceeds the limit of %d bytes (rpc.max_message_bytes): the message was skipped; split the request or raise the limit", n, limit)}
 }
 
+// limited is a framer whose peer, holding the same limit, skips larger
+// messages; the connection checks its results against it.
+type limited interface{ maxSize() int64 }
+
+func (f *streamFramer) maxSize() int64 { return f.limit }
+func (f *wsFramer) maxSize() int64     { return f.limit }
+
 // maxHeaderBytes bounds one header block of the stream framer.
 const maxHeaderBytes = 8 << 10
 
