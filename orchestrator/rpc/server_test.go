@@ -271,3 +271,23 @@ func TestAuthorizedNeedsTheExactToken(t *testing.T) {
 		}
 	}
 }
+
+// silentObserver hears writes and reports nothing.
+type silentObserver struct{}
+
+func (silentObserver) WillWrite(context.Context, *orchestrator.Run, []string) error { return nil }
+func (silentObserver) DidWrite(context.Context, *orchestrator.Run, []string) (*orchestrator.WriteReport, error) {
+	return nil, nil
+}
+
+// An observer that gives no report leaves the write unknown, never clean.
+func TestDidWriteWithNoReportIsUnknown(t *testing.T) {
+	s := newServer(t, 0)
+	s.Registry.SetWriteObserver(silentObserver{})
+	c := connect(t, s)
+	run := startRun(t, c)
+	rep, err := c.DidWrite(context.Background(), run.RunID, []string{"a.go"})
+	if err != nil || rep.State != orchestrator.WriteUnknown || rep.Diagnostics == nil || rep.Text == "" {
+		t.Fatalf("got %+v, %v", rep, err)
+	}
+}

@@ -188,6 +188,10 @@ func (s *session) didWrite(ctx context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, toError(err)
 	}
+	if rep == nil {
+		// Silence is never clean.
+		rep = &orchestrator.WriteReport{Text: "diagnostics unknown: the language-server side gave no report", State: orchestrator.WriteUnknown}
+	}
 	if rep.Diagnostics == nil {
 		rep.Diagnostics = []orchestrator.Diagnostic{}
 	}
