@@ -39,10 +39,12 @@ type cellRun struct {
 // cell is interrupted like a cell past its budget.
 func (k *kernel) execute(ctx context.Context, cfg Config, run *orchestrator.Run, id, code string) *cellRun {
 	c := &cellRun{k: k, cfg: cfg, run: run, id: id, out: newOutput(cfg)}
-	if err := k.w.Write(bridge.Frame{Type: bridge.TypeExecute, Cell: id, Code: code}); err != nil {
-		c.end, c.died = endDied, k.exitDescription()
-		return c
-	}
+	// The cell is written while the loop below reads: node reads its input
+	// on the thread that writes its output, so a kernel blocked writing
+	// output printed between cells takes a large cell only once Berth
+	// reads that output. A kernel that is killed fails the write.
+	wrote := make(chan error, 1)
+	go func() { wrote <- k.w.Write(bridge.Frame{Type: bridge.TypeExecute, Cell: id, Code: code}) }()
 
 	callCtx, cancelCalls := context.WithCancel(ctx)
 	defer cancelCalls()
@@ -64,6 +66,12 @@ func (k *kernel) execute(ctx context.Context, cfg Config, run *orchestrator.Run,
 
 	for {
 		select {
+		case err := <-wrote:
+			wrote = nil
+			if err != nil {
+				c.end, c.died = endDied, k.exitDescription()
+				return c
+			}
 		case f, ok := <-k.frames:
 			if !ok {
 				c.end, c.died = endDied, k.exitDescription()

@@ -256,3 +256,35 @@ func TestNodeChildFloodsStdout(t *testing.T) {
 		t.Errorf("next cell: %s", got)
 	}
 }
+
+// TestBigCellAfterChatter: node reads its input on the same thread that
+// writes its output, so a kernel blocked writing output printed between
+// cells reads a large cell only once Berth reads that output. Berth must
+// read while it writes the cell, or both wait for ever.
+func TestBigCellAfterChatter(t *testing.T) {
+	noLeaks(t)
+	e := newEnv(t, testConfig(), nil)
+	mustOK(t, e.eval("var chatter = setInterval(() => console.log('x'.repeat(2000)), 0); 'started'", js))
+	time.Sleep(time.Second) // the frame queue and the pipe fill up
+	big := "var data = '" + strings.Repeat("d", 512<<10) + "'\nclearInterval(chatter)\ndata.length"
+	done := make(chan string, 1)
+	go func() {
+		raw := fmt.Sprintf(`{"code":%q,"description":"run a large cell after chatter","language":"javascript"}`, big)
+		res, err := e.reg.Call(context.Background(), e.run, orchestrator.SurfaceFull, "eval", []byte(raw))
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- text(res)
+	}()
+	select {
+	case got := <-done:
+		if !strings.Contains(got, "524288") {
+			t.Errorf("big cell after chatter:\n%.500s", got)
+		}
+	case <-time.After(20 * time.Second):
+		e.run.End(orchestrator.EndStopped) // unblocks the stuck call
+		<-done
+		t.Fatal("a large cell after output printed between cells hung")
+	}
+}
