@@ -107,4 +107,7 @@ func TestConfigAndVersionCommands(t *testing.T) {
 	if _, stderr, code := runCLI(t, nil, "frobnicate"); code != 2 || !strings.Contains(stderr, `unknown command "frobnicate"`) {
 		t.Errorf("unknown command: %d %s", code, stderr)
 	}
+	if _, stderr, code := runCLI(t, nil, "serve", "--config", writeConfig(t, "rpc:\n  listen: \"\"\n")); code != 1 || !strings.Contains(stderr, "nothing to serve") {
+		t.Errorf("serve with nothing to listen on: %d %s", code, stderr)
+	}
 }

@@ -49,6 +49,9 @@ func serveCmd(args []string, stderr io.Writer) error {
 	// With stdio or a unix socket, a TCP listener is opened only on request,
 	// so a harness starting Berth as a child never collides on a port.
 	tcp := cfg.RPC.Listen != "" && (listenSet || (!*stdio && cfg.RPC.Unix == ""))
+	if !tcp && !*stdio && cfg.RPC.Unix == "" {
+		return errors.New("nothing to serve: rpc.listen is empty; pass --listen ADDR, --stdio or --unix PATH")
+	}
 
 	log := newLogger(cfg, stderr)
 	reg, m, preg, err := build(cfg, log)
