@@ -128,27 +128,33 @@ func startStdioArgs(t *testing.T, env []string, args ...string) *rpc.Client {
 	if err != nil {
 		t.Fatalf("starting %v: %v", args, err)
 	}
-	t.Cleanup(func() {
-		closed := make(chan error, 1)
-		go func() { closed <- c.Close() }()
-		select {
-		case err := <-closed:
-			if err != nil {
-				t.Errorf("orchestrator exited badly: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-closed
-			t.Errorf("orchestrator did not exit within 30s of its stdin closing")
-		}
-		if t.Failed() {
-			t.Logf("orchestrator stderr:\n%s", stderr.String())
-		}
-	})
+	t.Cleanup(func() { awaitExit(t, cmd, stderr, c.Close) })
 	if _, err := c.Initialize(testCtx(t), "berth-e2e", "test"); err != nil {
 		t.Fatalf("initialize: %v\nstderr:\n%s", err, stderr.String())
 	}
 	return c
+}
+
+// awaitExit calls stop, which closes the child's stdin and waits for it,
+// and fails the test unless the child exits cleanly within 30s (then it
+// is killed). The child's stderr is logged if the test failed.
+func awaitExit(t *testing.T, cmd *exec.Cmd, stderr *lockedBuffer, stop func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- stop() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("orchestrator exited badly: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Errorf("orchestrator did not exit within 30s of its stdin closing")
+	}
+	if t.Failed() {
+		t.Logf("orchestrator stderr:\n%s", stderr.String())
+	}
 }
 
 // server is an "orchestrator serve" listening on TCP.

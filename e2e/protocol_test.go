@@ -41,22 +41,11 @@ func startRaw(t *testing.T, env []string, args ...string) *rawStdio {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		stdin.Close()
-		done := make(chan error, 1)
-		go func() { _, _ = io.Copy(io.Discard, stdout); done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("orchestrator exited badly: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Error("orchestrator did not exit after stdin closed")
-		}
-		if t.Failed() {
-			t.Logf("stderr:\n%s", stderr.String())
-		}
+		awaitExit(t, cmd, stderr, func() error {
+			stdin.Close()
+			_, _ = io.Copy(io.Discard, stdout)
+			return cmd.Wait()
+		})
 	})
 	return &rawStdio{t: t, f: rpc.NewStreamFramer(stdout, stdin, nil, 0)}
 }
