@@ -14,6 +14,8 @@ import (
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
+
+	"github.com/berth-dev/berth/orchestrator/lsp"
 )
 
 // direct is a minimal LSP client of its own gopls: the alternative a user
@@ -55,7 +57,7 @@ func startDirect(ctx context.Context, root string) (*direct, error) {
 	params := map[string]any{
 		"processId": os.Getpid(), "rootUri": uri.File(root), "rootPath": root, "clientInfo": map[string]any{"name": "bench-direct"},
 		"workspaceFolders":      []protocol.WorkspaceFolder{{URI: uri.File(root), Name: filepath.Base(root)}},
-		"capabilities":          capabilities,
+		"capabilities":          lsp.ClientCapabilities(), // as Berth declares them: the same work
 		"initializationOptions": map[string]any{"diagnosticsDelay": "100ms"},
 	}
 	var raw jsonrpc2.RawMessage
@@ -204,30 +206,4 @@ func (c *directClient) RegisterCapability(context.Context, *protocol.Registratio
 func (c *directClient) LogMessage(context.Context, *protocol.LogMessageParams) error { return nil }
 func (c *directClient) ShowMessage(context.Context, *protocol.ShowMessageParams) error {
 	return nil
-}
-
-// capabilities are those Berth declares (orchestrator/lsp/server.go), so
-// both servers do the same work for a request.
-var capabilities = map[string]any{
-	"offsetEncoding": []string{"utf-8", "utf-16"},
-	"general":        map[string]any{"positionEncodings": []string{"utf-8", "utf-32", "utf-16"}},
-	"window":         map[string]any{"workDoneProgress": true},
-	"workspace": map[string]any{
-		"workspaceFolders": true,
-		"configuration":    true,
-		"workspaceEdit":    map[string]any{"documentChanges": true},
-		"symbol":           map[string]any{},
-	},
-	"textDocument": map[string]any{
-		"synchronization":    map[string]any{"didSave": true},
-		"publishDiagnostics": map[string]any{"versionSupport": true, "relatedInformation": false},
-		"diagnostic":         map[string]any{"relatedDocumentSupport": false},
-		"hover":              map[string]any{"contentFormat": []string{"markdown", "plaintext"}},
-		"definition":         map[string]any{"linkSupport": true},
-		"typeDefinition":     map[string]any{"linkSupport": true},
-		"implementation":     map[string]any{"linkSupport": true},
-		"references":         map[string]any{},
-		"documentSymbol":     map[string]any{"hierarchicalDocumentSymbolSupport": true},
-		"rename":             map[string]any{"prepareSupport": true},
-	},
 }

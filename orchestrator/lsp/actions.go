@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -30,29 +31,27 @@ type cursor struct {
 }
 
 // at finds the file's server, syncs the file and resolves line + symbol.
-func (p *Provider) at(ctx context.Context, run *orchestrator.Run, a args) (*cursor, *orchestrator.Result) {
+// crashed says the server exited while the file was being synced.
+func (p *Provider) at(ctx context.Context, run *orchestrator.Run, a args) (c *cursor, bad *orchestrator.Result, crashed bool) {
 	abs, bad := resolveFile(run, a.File)
 	if bad != nil {
-		return nil, bad
+		return nil, bad, false
 	}
 	s, bad := p.serverFor(ctx, run, abs)
 	if bad != nil {
-		return nil, bad
+		return nil, bad, false
 	}
-	if err := s.syncOpen(ctx); err != nil {
-		return nil, orchestrator.Errorf("%s: %v", s.cfg.Name, err)
-	}
-	doc, err := s.sync(ctx, abs, false)
+	doc, err := s.syncFor(ctx, abs)
 	if err != nil {
-		return nil, orchestrator.Errorf("%s: %v", s.cfg.Name, err)
+		return nil, orchestrator.Errorf("%s: %v", s.cfg.Name, err), errors.Is(err, errExited)
 	}
 	lt, _, err := lineAt(doc.text, a.Line)
 	if err != nil {
-		return nil, orchestrator.Errorf("%s: %v", a.File, err)
+		return nil, orchestrator.Errorf("%s: %v", a.File, err), false
 	}
 	col, err := symbolColumn(lt, a.Line, a.Symbol)
 	if err != nil {
-		return nil, orchestrator.Errorf("%s: %v", a.File, err)
+		return nil, orchestrator.Errorf("%s: %v", a.File, err), false
 	}
 	end := col
 	for end < len(lt) {
@@ -65,18 +64,33 @@ func (p *Provider) at(ctx context.Context, run *orchestrator.Run, a args) (*curs
 	line := uint32(a.Line - 1)
 	return &cursor{s: s, abs: abs, rel: relTo(run.Workdir, abs),
 		pos: protocol.Position{Line: line, Character: s.enc.toServer(lt, col)},
-		end: protocol.Position{Line: line, Character: s.enc.toServer(lt, end)}}, nil
+		end: protocol.Position{Line: line, Character: s.enc.toServer(lt, end)}}, nil, false
 }
 
+// retried runs a read-only query and, when its server exited during it,
+// runs it once more: the supervisor restarts the server (with backoff, up
+// to its cap), and a query has no effect that asking twice could repeat.
+// The second answer stands, whatever it is. lsp_rename never comes here:
+// a write is not repeated behind the model's back.
+func retried(ctx context.Context, query func() (res *orchestrator.Result, crashed bool)) *orchestrator.Result {
+	res, crashed := query()
+	if crashed && ctx.Err() == nil {
+		res, _ = query()
+	}
+	return res
+}
+
+// params is the cursor as a request's text document and position.
 func (c *cursor) params() protocol.TextDocumentPositionParams {
 	return protocol.TextDocumentPositionParams{TextDocument: protocol.TextDocumentIdentifier{URI: c.s.toURI(c.abs)}, Position: c.pos}
 }
 
-// navigate runs the position actions.
-func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) *orchestrator.Result {
-	c, bad := p.at(ctx, run, a)
+// navigate runs the position actions; crashed says the server exited
+// during the query.
+func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
+	c, bad, crashed := p.at(ctx, run, a)
 	if bad != nil {
-		return bad
+		return bad, crashed
 	}
 	s := c.s
 	var supported bool
@@ -95,7 +109,7 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 		supported = supports(s.caps.CodeActionProvider)
 	}
 	if !supported {
-		return orchestrator.Errorf("%s does not support %s (it did not offer it at initialization); try another action, or ast_grep", s.cfg.Name, a.Action)
+		return orchestrator.Errorf("%s does not support %s (it did not offer it at initialization); try another action, or ast_grep", s.cfg.Name, a.Action), false
 	}
 	note := ""
 	if a.Action == "references" || a.Action == "implementation" {
@@ -161,11 +175,13 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 		return nil
 	})
 	if err != nil {
-		return orchestrator.Errorf("%s could not answer %s: %v", s.cfg.Name, a.Action, err)
+		return orchestrator.Errorf("%s could not answer %s: %v", s.cfg.Name, a.Action, err), errors.Is(err, errExited)
 	}
-	return orchestrator.Text(text + note)
+	return orchestrator.Text(text + note), false
 }
 
+// onLine keeps the diagnostics whose range covers line: the context a
+// server needs to offer quick fixes there.
 func onLine(ds []protocol.Diagnostic, line uint32) []protocol.Diagnostic {
 	out := []protocol.Diagnostic{}
 	for _, d := range ds {
@@ -176,6 +192,7 @@ func onLine(ds []protocol.Diagnostic, line uint32) []protocol.Diagnostic {
 	return out
 }
 
+// codeActionsText lists code actions, capped, without applying them.
 func codeActionsText(res []protocol.CommandOrCodeAction, what string) string {
 	if len(res) == 0 {
 		return what + ": the server offers none here"
@@ -211,25 +228,30 @@ func codeActionsText(res []protocol.CommandOrCodeAction, what string) string {
 	return b.String()
 }
 
-// fileDiagnostics reports the diagnostics of the file's current content.
-func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a args) *orchestrator.Result {
+// fileDiagnostics reports the diagnostics of the file's current content;
+// crashed says the server exited before it answered.
+func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
 	abs, bad := resolveFile(run, a.File)
 	if bad != nil {
-		return bad
+		return bad, false
 	}
 	s, bad := p.serverFor(ctx, run, abs)
 	if bad != nil {
-		return bad
+		return bad, false
 	}
-	doc, err := s.sync(ctx, abs, false)
+	doc, err := s.syncFor(ctx, abs)
 	if err != nil {
-		return orchestrator.Errorf("%v", err)
+		return orchestrator.Errorf("%s: %v", s.cfg.Name, err), errors.Is(err, errExited)
 	}
 	items, ok := s.diagnose(ctx, abs, doc)
 	rel := relTo(run.Workdir, abs)
+	if !ok && !s.alive() {
+		return orchestrator.Errorf("%s exited before it gave the diagnostics of %s: the state is unknown, not clean; it is restarted on the next call: call again (lsp status shows its stderr)",
+			s.cfg.Name, rel), true
+	}
 	if !ok {
 		return orchestrator.Errorf("%s gave no diagnostics for %s within %s (it may still be loading): the state is unknown, not clean; call again, or run diagnostics \"*\"",
-			s.cfg.Name, rel, s.conf.DiagnosticsTimeout.D())
+			s.cfg.Name, rel, s.conf.DiagnosticsTimeout.D()), false
 	}
 	all := s.convert(abs, items, doc.text)
 	ds := problems(all)
@@ -238,8 +260,8 @@ func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a
 		advice = fmt.Sprintf(" (and %d hint(s) or note(s), not listed)", n)
 	}
 	if len(ds) == 0 {
-		return orchestrator.Textf("%s: no errors or warnings from %s%s", rel, s.cfg.Name, advice)
+		return orchestrator.Textf("%s: no errors or warnings from %s%s", rel, s.cfg.Name, advice), false
 	}
 	_, text := capped(ds, maxFileDiagnostics, maxFileDiagnostics)
-	return orchestrator.Textf("%s: %d error(s) and warning(s) from %s%s\n%s", rel, len(ds), s.cfg.Name, advice, text)
+	return orchestrator.Textf("%s: %d error(s) and warning(s) from %s%s\n%s", rel, len(ds), s.cfg.Name, advice, text), false
 }

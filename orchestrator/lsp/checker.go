@@ -49,6 +49,10 @@ func (p *Provider) checker(ctx context.Context, run *orchestrator.Run) *orchestr
 	return orchestrator.Text(strings.Join(out, "\n\n"))
 }
 
+// runChecker runs one project checker in the workdir, within
+// CheckerTimeout, and returns its problems as path:line:col: message lines
+// under a head line with its exit code, or its raw output when it failed
+// without a parseable problem.
 func (p *Provider) runChecker(ctx context.Context, run *orchestrator.Run, sc ServerConfig) string {
 	ctx, cancel := context.WithTimeout(ctx, p.conf.CheckerTimeout.D())
 	defer cancel()
@@ -98,6 +102,8 @@ var checkerForms = []*regexp.Regexp{
 	regexp.MustCompile(`^(?:vet: )?(\S+?):(\d+):(?:(\d+):)? ?(.*)$`),
 }
 
+// parseChecker finds path:line:col: message lines in a checker's output
+// (checkerForms), with paths made relative to the workdir.
 func parseChecker(out, workdir, encRoot string) []string {
 	var res []string
 	sc := bufio.NewScanner(strings.NewReader(out))

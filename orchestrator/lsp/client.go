@@ -19,6 +19,8 @@ type client struct {
 
 var _ protocol.Client = (*client)(nil)
 
+// PublishDiagnostics records a file's newest diagnostics and the version
+// they are for (-1 when the server gave none).
 func (c *client) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagnosticsParams) error {
 	v, ok := p.Version.Get()
 	if !ok {
@@ -28,6 +30,8 @@ func (c *client) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagno
 	return nil
 }
 
+// Progress tracks work-done progress: the initial workspace load ends
+// when every begun token has ended.
 func (c *client) Progress(_ context.Context, p *protocol.ProgressParams) error {
 	var v struct {
 		Kind string `json:"kind"`
@@ -42,6 +46,8 @@ func (c *client) WorkDoneProgressCreate(context.Context, *protocol.WorkDoneProgr
 	return nil
 }
 
+// Configuration answers each item with the section of the entry's
+// Settings it names (all of them for no section), or null.
 func (c *client) Configuration(_ context.Context, p *protocol.ConfigurationParams) ([]protocol.LSPAny, error) {
 	out := make([]protocol.LSPAny, len(p.Items))
 	for i, it := range p.Items {

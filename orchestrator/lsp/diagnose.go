@@ -241,6 +241,7 @@ func (s *server) convert(abs string, items []protocol.Diagnostic, text string) [
 	return out
 }
 
+// messageText is a diagnostic's message, plain or markup.
 func messageText(m protocol.InlayHintTooltip) string {
 	switch v := m.(type) {
 	case protocol.String:
@@ -269,6 +270,8 @@ func sortDiags(ds []diag) {
 	})
 }
 
+// severityName names a severity; a server that gives none means an
+// error (LSP leaves it to the client).
 func severityName(s protocol.DiagnosticSeverity) string {
 	switch s {
 	case protocol.DiagnosticSeverityWarning:

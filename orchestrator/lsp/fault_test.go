@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,17 +28,65 @@ func fakeConfig(args ...string) Config {
 
 var fakeHover = map[string]any{"action": "hover", "file": "a.fake", "line": 1, "symbol": "hello"}
 
+// A read-only query whose server exits under it is asked once more of the
+// restarted server; a rename never is.
 func TestServerCrashesMidRequest(t *testing.T) {
-	flag := filepath.Join(t.TempDir(), "crashed")
-	f := newFixture(t, "fake", fakeConfig("-mode", "crash-on-hover", "-once", flag))
-	contains(t, f.fails(t, fakeHover), "fakelsp exited during the request; it is restarted on the next call: call again")
-	contains(t, f.ok(t, fakeHover), "fake hover from pid")
-	if st := f.ok(t, map[string]any{"action": "status"}); !strings.Contains(st, "fakelsp for root .: ") || !strings.Contains(st, ", pid ") {
-		t.Errorf("status after the restart:\n%s", st)
+	crashes := func(f *fixture) float64 {
+		return testutil.ToFloat64(f.p.metrics.SessionEnds.WithLabelValues(metrics.KindLSP, metrics.ReasonCrashed))
 	}
-	if n := testutil.ToFloat64(f.p.metrics.SessionEnds.WithLabelValues(metrics.KindLSP, metrics.ReasonCrashed)); n != 1 {
-		t.Errorf("crashed sessions: %v, want 1", n)
+	starts := func(f *fixture) float64 {
+		return testutil.ToFloat64(f.p.metrics.SessionStarts.WithLabelValues(metrics.KindLSP, "ok"))
 	}
+	t.Run("once", func(t *testing.T) {
+		flag := filepath.Join(t.TempDir(), "crashed")
+		f := newFixture(t, "fake", fakeConfig("-mode", "crash-on-hover", "-once", flag))
+		contains(t, f.ok(t, fakeHover), "fake hover from pid")
+		if st := f.ok(t, map[string]any{"action": "status"}); !strings.Contains(st, "fakelsp for root .: ") || !strings.Contains(st, ", pid ") {
+			t.Errorf("status after the restart:\n%s", st)
+		}
+		if crashes(f) != 1 || starts(f) != 2 {
+			t.Errorf("crashed sessions %v, started %v: want 1 and 2", crashes(f), starts(f))
+		}
+	})
+	t.Run("every time", func(t *testing.T) {
+		f := newFixture(t, "fake", fakeConfig("-mode", "crash-on-hover"))
+		contains(t, f.fails(t, fakeHover), "fakelsp exited during the request; it is restarted on the next call: call again")
+		if crashes(f) != 2 {
+			t.Errorf("crashed sessions: %v, want 2 (the query and its one retry)", crashes(f))
+		}
+	})
+	t.Run("rename", func(t *testing.T) {
+		f := newFixture(t, "fake", fakeConfig("-mode", "crash-on-rename"))
+		text, isErr := f.call(t, "lsp_rename", map[string]any{"file": "a.fake", "line": 1, "symbol": "hello", "new_name": "bye"})
+		if !isErr {
+			t.Fatalf("want an error result, got:\n%s", text)
+		}
+		contains(t, text, "fakelsp exited during the request; it is restarted on the next call: call again")
+		if crashes(f) != 1 || starts(f) != 1 {
+			t.Errorf("crashed sessions %v, started %v: want 1 and 1 (a rename is not retried)", crashes(f), starts(f))
+		}
+		if got := f.read(t, "a.fake"); got != "hello fake\nsecond line\n" {
+			t.Errorf("the file changed: %q", got)
+		}
+	})
+}
+
+// References, implementation and workspace symbols wait for the initial
+// workspace load ($/progress), up to the load timeout, and say so when it
+// had not ended.
+func TestWorkspaceQueriesWaitForTheLoad(t *testing.T) {
+	symbols := map[string]any{"action": "symbols", "query": "x", "file": "a.fake"}
+	f := newFixture(t, "fake", fakeConfig("-mode", "loading", "-load", "2s"))
+	text := f.ok(t, symbols)
+	contains(t, text, "loaded=true")
+	if strings.Contains(text, "had not finished") {
+		t.Errorf("the load ended within the timeout:\n%s", text)
+	}
+	conf := fakeConfig("-mode", "loading", "-load", "1m")
+	conf.LoadTimeout = Duration(300 * time.Millisecond)
+	f = newFixture(t, "fake", conf)
+	contains(t, f.ok(t, symbols), "loaded=false", "fakelsp had not finished loading the workspace; the list may be incomplete")
+	contains(t, f.ok(t, map[string]any{"action": "status"}), "fakelsp for root .: loading the workspace")
 }
 
 func TestRestartCap(t *testing.T) {
@@ -91,6 +140,10 @@ func TestSilenceIsUnknown(t *testing.T) {
 	if rep, err := f.p.DidWrite(ctx, f.run, []string{"a.fake"}); err != nil || rep.State != orchestrator.WriteClean {
 		t.Errorf("a deleted file: %v %+v", err, rep)
 	}
+	// No paths: nothing was checked, which is not clean either.
+	if rep, err := f.p.DidWrite(ctx, f.run, nil); err != nil || rep.State != orchestrator.WriteUnknown {
+		t.Errorf("no paths: %v %+v", err, rep)
+	}
 }
 
 // Servers end with their run.
@@ -119,10 +172,17 @@ func TestServersEndWithTheRun(t *testing.T) {
 func TestRacingCallsShareAStart(t *testing.T) {
 	f := newFixture(t, "fake", fakeConfig())
 	done := make(chan string, 4)
+	raw, _ := json.Marshal(fakeHover)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for i := 0; i < 4; i++ {
-		go func() {
-			text, _ := f.call(t, "lsp", fakeHover)
-			done <- text
+		go func() { // t.Fatal belongs to the test's goroutine: errors travel as text
+			res, err := f.reg.Call(ctx, f.run, orchestrator.SurfaceFull, "lsp", raw)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			done <- res.FirstText()
 		}()
 	}
 	for i := 0; i < 4; i++ {
@@ -131,4 +191,18 @@ func TestRacingCallsShareAStart(t *testing.T) {
 	if n := testutil.ToFloat64(f.p.metrics.SessionStarts.WithLabelValues(metrics.KindLSP, "ok")); n != 1 {
 		t.Errorf("starts: %v, want 1", n)
 	}
+}
+
+// reload starts a server that never ran (once) and restarts one that
+// runs.
+func TestReload(t *testing.T) {
+	f := newFixture(t, "fake", fakeConfig())
+	contains(t, f.ok(t, map[string]any{"action": "reload"}), "no language server is running for this run")
+	contains(t, f.ok(t, map[string]any{"action": "reload", "file": "a.fake"}), "started fakelsp (root .)", "it was not running")
+	contains(t, f.ok(t, map[string]any{"action": "reload", "file": "a.fake"}), "restarted fakelsp (root .)")
+	contains(t, f.ok(t, map[string]any{"action": "reload"}), "restarted fakelsp (root .)")
+	if n := testutil.ToFloat64(f.p.metrics.SessionStarts.WithLabelValues(metrics.KindLSP, "ok")); n != 3 {
+		t.Errorf("starts: %v, want 3", n)
+	}
+	contains(t, f.ok(t, fakeHover), "fake hover from pid")
 }

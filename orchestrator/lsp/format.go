@@ -115,6 +115,8 @@ type spot struct {
 
 func (r *lines) spot(u uri.URI, p protocol.Position) spot { return spot{abs: r.s.fromURI(u), pos: p} }
 
+// render reads the source line of a spot and counts its column in
+// characters.
 func (r *lines) render(sp spot) location {
 	l := location{path: relTo(r.s.workdir, sp.abs), line: int(sp.pos.Line) + 1, col: int(sp.pos.Character) + 1}
 	if text, ok := r.line(sp.abs, int(sp.pos.Line)); ok {
@@ -174,6 +176,7 @@ var symbolKinds = []string{"", "file", "module", "namespace", "package", "class"
 	"constructor", "enum", "interface", "function", "variable", "constant", "string", "number", "boolean",
 	"array", "object", "key", "null", "enum member", "struct", "event", "operator", "type parameter"}
 
+// kindName names an LSP symbol kind.
 func kindName(k protocol.SymbolKind) string {
 	if int(k) < len(symbolKinds) && k > 0 {
 		return symbolKinds[k]

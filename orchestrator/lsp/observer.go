@@ -73,6 +73,10 @@ func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []
 	if err != nil {
 		return nil, err
 	}
+	if len(files) == 0 {
+		return &orchestrator.WriteReport{State: orchestrator.WriteUnknown, Diagnostics: []orchestrator.Diagnostic{},
+			Text: "no paths were given, so nothing was checked: list the files the write changed"}, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.conf.DiagnosticsTimeout.D())
 	defer cancel()
 	groups := map[*server][]string{}
@@ -125,11 +129,13 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 	before, seq0 := s.snapshot()
 	written := map[string]bool{}
 	docs := map[string]document{}
+	deleted := false
 	for _, abs := range files {
 		written[abs] = true
 		doc, err := s.sync(ctx, abs, true)
 		if errors.Is(err, errGone) {
 			reg.forget(relTo(run.Workdir, abs))
+			deleted = true
 			continue // deleted: nothing of its own to report; its importers may break
 		}
 		if err != nil {
@@ -155,7 +161,9 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 		}
 		fresh = append(fresh, p.newOnes(reg, s, abs, items, before)...)
 	}
-	if s.pulls() {
+	if s.pulls() || deleted {
+		// No publish for a written file stands for the others: listen
+		// until the server falls quiet, so a broken importer is heard.
 		s.settle(ctx)
 	}
 	for abs, items := range s.publishedSince(seq0) {

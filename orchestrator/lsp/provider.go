@@ -51,10 +51,12 @@ type runState struct {
 	reg *registry
 }
 
+// Close ends the run's servers; run.Value calls it when the run ends.
 func (st *runState) Close() { st.sv.Close() }
 
 type stateKey struct{}
 
+// state is the run's runState, made on first use.
 func (p *Provider) state(run *orchestrator.Run) *runState {
 	return run.Value(stateKey{}, func() any {
 		return &runState{sv: newSupervisor(run, p.conf, p.metrics), reg: newRegistry()}

@@ -56,14 +56,19 @@ func (t renameTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Ra
 	return t.p.rename(ctx, run, a), nil
 }
 
+// rename asks the server for the WorkspaceEdit of a rename, applies it
+// through the all-or-nothing writer (nothing is written when any file
+// changed meanwhile, lies outside the workdir or cannot be edited), syncs
+// the touched files and reports their edit counts and new problems. A
+// server that exits during it is reported, never asked again.
 func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameArgs) *orchestrator.Result {
-	c, bad := p.at(ctx, run, args{File: a.File, Line: a.Line, Symbol: a.Symbol})
+	c, bad, _ := p.at(ctx, run, args{File: a.File, Line: a.Line, Symbol: a.Symbol}) // a crash is reported, never retried
 	if bad != nil {
 		return bad
 	}
 	s := c.s
 	if !supports(s.caps.RenameProvider) {
-		return orchestrator.Errorf("%s does not support rename", s.cfg.Name)
+		return orchestrator.Errorf("%s does not support rename (it did not offer it at initialization): rename with ast_edit or your edit tools instead", s.cfg.Name)
 	}
 	if opts, ok := s.caps.RenameProvider.(*protocol.RenameOptions); ok && opts.PrepareProvider != nil && *opts.PrepareProvider {
 		var prep protocol.PrepareRenameResult

@@ -49,6 +49,7 @@ type server struct {
 	loaded      chan struct{}
 	loadOnce    sync.Once
 	closing     bool
+	crashNoted  bool       // the supervisor counted its crash; guarded by the supervisor's mu
 	writeMu     sync.Mutex // one diagnostics-on-write exchange at a time
 	syncMu      sync.Mutex // keeps notifications for a file in version order
 }
@@ -228,6 +229,18 @@ var clientCapabilities = map[string]any{
 	},
 }
 
+// ClientCapabilities returns, as JSON, the capabilities Berth declares
+// in initialize: a benchmark's direct client sends the same, so both
+// servers do the same work for a request.
+func ClientCapabilities() json.RawMessage {
+	b, err := json.Marshal(clientCapabilities)
+	if err != nil {
+		panic(fmt.Sprintf("lsp: client capabilities: %v", err))
+	}
+	return b
+}
+
+// folder is the server's one workspace folder, its root.
 func (s *server) folder() protocol.WorkspaceFolder {
 	return protocol.WorkspaceFolder{URI: s.toURI(s.root), Name: filepath.Base(s.root)}
 }
@@ -251,6 +264,7 @@ func (s *server) fromURI(u uri.URI) string {
 	return p
 }
 
+// published records a publish and wakes everyone waiting for one.
 func (s *server) published(abs string, version int32, items []protocol.Diagnostic) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -260,6 +274,8 @@ func (s *server) published(abs string, version int32, items []protocol.Diagnosti
 	s.changed = make(chan struct{})
 }
 
+// progressed records a progress token's begin or end; the workspace is
+// loaded when all begun tokens have ended.
 func (s *server) progressed(token, kind string) {
 	s.mu.Lock()
 	switch kind {
@@ -331,25 +347,41 @@ func (s *server) call(ctx context.Context, f func(ctx context.Context) error) er
 		if err == nil || attempt == 4 || !retryable(err) || ctx.Err() != nil {
 			return err
 		}
-		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		select {
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		case <-ctx.Done():
+			return err
+		}
 	}
 }
 
 // request runs f through call; when the server died under it, the error
-// says so and that the next call gets a restarted server.
+// wraps errExited and says that the next call gets a restarted server.
 func (s *server) request(ctx context.Context, f func(ctx context.Context) error) error {
 	err := s.call(ctx, f)
 	var answered *jsonrpc2.Error
 	if err == nil || ctx.Err() != nil || errors.As(err, &answered) {
 		return err
 	}
-	// A transport error: the process may be dying; its exit lags the EOF.
+	return s.markExited(err)
+}
+
+// markExited wraps a transport error in errExited when the server's process
+// is gone (its exit lags the EOF by a moment); other errors pass as they
+// are.
+func (s *server) markExited(err error) error {
 	if !s.waitGone(time.Second) {
 		return err
 	}
-	return errors.Join(err, fmt.Errorf("%s exited during the request; it is restarted on the next call: call again", s.cfg.Name))
+	return fmt.Errorf("%w; %s %w; it is restarted on the next call: call again (lsp status shows its stderr)", err, s.cfg.Name, errExited)
 }
 
+// errExited marks a request whose server exited under it. Read-only
+// queries are asked once more of the restarted server (see retried).
+var errExited = errors.New("exited during the request")
+
+// retryable says whether the server asked for the request to be sent
+// again: ContentModified or ServerCancelled.
 func retryable(err error) bool {
 	var e *jsonrpc2.Error
 	if !errors.As(err, &e) {

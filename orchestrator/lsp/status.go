@@ -105,10 +105,14 @@ func (p *Provider) reload(ctx context.Context, run *orchestrator.Run, a args) *o
 			return bad
 		}
 		key := slotKey{m.root, m.cfg.Name}
-		keep = func(k slotKey) bool { return k == key }
-		if _, err := sv.get(ctx, m); err != nil && !strings.Contains(err.Error(), "reload") {
-			return orchestrator.Errorf("%v", err)
+		if !sv.has(key) { // never started: start it, once
+			start := time.Now()
+			if _, err := sv.get(ctx, m); err != nil {
+				return orchestrator.Errorf("%v", err)
+			}
+			return orchestrator.Textf("started %s (root %s) in %s: it was not running", m.cfg.Name, relTo(run.Workdir, m.root), time.Since(start).Round(time.Millisecond))
 		}
+		keep = func(k slotKey) bool { return k == key }
 	}
 	start := time.Now()
 	picked, err := sv.reload(ctx, keep)

@@ -59,6 +59,9 @@ func (sv *supervisor) get(ctx context.Context, m match) (*server, error) {
 		sv.slots[key] = sl
 		sv.launch(sl, 0)
 	} else if done(sl.ready) && (sl.srv == nil || !sl.srv.alive()) {
+		if sl.srv != nil && !sl.srv.isClosing() {
+			sv.noteCrash(sl, sl.srv) // found dead before its watcher saw it
+		}
 		if sl.crashes > sv.conf.MaxRestarts {
 			err := fmt.Errorf("%s for %s failed %d times in a row (last: %s); it is not restarted again until you call lsp with action \"reload\"",
 				m.cfg.Name, relTo(sv.run.Workdir, m.root), sl.crashes, sl.lastErr)
@@ -145,7 +148,19 @@ func (sv *supervisor) watch(sl *slot, srv *server) {
 		return
 	}
 	sv.mu.Lock()
-	defer sv.mu.Unlock()
+	sv.noteCrash(sl, srv)
+	sv.mu.Unlock()
+	srv.kill() // reap what is left of it
+}
+
+// noteCrash counts srv's unexpected end once, whoever sees it first: its
+// watcher, or a call that finds it dead and must know the crash count to
+// pick the backoff. Called with mu.
+func (sv *supervisor) noteCrash(sl *slot, srv *server) {
+	if srv.crashNoted {
+		return
+	}
+	srv.crashNoted = true
 	if time.Since(srv.started) > time.Minute {
 		sl.crashes = 0 // it had been healthy: this is a fresh run of crashes
 	}
@@ -155,11 +170,6 @@ func (sv *supervisor) watch(sl *slot, srv *server) {
 		sl.lastErr += ": " + tail
 	}
 	sv.metrics.SessionEnded(metrics.KindLSP, metrics.ReasonCrashed)
-	sv.wg.Add(1)
-	go func() { // reap what is left of it, outside the lock
-		defer sv.wg.Done()
-		srv.kill()
-	}()
 }
 
 // reload ends the servers whose root and name match (all of them when
@@ -203,6 +213,14 @@ func (sv *supervisor) stop(sl *slot, reason string) {
 	}
 }
 
+// has says whether the (root, server) of key was ever started.
+func (sv *supervisor) has(key slotKey) bool {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	_, ok := sv.slots[key]
+	return ok
+}
+
 // snapshot lists the slots, ordered by root and name.
 func (sv *supervisor) snapshot() []*slot {
 	sv.mu.Lock()
@@ -237,6 +255,7 @@ func (sv *supervisor) Close() {
 	sv.wg.Wait()
 }
 
+// done says whether ch is closed, without waiting.
 func done(ch chan struct{}) bool {
 	select {
 	case <-ch:
@@ -246,6 +265,7 @@ func done(ch chan struct{}) bool {
 	}
 }
 
+// firstLine is s up to its first newline.
 func firstLine(s string) string {
 	for i, r := range s {
 		if r == '\n' {

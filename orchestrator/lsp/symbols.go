@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -10,21 +11,22 @@ import (
 	"github.com/berth-dev/berth/orchestrator"
 )
 
-// documentSymbols lists a file's symbols as a tree.
-func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a args) *orchestrator.Result {
+// documentSymbols lists a file's symbols as a tree; crashed says the
+// server exited during the query.
+func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
 	abs, bad := resolveFile(run, a.File)
 	if bad != nil {
-		return bad
+		return bad, false
 	}
 	s, bad := p.serverFor(ctx, run, abs)
 	if bad != nil {
-		return bad
+		return bad, false
 	}
 	if !supports(s.caps.DocumentSymbolProvider) {
-		return orchestrator.Errorf("%s does not support document symbols", s.cfg.Name)
+		return orchestrator.Errorf("%s does not support document symbols (it did not offer them at initialization); try ast_grep, or read the file", s.cfg.Name), false
 	}
-	if _, err := s.sync(ctx, abs, false); err != nil {
-		return orchestrator.Errorf("%v", err)
+	if _, err := s.syncFor(ctx, abs); err != nil {
+		return orchestrator.Errorf("%s: %v", s.cfg.Name, err), errors.Is(err, errExited)
 	}
 	var res protocol.DocumentSymbolResult
 	err := s.request(ctx, func(ctx context.Context) error {
@@ -33,7 +35,7 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 		return err
 	})
 	if err != nil {
-		return orchestrator.Errorf("%s could not list symbols: %v", s.cfg.Name, err)
+		return orchestrator.Errorf("%s could not list symbols: %v", s.cfg.Name, err), errors.Is(err, errExited)
 	}
 	var out []string
 	total := 0
@@ -70,21 +72,22 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 	if total > len(out) {
 		head = fmt.Sprintf("symbols in %s: showing %d of %d", relTo(run.Workdir, abs), len(out), total)
 	}
-	return orchestrator.Text(strings.TrimRight(head+"\n"+strings.Join(out, "\n"), "\n"))
+	return orchestrator.Text(strings.TrimRight(head+"\n"+strings.Join(out, "\n"), "\n")), false
 }
 
 // workspaceSymbols searches the workspace of the file's server, or of
-// every server whose root is the workdir itself.
-func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, a args) *orchestrator.Result {
+// every server whose root is the workdir itself; crashed says one of them
+// exited during the search.
+func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, a args) (res *orchestrator.Result, crashed bool) {
 	var servers []*server
 	if a.File != "" {
 		abs, bad := resolveFile(run, a.File)
 		if bad != nil {
-			return bad
+			return bad, false
 		}
 		s, bad := p.serverFor(ctx, run, abs)
 		if bad != nil {
-			return bad
+			return bad, false
 		}
 		servers = append(servers, s)
 	} else {
@@ -112,14 +115,14 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 			if len(why) > 0 {
 				msg += "\n" + strings.Join(why, "\n")
 			}
-			return orchestrator.Errorf("%s", msg)
+			return orchestrator.Errorf("%s", msg), false
 		}
 	}
 	var locs []string
 	var notes []string
 	for _, s := range servers {
 		if !supports(s.caps.WorkspaceSymbolProvider) {
-			notes = append(notes, s.cfg.Name+" does not support workspace symbols")
+			notes = append(notes, s.cfg.Name+" does not support workspace symbols (pass file for that file's symbols, or use ast_grep)")
 			continue
 		}
 		if !s.waitLoaded(ctx) {
@@ -133,6 +136,7 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 		})
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("%s could not search: %v", s.cfg.Name, err))
+			crashed = crashed || errors.Is(err, errExited)
 			continue
 		}
 		r := s.lineReader()
@@ -172,5 +176,5 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 	for _, n := range notes {
 		b.WriteString("\n(note: " + n + ")")
 	}
-	return orchestrator.Text(strings.TrimRight(b.String(), "\n"))
+	return orchestrator.Text(strings.TrimRight(b.String(), "\n")), crashed
 }

@@ -97,6 +97,21 @@ func (s *server) syncOpen(ctx context.Context) error {
 	return nil
 }
 
+// syncFor prepares a query about abs: every open document that changed on
+// disk is synced again, then abs itself. When the server exited meanwhile
+// the error wraps errExited.
+func (s *server) syncFor(ctx context.Context, abs string) (document, error) {
+	err := s.syncOpen(ctx)
+	var doc document
+	if err == nil {
+		doc, err = s.sync(ctx, abs, false)
+	}
+	if err != nil && !errors.Is(err, errGone) {
+		err = s.markExited(err)
+	}
+	return doc, err
+}
+
 // text returns the content the server was last sent for a file, if open.
 func (s *server) text(abs string) (string, bool) {
 	s.mu.Lock()

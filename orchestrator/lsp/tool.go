@@ -52,6 +52,8 @@ Locations come back as path:line:col: source line, paths relative to the workdir
 	}
 }
 
+// Call checks what the action needs and runs it; read-only queries are
+// retried once when their server exits under them (retried).
 func (t lspTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
 	var a args
 	if err := json.Unmarshal(raw, &a); err != nil {
@@ -65,12 +67,12 @@ func (t lspTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMe
 		return p.reload(ctx, run, a), nil
 	case "symbols":
 		if a.Query != "" {
-			return p.workspaceSymbols(ctx, run, a), nil
+			return retried(ctx, func() (*orchestrator.Result, bool) { return p.workspaceSymbols(ctx, run, a) }), nil
 		}
 		if a.File == "" {
 			return orchestrator.Errorf(`symbols needs "query" (search the workspace) or "file" (list that file's symbols)`), nil
 		}
-		return p.documentSymbols(ctx, run, a), nil
+		return retried(ctx, func() (*orchestrator.Result, bool) { return p.documentSymbols(ctx, run, a) }), nil
 	case "diagnostics":
 		switch a.File {
 		case "":
@@ -78,7 +80,7 @@ func (t lspTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMe
 		case "*":
 			return p.checker(ctx, run), nil
 		}
-		return p.fileDiagnostics(ctx, run, a), nil
+		return retried(ctx, func() (*orchestrator.Result, bool) { return p.fileDiagnostics(ctx, run, a) }), nil
 	}
 	var missing []string
 	if a.File == "" {
@@ -93,5 +95,5 @@ func (t lspTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMe
 	if len(missing) > 0 {
 		return orchestrator.Errorf("%s needs %s: give the 1-based line and a substring of it that names the symbol (a column is never guessed)", a.Action, strings.Join(missing, " and ")), nil
 	}
-	return p.navigate(ctx, run, a), nil
+	return retried(ctx, func() (*orchestrator.Result, bool) { return p.navigate(ctx, run, a) }), nil
 }

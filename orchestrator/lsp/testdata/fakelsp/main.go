@@ -1,7 +1,7 @@
 // Command fakelsp is a language server that misbehaves on purpose, beside
 // the real ones, to show what they cannot be made to do: crash mid-request,
 // fail to start, answer ContentModified, stay silent, publish stale
-// diagnostics.
+// diagnostics, take its time loading the workspace.
 package main
 
 import (
@@ -13,11 +13,15 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 var (
-	mode = flag.String("mode", "", "crash-on-hover, crash-on-start, content-modified, silent, stale")
+	mode = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading")
 	once = flag.String("once", "", "crash only when this file does not exist yet (it is created)")
+	load = flag.Duration("load", time.Second, "loading: how long the workspace load reported through $/progress lasts")
 )
 
 type message struct {
@@ -26,12 +30,22 @@ type message struct {
 	Params json.RawMessage `json:"params,omitempty"`
 }
 
-var out = bufio.NewWriter(os.Stdout)
+var (
+	outMu sync.Mutex // the load's end is sent from a timer
+	out   = bufio.NewWriter(os.Stdout)
+)
 
 func send(v any) {
 	b, _ := json.Marshal(v)
+	outMu.Lock()
+	defer outMu.Unlock()
 	fmt.Fprintf(out, "Content-Length: %d\r\n\r\n%s", len(b), b)
 	out.Flush()
+}
+
+func progress(kind string) {
+	send(map[string]any{"jsonrpc": "2.0", "method": "$/progress", "params": map[string]any{
+		"token": "load", "value": map[string]any{"kind": kind, "title": "Loading the workspace"}}})
 }
 
 func reply(id json.RawMessage, result any) {
@@ -50,6 +64,8 @@ func main() {
 	}
 	in := bufio.NewReader(os.Stdin)
 	modified := 0
+	var loaded atomic.Bool
+	var rootURI string
 	for {
 		n := 0
 		for {
@@ -75,7 +91,35 @@ func main() {
 		}
 		switch m.Method {
 		case "initialize":
-			reply(m.ID, map[string]any{"capabilities": map[string]any{"hoverProvider": true, "textDocumentSync": 1}})
+			var p struct {
+				RootURI string `json:"rootUri"`
+			}
+			json.Unmarshal(m.Params, &p)
+			rootURI = p.RootURI
+			caps := map[string]any{"hoverProvider": true, "textDocumentSync": 1}
+			switch *mode {
+			case "crash-on-rename":
+				caps["renameProvider"] = true
+			case "loading":
+				caps["workspaceSymbolProvider"] = true
+			}
+			reply(m.ID, map[string]any{"capabilities": caps})
+		case "initialized":
+			if *mode == "loading" {
+				progress("begin")
+				time.AfterFunc(*load, func() {
+					loaded.Store(true)
+					progress("end")
+				})
+			}
+		case "workspace/symbol":
+			reply(m.ID, []any{map[string]any{"name": fmt.Sprintf("loaded=%v", loaded.Load()), "kind": 12, "location": map[string]any{
+				"uri": rootURI + "/a.fake", "range": map[string]any{"start": map[string]any{"line": 0, "character": 0}, "end": map[string]any{"line": 0, "character": 5}}}}})
+		case "textDocument/rename":
+			if *mode == "crash-on-rename" {
+				crash("crashing mid-rename on purpose")
+			}
+			reply(m.ID, nil)
 		case "shutdown":
 			reply(m.ID, nil)
 		case "exit":
