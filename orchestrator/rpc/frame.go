@@ -140,10 +140,13 @@ func (f *streamFramer) Read(context.Context) ([]byte, error) {
 func (f *streamFramer) Write(_ context.Context, msg []byte) error {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
-	if _, err := fmt.Fprintf(f.w, "Content-Length: %d\r\n\r\n", len(msg)); err != nil {
-		return err
-	}
-	_, err := f.w.Write(msg)
+	// One write for header and body: the reader wakes once per message.
+	buf := make([]byte, 0, len(msg)+32)
+	buf = append(buf, "Content-Length: "...)
+	buf = strconv.AppendInt(buf, int64(len(msg)), 10)
+	buf = append(buf, "\r\n\r\n"...)
+	buf = append(buf, msg...)
+	_, err := f.w.Write(buf)
 	return err
 }
 
