@@ -140,7 +140,7 @@ func (c *cellRun) interrupt(why string, grace *<-chan time.Time) {
 func (c *cellRun) serveCall(ctx context.Context, f bridge.Frame, callDone chan<- struct{}, loopDone <-chan struct{}) {
 	reply := bridge.Frame{Type: bridge.TypeToolResult, ID: f.ID}
 	if h := c.run.Harness; h == nil {
-		reply.Error = "no harness connection owns this run, so tool() cannot reach any tool"
+		reply.Error = "no harness connection owns this run, so tool() cannot reach any tool; do the work in the cell, or call the tool directly"
 	} else {
 		// In flight while the harness has it; counted down before the
 		// answer goes back, so the cell cannot end with it still counted.
@@ -151,6 +151,8 @@ func (c *cellRun) serveCall(ctx context.Context, f bridge.Frame, callDone chan<-
 		})
 		c.k.m.BridgeCallsInFlight.Dec()
 		switch {
+		case err != nil && ctx.Err() != nil:
+			reply.Error = fmt.Sprintf("the call was abandoned (%v): the cell that made it ended, was interrupted or its eval call was cancelled first; await tool() within its cell", err)
 		case err != nil:
 			reply.Error = err.Error()
 		case res == nil:

@@ -72,7 +72,7 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 	select {
 	case err = <-ready:
 	case <-timer.C:
-		err = fmt.Errorf("%s did not become ready within %s", interp, cfg.StartTimeout)
+		err = fmt.Errorf("%s did not become ready within %s (kernels.start_timeout)", interp, cfg.StartTimeout)
 	case <-ctx.Done():
 		err = fmt.Errorf("start of %s cancelled: %w", interp, ctx.Err())
 	}

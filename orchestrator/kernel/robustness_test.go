@@ -288,3 +288,36 @@ func TestBigCellAfterChatter(t *testing.T) {
 		t.Fatal("a large cell after output printed between cells hung")
 	}
 }
+
+// TestAbandonedToolCall: a tool() call still pending when its cell ends is
+// cancelled at the harness, and the caller learns why.
+func TestAbandonedToolCall(t *testing.T) {
+	noLeaks(t)
+	h := &testHarness{answer: func(ctx context.Context, c orchestrator.ToolCall) (*orchestrator.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	e := newEnv(t, testConfig(), h)
+	mustOK(t, e.eval("import threading\nbox = {}\ndef call():\n    try:\n        tool('slow')\n    except ToolError as e:\n        box['err'] = str(e)\nth = threading.Thread(target=call)\nth.start()"))
+	got := mustOK(t, e.eval("th.join(10)\nbox.get('err')"))
+	if !strings.Contains(got, "slow: the call was abandoned") || !strings.Contains(got, "await tool() within its cell") {
+		t.Errorf("abandoned call: %s", got)
+	}
+}
+
+// TestBackgroundFlood: a cell that leaves a process flooding stdout still
+// ends: its output is what was written up to its end, not all there will
+// ever be. The reset then stops the flood with its kernel.
+func TestBackgroundFlood(t *testing.T) {
+	noLeaks(t)
+	e := newEnv(t, testConfig(), nil)
+	start := time.Now()
+	got := mustOK(t, e.eval("import subprocess\nfloods = [subprocess.Popen(['yes']) for _ in range(4)]\nimport time\ntime.sleep(0.2)\n'cell ended'"))
+	if !strings.Contains(got, "y\ny\n") || !strings.HasSuffix(got, "'cell ended'") {
+		t.Errorf("cell beside a flood:\n%.300s", got)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the cell took %s to end beside a flood", took)
+	}
+	mustOK(t, e.eval("'fresh'", reset))
+}

@@ -6,10 +6,12 @@
 # /dev/null, so nothing it or its children write can corrupt a frame.
 # Written for Python 3.8 and later; it imports nothing outside the standard
 # library.
+import array
 import ast
 import base64
 import builtins
 import codecs
+import fcntl
 import importlib
 import io
 import json
@@ -22,6 +24,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import termios
 import threading
 import timeit
 import tokenize
@@ -78,6 +81,9 @@ def _writer():
 # --- capture of fd 1 and 2 -------------------------------------------------
 _cell = {"id": "", "running": False}
 _capture_lock = threading.Lock()
+# A drain takes the turnstile before the capture lock, and the pump passes
+# through it before each chunk: a pump kept busy by a flood lets it in.
+_turnstile = threading.Lock()
 _capture_fd = [-1]
 _decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
@@ -98,39 +104,56 @@ def _capture():
         poller.register(r, select.POLLIN)
         while True:
             poller.poll()
-            if not _read_capture():
+            with _turnstile:
+                pass
+            if not _read_capture(1 << 16):
                 return
 
     threading.Thread(target=pump, daemon=True).start()
 
 
-def _read_capture():
-    """Send everything the capture pipe holds; False once it has no writer.
-    Reading and sending happen under one lock, so when _drain holds it no
-    byte can be read but not yet sent."""
+def _read_capture(limit=None):
+    """Send up to limit bytes from the capture pipe, or (None) the bytes it
+    holds now; False once it has no writer. Reading and sending happen
+    under one lock, so when a drain holds it no byte can be read but not
+    yet sent; and a drain reads only what is there, so a process left
+    flooding the pipe cannot keep it going."""
     with _capture_lock:
-        while True:
+        fd = _capture_fd[0]
+        if limit is None:
+            limit = _held(fd)
+        while limit > 0:
             try:
-                chunk = os.read(_capture_fd[0], 1 << 16)
+                chunk = os.read(fd, min(limit, 1 << 16))
             except BlockingIOError:
                 return True
             if not chunk:
                 return False
+            limit -= len(chunk)
             text = _decoder.decode(chunk)
             if text:
                 send(type="output", cell=_cell["id"], stream="stdout", text=text)
+        return True
+
+
+def _held(fd):
+    """How many bytes the pipe holds (FIONREAD)."""
+    n = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, n)
+    return n[0]
 
 
 def _drain():
     """Return once everything written to fd 1 and 2 so far was sent: a
-    write to a pipe is in it when write returns, so reading the pipe empty
-    is enough."""
+    write to a pipe is in it when write returns, so reading what the pipe
+    holds now is enough."""
     for s in (sys.stdout, sys.stderr):
         try:
             s.flush()
         except Exception:
             pass
-    _read_capture()
+    with _turnstile:
+        _read_capture()
 
 
 _real_exit = os._exit
