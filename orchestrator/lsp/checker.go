@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,32 +17,44 @@ import (
 	"github.com/berth-dev/berth/orchestrator"
 )
 
-// checker runs the project checker of every catalog entry rooted at the
-// workdir (diagnostics "*"), in the run's enclosure, and lists what it
-// reports as path:line:col: message.
+// checker runs the project checker of every catalog entry in each of its
+// outermost roots in the workdir (diagnostics "*"), in the run's
+// enclosure, and lists what it reports as path:line:col: message.
 func (p *Provider) checker(ctx context.Context, run *orchestrator.Run) *orchestrator.Result {
 	var out []string
 	var why []string
 	ran := map[string]bool{}
+	var all []string
+	for _, sc := range p.conf.Servers {
+		all = append(all, sc.RootMarkers...)
+	}
+	dirs := markerDirs(run.Workdir, all, maxMarkerDirs)
 	for _, sc := range p.conf.Servers {
 		if len(sc.Checker) == 0 {
-			continue
-		}
-		m := probe(ctx, run, sc, run.Workdir)
-		if m.root != run.Workdir {
-			why = append(why, fmt.Sprintf("%s: no root marker (%s) in the workdir itself", sc.Name, strings.Join(sc.RootMarkers, ", ")))
 			continue
 		}
 		key := strings.Join(sc.Languages, ",")
 		if ran[key] {
 			continue // one checker per language (pyright before pylsp)
 		}
+		roots := outermost(rootsOf(sc, dirs))
+		if len(roots) == 0 {
+			why = append(why, fmt.Sprintf("%s: no root marker (%s) in the workdir", sc.Name, strings.Join(sc.RootMarkers, ", ")))
+			continue
+		}
 		if _, err := run.Enclosure.LookPath(ctx, sc.Checker[0]); err != nil {
 			why = append(why, fmt.Sprintf("%s: checker %q not found in the %s enclosure", sc.Name, sc.Checker[0], run.Enclosure.Driver()))
 			continue
 		}
 		ran[key] = true
-		out = append(out, p.runChecker(ctx, run, sc))
+		for i, r := range roots {
+			if i == maxCheckerRoots {
+				out = append(out, fmt.Sprintf("(%s: %d more root(s) not checked: %s; pass one of their files to diagnostics)",
+					strings.Join(sc.Checker, " "), len(roots)-i, strings.Join(roots[i:], ", ")))
+				break
+			}
+			out = append(out, p.runChecker(ctx, run, sc, r))
+		}
 	}
 	if len(out) == 0 {
 		return orchestrator.Errorf("no project checker can run for the workdir:\n  %s\nPass a file to diagnostics instead.", strings.Join(why, "\n  "))
@@ -53,11 +66,14 @@ func (p *Provider) checker(ctx context.Context, run *orchestrator.Run) *orchestr
 // CheckerTimeout, and returns its problems as path:line:col: message lines
 // under a head line with its exit code, or its raw output when it failed
 // without a parseable problem.
-func (p *Provider) runChecker(ctx context.Context, run *orchestrator.Run, sc ServerConfig) string {
+func (p *Provider) runChecker(ctx context.Context, run *orchestrator.Run, sc ServerConfig, root string) string {
 	ctx, cancel := context.WithTimeout(ctx, p.conf.CheckerTimeout.D())
 	defer cancel()
 	cmdline := strings.Join(sc.Checker, " ")
-	dir, err := run.Enclosure.MapPath(run.Workdir)
+	if root != "." {
+		cmdline += " in " + root
+	}
+	dir, err := run.Enclosure.MapPath(filepath.Join(run.Workdir, filepath.FromSlash(root)))
 	if err != nil {
 		return fmt.Sprintf("%s: %v", cmdline, err)
 	}
@@ -72,7 +88,7 @@ func (p *Provider) runChecker(ctx context.Context, run *orchestrator.Run, sc Ser
 	code, _ := proc.Wait()
 	stop()
 	encRoot, _ := run.Enclosure.MapPath(run.Workdir)
-	found := parseChecker(string(stdout)+"\n"+stderr.String(), run.Workdir, encRoot)
+	found := parseChecker(string(stdout)+"\n"+stderr.String(), run.Workdir, encRoot, root)
 	head := fmt.Sprintf("%s (exit %d): %d problem(s)", cmdline, code, len(found))
 	if ctx.Err() != nil {
 		head = fmt.Sprintf("%s was stopped after %s: %d problem(s) before that", cmdline, p.conf.CheckerTimeout.D(), len(found))
@@ -103,8 +119,10 @@ var checkerForms = []*regexp.Regexp{
 }
 
 // parseChecker finds path:line:col: message lines in a checker's output
-// (checkerForms), with paths made relative to the workdir.
-func parseChecker(out, workdir, encRoot string) []string {
+// (checkerForms), with paths made relative to the workdir: an absolute
+// path in the enclosure's or the host's terms, or one relative to root,
+// where the checker ran.
+func parseChecker(out, workdir, encRoot, root string) []string {
 	var res []string
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
@@ -123,7 +141,7 @@ func parseChecker(out, workdir, encRoot string) []string {
 					path = relTo(workdir, path)
 				}
 			} else {
-				path = filepath.ToSlash(filepath.Clean(path))
+				path = filepath.ToSlash(filepath.Join(filepath.FromSlash(root), path))
 			}
 			ln, _ := strconv.Atoi(m[2])
 			col := 1
@@ -135,6 +153,47 @@ func parseChecker(out, workdir, encRoot string) []string {
 		}
 	}
 	return res
+}
+
+// maxCheckerRoots caps how many roots of one entry diagnostics "*" checks:
+// each checker can take minutes.
+const maxCheckerRoots = 5
+
+// maxMarkerDirs bounds the directories walked to find roots.
+const maxMarkerDirs = 5000
+
+// rootsOf lists the directories (relative to the workdir) holding one of
+// the entry's root markers.
+func rootsOf(sc ServerConfig, dirs map[string][]string) []string {
+	var roots []string
+	for _, mk := range sc.RootMarkers {
+		for _, d := range dirs[mk] {
+			if !slices.Contains(roots, d) {
+				roots = append(roots, d)
+			}
+		}
+	}
+	slices.Sort(roots)
+	return roots
+}
+
+// outermost drops the roots inside another one of the list: a checker run
+// in a root covers the projects below it, or reports them itself.
+func outermost(roots []string) []string {
+	var out []string
+	for _, r := range roots { // sorted: a root comes before those inside it
+		inside := false
+		for _, o := range out {
+			if o == "." || strings.HasPrefix(r, o+"/") {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // lockedBuffer is a bytes.Buffer safe for the writer goroutine and the

@@ -179,7 +179,10 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 // the run's registry (the pre-write diagnostics stand in for a file the
 // registry has no record of).
 func (p *Provider) newOnes(reg *registry, s *server, abs string, items []protocol.Diagnostic, before map[string][]protocol.Diagnostic) []diag {
-	text, _ := s.text(abs)
+	text, open := s.text(abs)
+	if !open { // another file the server reported on: its columns need its lines too
+		text = strings.Join(s.fileLines(abs), "\n")
+	}
 	cur := problems(s.convert(abs, items, text))
 	base := problems(s.convert(abs, before[abs], text))
 	rel := relTo(s.workdir, abs)

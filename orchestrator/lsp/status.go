@@ -3,7 +3,6 @@ package lsp
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -50,7 +49,7 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 	for _, sc := range p.conf.Servers {
 		all = append(all, sc.RootMarkers...)
 	}
-	dirs := markerDirs(run.Workdir, all, 5000)
+	dirs := markerDirs(run.Workdir, all, maxMarkerDirs)
 	for _, sc := range p.conf.Servers {
 		var exe string
 		if path, err := run.Enclosure.LookPath(ctx, sc.Command[0]); err == nil {
@@ -58,15 +57,7 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 		} else {
 			exe = fmt.Sprintf("executable %q MISSING in the %s enclosure", sc.Command[0], run.Enclosure.Driver())
 		}
-		var roots []string
-		for _, mk := range sc.RootMarkers {
-			for _, d := range dirs[mk] {
-				if !slices.Contains(roots, d) {
-					roots = append(roots, d)
-				}
-			}
-		}
-		slices.Sort(roots)
+		roots := rootsOf(sc, dirs)
 		marker := fmt.Sprintf("root marker (%s) MISSING in the workdir", strings.Join(sc.RootMarkers, ", "))
 		if len(roots) > 0 {
 			if len(roots) > 5 {

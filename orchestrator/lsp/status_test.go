@@ -2,11 +2,15 @@ package lsp
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
 // TestDetection covers the intersection rule without starting a server:
@@ -79,4 +83,33 @@ func TestConfig(t *testing.T) {
 	if err := yamlUnmarshal("soon", &d); err == nil || !strings.Contains(err.Error(), `"soon" is not a duration`) {
 		t.Errorf("bad duration: %v", err)
 	}
+}
+
+// lsp and lsp_rename are registered only for a run with a working
+// directory.
+func TestNoWorkdirNoTools(t *testing.T) {
+	p, err := New(DefaultConfig(), metrics.NewForTest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := orchestrator.NewRun("run-nowhere", "conv", "", enclosure.Host(), nil, nil)
+	defer run.End(orchestrator.EndStopped)
+	if tools := p.Tools(run); len(tools) != 0 {
+		t.Errorf("a run without a workdir got %d tools", len(tools))
+	}
+}
+
+// diagnostics "*" runs an entry's checker in each of its outermost roots,
+// here a module below the workdir, with paths relative to the workdir.
+func TestCheckerInASubdirectory(t *testing.T) {
+	f := newFixture(t, "", DefaultConfig())
+	svc := filepath.Join(f.dir, "svc")
+	copyTree(t, filepath.Join("testdata", "go"), svc)
+	main := f.read(t, "svc/main.go")
+	bad := strings.Replace(main, "func main() {", "var count int = \"three\"\n\nfunc main() {", 1)
+	if err := os.WriteFile(filepath.Join(svc, "main.go"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	contains(t, f.ok(t, map[string]any{"action": "diagnostics", "file": "*"}),
+		"go vet ./... in svc (exit 1): 1 problem(s)", "svc/main.go:9:17: cannot use \"three\"")
 }

@@ -30,7 +30,7 @@ func (t lspTool) Spec() orchestrator.Spec {
 		Description: `Ask the project's language server (gopls, pyright or pylsp, clangd, typescript-language-server, rust-analyzer, dart) about code.
 Positions are a 1-based "line" plus "symbol", a substring of that line that names the symbol (the cursor goes to the last identifier in it: "auth.login" means login). Never a column.
 Actions:
-- diagnostics {file}: errors and warnings of the file; file "*" runs the project checker (go vet, pyright, tsc, cargo check, ...) instead.
+- diagnostics {file}: errors and warnings of the file; file "*" runs the project checker (go vet, pyright, tsc, cargo check, ...) in each project root instead.
 - definition / type_definition / implementation / references / hover / code_actions {file, line, symbol}.
 - symbols {query} searches the workspace (add file to pick its server); symbols {file} lists the file's symbols as a tree.
 - status {file?}: which servers run for which roots, and for each known server whether its root marker and executable were found (use it when nothing works).
