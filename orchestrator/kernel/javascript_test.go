@@ -27,6 +27,8 @@ func TestJavaScriptCells(t *testing.T) {
 		{name: "require from the context", code: "const path = require('path'); path.basename('/a/b.txt')", want: []string{"'b.txt'"}},
 		{name: "error with a clean stack", code: "function f() { throw new TypeError('bad type') }\nf()", isError: true, want: []string{"TypeError", "bad type", "<cell-"}, notWant: []string{"berth-driver", "node:vm"}},
 		{name: "a child writing to fd 1 lands in the output", code: "require('child_process').spawnSync('echo', ['inherited stdio'], {stdio: 'inherit'}); 'after'", want: []string{"inherited stdio", "'after'"}},
+		{name: "fd 1 and 2 block, so an inheriting child's writes wait instead of failing",
+			code: "[1, 2].map(fd => parseInt(require('fs').readFileSync('/proc/self/fdinfo/' + fd, 'utf8').match(/flags:\\s+(\\d+)/)[1], 8) & 0o4000)", want: []string{"[ 0, 0 ]"}},
 		{name: "a child inheriting stdin reads /dev/null, not the frames", code: "require('child_process').spawnSync('cat', [], {stdio: 'inherit'}); 'after cat'", want: []string{"'after cat'"}},
 		{name: "unhandled rejection does not kill the kernel", code: "Promise.reject(new Error('nobody listens')); await new Promise(r => setTimeout(r, 20)); 'alive'", want: []string{"'alive'"}},
 		{name: "a cell with top-level const and class runs again", code: "const k = 1\nclass Box { get v() { return k } }\nnew Box().v", want: []string{"1"}},
@@ -38,20 +40,7 @@ func TestJavaScriptCells(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.eval(tt.code, js)
-			got := text(r)
-			if r.IsError != tt.isError {
-				t.Fatalf("isError = %v, want %v:\n%s", r.IsError, tt.isError, got)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("result lacks %q:\n%s", w, got)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(got, w) {
-					t.Errorf("result has %q:\n%s", w, got)
-				}
-			}
+			checkResult(t, r, tt.isError, tt.want, tt.notWant)
 			if n := len(blocks(r, "image")); n != tt.images {
 				t.Errorf("%d images, want %d", n, tt.images)
 			}

@@ -77,6 +77,8 @@ func (ks *kernels) acquire(ctx context.Context, run *orchestrator.Run, lang stri
 		return nil, "", orchestrator.ErrRunEnded
 	}
 	s := &slot{k: k, busy: true}
+	// Made stopped: the kernel is busy with its first cell, and release
+	// starts the timer.
 	s.idle = time.AfterFunc(ks.cfg.IdleTimeout, func() { ks.expire(lang, s) })
 	s.idle.Stop()
 	ks.live[lang] = s

@@ -126,6 +126,27 @@ func blocks(r *orchestrator.Result, typ string) []orchestrator.Block {
 	return out
 }
 
+// checkResult checks a cell's result: its error flag, the texts it must
+// and must not hold. It returns the text.
+func checkResult(t *testing.T, r *orchestrator.Result, isError bool, want, notWant []string) string {
+	t.Helper()
+	got := text(r)
+	if r.IsError != isError {
+		t.Fatalf("isError = %v, want %v; result:\n%s", r.IsError, isError, got)
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("result lacks %q; got:\n%s", w, got)
+		}
+	}
+	for _, w := range notWant {
+		if strings.Contains(got, w) {
+			t.Errorf("result has %q; got:\n%s", w, got)
+		}
+	}
+	return got
+}
+
 func mustOK(t *testing.T, r *orchestrator.Result) string {
 	t.Helper()
 	if r.IsError {

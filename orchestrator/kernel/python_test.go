@@ -78,20 +78,7 @@ func TestPythonCells(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.eval(tt.code)
-			got := text(r)
-			if r.IsError != tt.isError {
-				t.Fatalf("isError = %v, want %v; result:\n%s", r.IsError, tt.isError, got)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("result lacks %q; got:\n%s", w, got)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(got, w) {
-					t.Errorf("result has %q; got:\n%s", w, got)
-				}
-			}
+			got := checkResult(t, r, tt.isError, tt.want, tt.notWant)
 			if tt.check != nil {
 				counts := map[string]int{}
 				for _, b := range r.Content {

@@ -36,8 +36,9 @@
   // Frames are written to fd 1 synchronously, one frame at a time. Node's
   // own stdout stream queues writes to a pipe in memory without bound, so
   // a cell printing 100 MB would hold it all; a blocking write makes the
-  // cell wait for Berth instead. libuv has made the pipe non-blocking, so
-  // a full pipe is waited out here. An interrupt (breakOnSigint) can stop
+  // cell wait for Berth instead. Should fd 1 be non-blocking after all
+  // (it is a file description others may share), a full pipe is waited
+  // out here. An interrupt (breakOnSigint) can stop
   // this loop between two parts of a large frame: Berth's reader then
   // takes the part for output and reads the next frame whole.
   const pause = new Int32Array(new SharedArrayBuffer(4));
@@ -69,6 +70,12 @@
   }
   process.stdout.write = capture('stdout');
   process.stderr.write = capture('stderr');
+  // libuv made fd 1 and 2 non-blocking; a child that inherits them (stdio
+  // "inherit") would see its writes fail with EAGAIN whenever the pipe is
+  // full. Blocking again, it waits like any writer.
+  for (const s of [process.stdout, process.stderr]) {
+    if (s._handle && typeof s._handle.setBlocking === 'function') s._handle.setBlocking(true);
+  }
 
   // --- tool() re-entry ----------------------------------------------------
   class ToolError extends Error {
