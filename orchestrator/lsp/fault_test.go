@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,9 @@ func TestServerCrashesMidRequest(t *testing.T) {
 			t.Fatalf("want an error result, got:\n%s", text)
 		}
 		contains(t, text, "fakelsp exited during the request; it is restarted on the next call: call again")
+		for deadline := time.Now().Add(10 * time.Second); crashes(f) == 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond) // its watcher counts the crash
+		}
 		if crashes(f) != 1 || starts(f) != 1 {
 			t.Errorf("crashed sessions %v, started %v: want 1 and 1 (a rename is not retried)", crashes(f), starts(f))
 		}
@@ -205,4 +209,45 @@ func TestReload(t *testing.T) {
 		t.Errorf("starts: %v, want 3", n)
 	}
 	contains(t, f.ok(t, fakeHover), "fake hover from pid")
+}
+
+// Reloads racing queries leave one server per root, and the run's end
+// ends it.
+func TestReloadRacesCalls(t *testing.T) {
+	f := newFixture(t, "fake", fakeConfig())
+	f.ok(t, fakeHover)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reload, _ := json.Marshal(map[string]any{"action": "reload", "file": "a.fake"})
+	hover, _ := json.Marshal(fakeHover)
+	errs := make(chan error, 16)
+	for i := 0; i < 8; i++ {
+		for _, raw := range []json.RawMessage{reload, hover} {
+			go func() {
+				res, err := f.reg.Call(ctx, f.run, orchestrator.SurfaceFull, "lsp", raw)
+				if err == nil && res.IsError {
+					err = fmt.Errorf("%s: %s", raw, res.FirstText())
+				}
+				errs <- err
+			}()
+		}
+	}
+	for i := 0; i < 16; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	ended := make(chan struct{})
+	go func() {
+		f.run.End(orchestrator.EndStopped)
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run's end waits for a server it does not know of")
+	}
+	if n := testutil.ToFloat64(f.p.metrics.SessionsActive.WithLabelValues(metrics.KindLSP)); n != 0 {
+		t.Errorf("active sessions after the run ended: %v", n)
+	}
 }

@@ -19,10 +19,11 @@ type supervisor struct {
 	conf    Config
 	metrics *metrics.Metrics
 
-	mu     sync.Mutex
-	slots  map[slotKey]*slot
-	closed bool
-	wg     sync.WaitGroup // start and watch goroutines
+	mu       sync.Mutex
+	slots    map[slotKey]*slot
+	closed   bool
+	wg       sync.WaitGroup // start and watch goroutines
+	reloadMu sync.Mutex     // one reload at a time
 }
 
 type slotKey struct{ root, name string }
@@ -70,15 +71,20 @@ func (sv *supervisor) get(ctx context.Context, m match) (*server, error) {
 		}
 		sv.launch(sl, sv.backoff(sl.crashes))
 	}
-	ready := sl.ready
-	sv.mu.Unlock()
-
-	select {
-	case <-ready:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%s for %s is still starting (a cold server can take a while): %w", m.cfg.Name, relTo(sv.run.Workdir, m.root), ctx.Err())
+	for {
+		ready := sl.ready
+		sv.mu.Unlock()
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s for %s is still starting (a cold server can take a while): %w", m.cfg.Name, relTo(sv.run.Workdir, m.root), ctx.Err())
+		}
+		sv.mu.Lock()
+		if sl.ready == ready {
+			break
+		}
+		// A reload began a new start meanwhile: its server is the one to use.
 	}
-	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	if sl.err != nil {
 		return nil, sl.err
@@ -99,6 +105,12 @@ func (sv *supervisor) backoff(n int) time.Duration {
 func (sv *supervisor) launch(sl *slot, wait time.Duration) {
 	sl.ready = make(chan struct{})
 	sl.srv, sl.err = nil, nil
+	sv.start(sl, wait)
+}
+
+// start starts sl's server after wait, in the background, and closes
+// sl.ready when it is up or has failed. Called with mu.
+func (sv *supervisor) start(sl *slot, wait time.Duration) {
 	ready := sl.ready
 	sv.wg.Add(1)
 	go func() {
@@ -175,6 +187,8 @@ func (sv *supervisor) noteCrash(sl *slot, srv *server) {
 // reload ends the servers whose root and name match (all of them when
 // keep is nil) and starts them again at once, resetting their crash count.
 func (sv *supervisor) reload(ctx context.Context, keep func(slotKey) bool) ([]*slot, error) {
+	sv.reloadMu.Lock()
+	defer sv.reloadMu.Unlock()
 	sv.mu.Lock()
 	var picked []*slot
 	for k, sl := range sv.slots {
@@ -184,10 +198,26 @@ func (sv *supervisor) reload(ctx context.Context, keep func(slotKey) bool) ([]*s
 	}
 	sv.mu.Unlock()
 	for _, sl := range picked {
-		sv.stop(sl, metrics.ReasonStopped)
+		sv.mu.Lock()
+		for !done(sl.ready) { // a start in progress finishes first
+			ready := sl.ready
+			sv.mu.Unlock()
+			<-ready
+			sv.mu.Lock()
+		}
+		old := sl.srv
+		// From here calls wait for the restart instead of finding the
+		// old server closed and starting one of their own beside it.
+		sl.ready = make(chan struct{})
+		sl.srv, sl.err = nil, nil
+		sv.mu.Unlock()
+		if old != nil && old.alive() && !old.isClosing() {
+			old.close()
+			sv.metrics.SessionEnded(metrics.KindLSP, metrics.ReasonStopped)
+		}
 		sv.mu.Lock()
 		sl.crashes = 0
-		sv.launch(sl, 0)
+		sv.start(sl, 0)
 		sv.mu.Unlock()
 	}
 	for _, sl := range picked {
