@@ -89,13 +89,17 @@ func TestStructuralThroughTheProtocol(t *testing.T) {
 	if res.IsError || !strings.Contains(text(res), "1 match(es) in 1 file(s)") || res.Content[1].Rows[0][0] != "lib/panel.dart:3:5" || res.Content[1].Rows[0][2] != "$X = ctrl" {
 		t.Errorf("the guard: %s %v", text(res), res.Content)
 	}
+	// The text itself carries the match, for a model that reads only text.
+	if !strings.Contains(text(res), "\n\nlib/panel.dart:3:5\n  | if (ctrl != null) ctrl.dispose();\n  $X = ctrl") {
+		t.Errorf("the guard's text does not list the match: %s", text(res))
+	}
 	res = callTool(t, c, run, "ast_grep", map[string]any{"pattern": "fmt.Errorf($$$A)", "path": "a.go"})
 	if res.IsError || !strings.Contains(text(res), "2 match(es) in 1 file(s)") {
 		t.Errorf("fmt.Errorf: %s", text(res))
 	}
 
 	res = callTool(t, c, run, "ast_edit", map[string]any{"pattern": "dispose($X)", "rewrite": "$X.dispose()", "language": "dart"})
-	if res.IsError || !strings.HasPrefix(text(res), `(proposed) 2 replacement(s) in 1 file(s)`) || !strings.Contains(text(res), `call resolve with edit_id "edit_1"`) {
+	if res.IsError || !strings.HasPrefix(text(res), `(proposed) 2 replacements in 1 file`) || !strings.Contains(text(res), `call resolve with edit_id "edit_1"`) {
 		t.Fatalf("ast_edit: %s", text(res))
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "lib/panel.dart")); string(b) != dartWidget {

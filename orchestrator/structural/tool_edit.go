@@ -109,7 +109,7 @@ func (e editTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 	id := sc.state.stage(staged, replacements)
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "(proposed) %d replacement(s) in %d file(s)", replacements, len(staged))
+	fmt.Fprintf(&b, "(proposed) %s in %s", count(replacements, "replacement"), count(len(staged), "file"))
 	if dropd > 0 {
 		fmt.Fprintf(&b, "; %d overlapping match(es) inside others were dropped (the outer one wins)", dropd)
 	}

@@ -61,7 +61,12 @@ func (g grepTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 	if limit <= 0 {
 		limit = g.p.cfg.MaxResults
 	}
-	var rows [][]string
+	// The text lists every match as the model reads it; the table carries
+	// the same rows for a harness that renders tables.
+	var (
+		rows [][]string
+		list strings.Builder
+	)
 	for _, f := range found.files {
 		for _, m := range f.matches {
 			if len(rows) == limit {
@@ -70,9 +75,10 @@ func (g grepTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 			start, end := sc.p.extent(f.t, m)
 			line, col := position(f.t.src, start)
 			loc := fmt.Sprintf("%s:%d:%d", f.rel, line, col)
-			src := firstLines(string(f.t.src[start:end]), 3)
+			src := firstLines(string(f.t.src[start:end]), matchLines)
 			binds := bindingsText(f.t, m.bindings)
 			rows = append(rows, []string{loc, src, binds})
+			writeMatch(&list, loc, src, binds)
 		}
 	}
 	files := len(found.files)
@@ -85,10 +91,35 @@ func (g grepTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 		head += fmt.Sprintf("; showing %d of %d: narrow path or raise max_results to see more", len(rows), found.total)
 	}
 	head += skippedNote(found.skipped)
+	if list.Len() > 0 {
+		head += "\n\n" + strings.TrimSuffix(list.String(), "\n")
+	}
 	return &orchestrator.Result{Content: []orchestrator.Block{
 		orchestrator.TextBlock(head),
 		orchestrator.TableBlock([]string{"location", "match", "bindings"}, rows, truncated),
 	}}, nil
+}
+
+// matchLines is how many lines of a match's source a result shows;
+// matchLineRunes caps each of them, so a minified file cannot flood it.
+const (
+	matchLines     = 3
+	matchLineRunes = 200
+)
+
+// writeMatch adds one match to the text: its location on a line of its
+// own, then its source lines marked "  | ", then one "  $X = …" line per
+// binding.
+func writeMatch(b *strings.Builder, loc, src, binds string) {
+	b.WriteString(loc + "\n")
+	for _, l := range strings.Split(src, "\n") {
+		b.WriteString("  | " + l + "\n")
+	}
+	if binds != "" {
+		for _, l := range strings.Split(binds, "\n") {
+			b.WriteString("  " + l + "\n")
+		}
+	}
 }
 
 // bindingsText lists what each named variable captured, one per line.
@@ -107,13 +138,23 @@ func bindingsText(t *tree, bs []binding) string {
 	return strings.Join(lines, "\n")
 }
 
-// firstLines keeps the first n lines of s, saying how many were cut.
+// firstLines keeps the first n lines of s, each at most matchLineRunes
+// characters, saying how many lines were cut.
 func firstLines(s string, n int) string {
 	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
-	if len(lines) <= n {
-		return strings.Join(lines, "\n")
+	more := len(lines) - n
+	if more > 0 {
+		lines = lines[:n]
 	}
-	return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n… (%d more lines)", len(lines)-n)
+	for i, l := range lines {
+		if r := []rune(l); len(r) > matchLineRunes {
+			lines[i] = string(r[:matchLineRunes]) + "…"
+		}
+	}
+	if more > 0 {
+		lines = append(lines, fmt.Sprintf("… (%d more %s)", more, plural(more, "line")))
+	}
+	return strings.Join(lines, "\n")
 }
 
 func languageIDs(p *Provider) []string {

@@ -49,7 +49,7 @@ func (r resolveTool) Call(ctx context.Context, run *orchestrator.Run, raw json.R
 	}
 	if a.Action == "discard" {
 		st.done(e.id, "discarded")
-		return orchestrator.Textf("discarded %s: %d replacement(s) in %d file(s) dropped; nothing was written", e.id, e.replacements, len(e.files)), nil
+		return orchestrator.Textf("discarded %s: %s in %s dropped; nothing was written", e.id, count(e.replacements, "replacement"), count(len(e.files), "file")), nil
 	}
 	root, err := workspace.New(run.Workdir)
 	if err != nil {
@@ -75,5 +75,5 @@ func (r resolveTool) Call(ctx context.Context, run *orchestrator.Run, raw json.R
 	for _, f := range e.files {
 		names = append(names, f.rel)
 	}
-	return orchestrator.Textf("accepted %s: wrote %d replacement(s) in %d file(s): %s", e.id, e.replacements, len(e.files), strings.Join(names, ", ")), nil
+	return orchestrator.Textf("accepted %s: wrote %s in %s: %s", e.id, count(e.replacements, "replacement"), count(len(e.files), "file"), strings.Join(names, ", ")), nil
 }

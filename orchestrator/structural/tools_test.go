@@ -227,7 +227,7 @@ func TestEditStagesAndResolveWrites(t *testing.T) {
 		"b.go": "package a\n\nfunc g() {\n\tif ok {\n\t\tdone(x +\n\t\t\ty)\n\t}\n}\n",
 	})
 	out := f.ok("ast_edit", map[string]any{"pattern": "done($X)", "rewrite": "finish($X, nil)", "language": "go"})
-	for _, s := range []string{`(proposed) 2 replacement(s) in 2 file(s)`, `call resolve with edit_id "edit_1"`, "--- a/a.go", "+++ b/a.go", "-\tdone(1)", "+\tfinish(1, nil)", "@@ -1,5 +1,5 @@", "@@ -2,7 +2,7 @@"} {
+	for _, s := range []string{`(proposed) 2 replacements in 2 files`, `call resolve with edit_id "edit_1"`, "--- a/a.go", "+++ b/a.go", "-\tdone(1)", "+\tfinish(1, nil)", "@@ -1,5 +1,5 @@", "@@ -2,7 +2,7 @@"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("proposal lacks %q:\n%s", s, out)
 		}
@@ -236,7 +236,7 @@ func TestEditStagesAndResolveWrites(t *testing.T) {
 		t.Fatal("ast_edit wrote a file")
 	}
 	out = f.ok("resolve", map[string]any{"edit_id": "edit_1", "action": "accept"})
-	if !strings.Contains(out, "accepted edit_1: wrote 2 replacement(s) in 2 file(s): a.go, b.go") {
+	if !strings.Contains(out, "accepted edit_1: wrote 2 replacements in 2 files: a.go, b.go") {
 		t.Errorf("accept said %q", out)
 	}
 	if got := f.read("a.go"); got != strings.Replace(goCall, "done(1)", "finish(1, nil)", 1) {
@@ -327,7 +327,7 @@ func TestEditFlagsARewriteThatBreaksTheSyntax(t *testing.T) {
 func TestEditKeepsTheOuterOfOverlappingMatches(t *testing.T) {
 	f := newFixture(t, DefaultConfig(), map[string]string{"a.go": "package a\n\nvar x = f(f(f(1)))\n"})
 	out := f.ok("ast_edit", map[string]any{"pattern": "f($X)", "rewrite": "g($X)", "path": "a.go"})
-	if !strings.Contains(out, "(proposed) 1 replacement(s) in 1 file(s); 2 overlapping match(es) inside others were dropped (the outer one wins)") {
+	if !strings.Contains(out, "(proposed) 1 replacement in 1 file; 2 overlapping match(es) inside others were dropped (the outer one wins)") {
 		t.Errorf("proposal: %s", out)
 	}
 	f.ok("resolve", map[string]any{"edit_id": "edit_1", "action": "accept"})
@@ -350,7 +350,7 @@ func TestDiffPreviewIsCapped(t *testing.T) {
 	if !regexp.MustCompile(`… diff cut at 40 lines \(\d+ more\)$`).MatchString(out) {
 		t.Errorf("the preview is not capped: ...%s", out[max(0, len(out)-200):])
 	}
-	if !strings.HasPrefix(out, "(proposed) 100 replacement(s) in 1 file(s)") {
+	if !strings.HasPrefix(out, "(proposed) 100 replacements in 1 file") {
 		t.Errorf("proposal: %.80s", out)
 	}
 }
@@ -400,5 +400,29 @@ func TestCacheKeysTheLanguage(t *testing.T) {
 		if got := locations(res); strings.Join(got, " ") != "x.h:1:15" {
 			t.Errorf("as %s: %v %s", lang, got, res.FirstText())
 		}
+	}
+}
+
+// The text a model reads carries each match itself: path:line:col, the
+// first lines of its source, and what each variable captured; the table
+// beside it has the same rows.
+func TestGrepTextListsEachMatch(t *testing.T) {
+	long := "package a\n\nfunc g() {\n\tdone(\"" + strings.Repeat("y", 300) + "\")\n}\n"
+	f := newFixture(t, DefaultConfig(), map[string]string{
+		"a.go": "package a\n\nfunc f() {\n\tdone(x +\n\t\ty +\n\t\tz +\n\t\tw)\n\tdone(2)\n}\n",
+		"b.go": long,
+	})
+	res := f.call("ast_grep", map[string]any{"pattern": "done($X)", "language": "go"})
+	text := res.FirstText()
+	want := "3 match(es) in 2 file(s) for go pattern (parsed as statement)\n\n" +
+		"a.go:4:2\n  | done(x +\n  | \t\ty +\n  | \t\tz +\n  | … (1 more line)\n  $X = x +⏎\t\ty +⏎\t\tz +⏎\t\tw\n" +
+		"a.go:8:2\n  | done(2)\n  $X = 2\n" +
+		"b.go:4:2\n  | done(\"" + strings.Repeat("y", 194) + "…\n  $X = \"" + strings.Repeat("y", 79) + "…"
+	if text != want {
+		t.Errorf("text:\n%s\nwant:\n%s", text, want)
+	}
+	res = f.call("ast_grep", map[string]any{"pattern": "done($X)", "language": "go", "max_results": 1})
+	if text := res.FirstText(); !strings.Contains(text, "showing 1 of 3") || strings.Count(text, ".go:") != 1 || !truncated(res) {
+		t.Errorf("max_results 1:\n%s", text)
 	}
 }
