@@ -7,7 +7,8 @@
 // (0x1E), a JSON object, a newline. Bytes outside a frame are never taken
 // for one: they come back as stray text, so a write that slips past the
 // driver's capture (a native add-on writing to fd 1) shows up as output
-// instead of corrupting the stream.
+// instead of corrupting the stream; a frame such a write tears comes back
+// as text too, and the frames after it are read whole.
 //
 // The package must never open a port or a socket, nor carry a secret: the
 // pipe is the only channel.
