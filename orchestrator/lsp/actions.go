@@ -175,7 +175,7 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 		return nil
 	})
 	if err != nil {
-		return orchestrator.Errorf("%s could not answer %s: %v", s.cfg.Name, a.Action, err), errors.Is(err, errExited)
+		return orchestrator.Errorf("%s could not answer %s: %v%s", s.cfg.Name, a.Action, err, advice(err)), errors.Is(err, errExited)
 	}
 	return orchestrator.Text(text + note), false
 }

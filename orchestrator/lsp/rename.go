@@ -139,7 +139,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 		counts[relTo(run.Workdir, abs)] = len(edits.edits)
 	}
 	if len(changes) == 0 {
-		return orchestrator.Errorf("%s found nothing to change for renaming %q to %q", s.cfg.Name, a.Symbol, a.NewName)
+		return orchestrator.Errorf("%s found nothing to change for renaming %q to %q: check that line and symbol name a symbol declared in the workdir", s.cfg.Name, a.Symbol, a.NewName)
 	}
 	if err := p.Writer.Apply(root, changes); err != nil {
 		var conflict *workspace.ConflictError
@@ -192,7 +192,7 @@ func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, erro
 	for _, dc := range we.DocumentChanges {
 		td, ok := dc.(*protocol.TextDocumentEdit)
 		if !ok {
-			return nil, fmt.Errorf("%s's rename also creates, renames or deletes files, which lsp_rename does not do", s.cfg.Name)
+			return nil, fmt.Errorf("%s's rename also creates, renames or deletes files, which lsp_rename does not do: make that change with your own tools", s.cfg.Name)
 		}
 		for _, el := range td.Edits {
 			switch e := el.(type) {

@@ -97,7 +97,7 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 	}
 	s.proc, err = run.Enclosure.Start(ctx, enclosure.Cmd{Path: m.exe, Args: m.cfg.Command[1:], Dir: dir, Stderr: s.stderr})
 	if err != nil {
-		return nil, fmt.Errorf("starting %s: %w", m.cfg.Name, err)
+		return nil, fmt.Errorf("starting %s: %w; check that %s runs in the run's enclosure (lsp status)", m.cfg.Name, err, m.exe)
 	}
 	s.started = time.Now()
 	go func() {
@@ -112,6 +112,7 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 		if text := s.stderr.excerpt(6, 6); text != "" {
 			msg += "\nits stderr:\n" + text
 		}
+		msg += "\nIt is tried again on the next call (with backoff, up to a cap); fix its installation or the lsp section of the configuration if it keeps failing."
 		return nil, errors.New(msg)
 	}
 	return s, nil
@@ -374,6 +375,17 @@ func (s *server) markExited(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w; %s %w; it is restarted on the next call: call again (lsp status shows its stderr)", err, s.cfg.Name, errExited)
+}
+
+// advice says what to do after a request failed: a refusal by the server
+// usually means the position names no symbol it knows; a crash or a
+// timeout already says what to do.
+func advice(err error) string {
+	var answered *jsonrpc2.Error
+	if errors.As(err, &answered) {
+		return " (check that line and symbol name the identifier you mean; lsp status shows the server's state)"
+	}
+	return ""
 }
 
 // errExited marks a request whose server exited under it. Read-only

@@ -77,7 +77,7 @@ func (sv *supervisor) get(ctx context.Context, m match) (*server, error) {
 		select {
 		case <-ready:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%s for %s is still starting (a cold server can take a while): %w", m.cfg.Name, relTo(sv.run.Workdir, m.root), ctx.Err())
+			return nil, fmt.Errorf("%s for %s is still starting (a cold server can take a while): call again in a moment; lsp status shows its progress (%w)", m.cfg.Name, relTo(sv.run.Workdir, m.root), ctx.Err())
 		}
 		sv.mu.Lock()
 		if sl.ready == ready {

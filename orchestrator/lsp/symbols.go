@@ -35,7 +35,7 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 		return err
 	})
 	if err != nil {
-		return orchestrator.Errorf("%s could not list symbols: %v", s.cfg.Name, err), errors.Is(err, errExited)
+		return orchestrator.Errorf("%s could not list symbols: %v%s", s.cfg.Name, err, advice(err)), errors.Is(err, errExited)
 	}
 	var out []string
 	total := 0
