@@ -82,6 +82,13 @@ func (c *treeCache) forget(path string) {
 	c.drop(path)
 }
 
+// clear drops everything (the run ended).
+func (c *treeCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries, c.bytes = map[string]*cacheEntry{}, 0
+}
+
 func (c *treeCache) drop(path string) {
 	if e := c.entries[path]; e != nil {
 		if e.tree != nil {

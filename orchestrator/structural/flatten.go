@@ -77,9 +77,13 @@ static int64_t berth_flatten(const TSTree *tree, berth_node *out, int64_t cap, i
 }
 
 // berth_use_libc_allocator makes the runtime allocate with malloc
-// directly. go-tree-sitter installs callbacks that go from C into Go and
-// back into malloc for every allocation, which makes parsing several
-// times slower and changes nothing else.
+// directly. go-tree-sitter v0.25.0 installs callbacks that go from C into
+// Go and back into C.malloc/C.free for every allocation, which makes
+// parsing several times slower and changes nothing else: both paths use
+// the one libc heap, so memory allocated before the switch is freed
+// correctly after it. The switch is process-wide; it stays safe only as
+// long as nothing in the binary calls tree_sitter.SetAllocator with
+// functions of its own (nothing in Berth does).
 static void berth_use_libc_allocator(void) { ts_set_allocator(NULL, NULL, NULL, NULL); }
 */
 import "C"
@@ -90,16 +94,33 @@ import (
 	sitter "github.com/tree-sitter/go-tree-sitter"
 )
 
+// init checks, before anything parses, the assumptions this file makes
+// about go-tree-sitter's internals (pinned at v0.25.0 in go.mod), and
+// then switches the runtime to the plain allocator. A failed check is a
+// build that must not run (a binding upgrade changed a layout), so it
+// stops the process at start with what to fix; any test run catches it.
 func init() {
-	var n node
-	if unsafe.Sizeof(n) != C.sizeof_berth_node || unsafe.Offsetof(n.kind) != unsafe.Offsetof(C.berth_node{}.kind) || unsafe.Offsetof(n.flags) != unsafe.Offsetof(C.berth_node{}.flags) {
-		panic("structural: node and berth_node differ in layout")
+	var (
+		n  node
+		st sitter.Tree
+		sn sitter.Node
+		sc sitter.TreeCursor
+	)
+	switch {
+	case unsafe.Sizeof(n) != C.sizeof_berth_node || unsafe.Offsetof(n.kind) != unsafe.Offsetof(C.berth_node{}.kind) || unsafe.Offsetof(n.flags) != unsafe.Offsetof(C.berth_node{}.flags):
+		panic("structural: node and berth_node differ in layout: make them agree in flatten.go and tree.go")
+	case unsafe.Sizeof(st) != unsafe.Sizeof(uintptr(0)):
+		panic("structural: go-tree-sitter's Tree is no longer a single *TSTree, which cTree reads: update cTree for this version and run TestFlattenMatchesTheBindingAPI")
+	case unsafe.Sizeof(sn) != C.sizeof_TSNode || unsafe.Sizeof(sc) != C.sizeof_TSTreeCursor:
+		panic("structural: TSNode or TSTreeCursor as declared in flatten.go differ from the runtime's api.h: copy the runtime's declarations")
 	}
 	C.berth_use_libc_allocator()
 }
 
-// cTree is the runtime's tree inside a go-tree-sitter Tree, whose only
-// field it is; flattenTest checks this against the binding's own API.
+// cTree is the runtime's tree inside a go-tree-sitter Tree. The binding
+// keeps it in an unexported field, its only one (init checks the size),
+// and offers no accessor; TestFlattenMatchesTheBindingAPI checks the
+// result of reading it against the binding's own API, node for node.
 func cTree(t *sitter.Tree) *C.TSTree { return *(**C.TSTree)(unsafe.Pointer(t)) }
 
 // flattenC records every node of ts in one call into C, instead of

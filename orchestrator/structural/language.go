@@ -107,7 +107,7 @@ func (ls *languages) pick(name, path string, isDir bool) (*language, error) {
 		}
 	}
 	if l.lang == nil {
-		return nil, fmt.Errorf("language %s is unavailable: %s", l.name, l.unavailable)
+		return nil, fmt.Errorf("language %s is unavailable: %s. Its grammar library must be built and named in the configuration's structural.grammars (scripts/setup builds the Dart one); until then none of its files can be searched", l.name, l.unavailable)
 	}
 	return l, nil
 }

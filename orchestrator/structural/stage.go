@@ -26,7 +26,8 @@ type stagedEdit struct {
 }
 
 // runState is what the structural tools keep per run: the tree cache and
-// the staged edits. Both vanish with the run.
+// the staged edits. Both vanish with the run: it is a run value, and the
+// run's end calls Close.
 type runState struct {
 	cache *treeCache
 
@@ -42,6 +43,15 @@ func stateOf(run *orchestrator.Run, cacheLimit int64) *runState {
 	return run.Value(stateKey{}, func() any {
 		return &runState{cache: newTreeCache(cacheLimit), edits: map[string]*stagedEdit{}, resolved: map[string]string{}}
 	}).(*runState)
+}
+
+// Close drops the staged edits and the cached trees when the run ends,
+// so neither outlives it even while something still holds the run.
+func (s *runState) Close() {
+	s.mu.Lock()
+	s.edits = map[string]*stagedEdit{}
+	s.mu.Unlock()
+	s.cache.clear()
 }
 
 // stage records a change and names it.

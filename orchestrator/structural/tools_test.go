@@ -235,7 +235,16 @@ func TestEditStagesAndResolveWrites(t *testing.T) {
 	if f.read("a.go") != goCall {
 		t.Fatal("ast_edit wrote a file")
 	}
+	st := stateOf(f.run, f.p.cfg.CacheBytes)
+	if st.cache.entries[filepath.Join(f.dir, "a.go")] == nil {
+		t.Fatal("ast_edit's search did not cache a.go")
+	}
 	out = f.ok("resolve", map[string]any{"edit_id": "edit_1", "action": "accept"})
+	for _, n := range []string{"a.go", "b.go"} {
+		if st.cache.entries[filepath.Join(f.dir, n)] != nil {
+			t.Errorf("accept left %s's tree in the cache", n)
+		}
+	}
 	if !strings.Contains(out, "accepted edit_1: wrote 2 replacements in 2 files: a.go, b.go") {
 		t.Errorf("accept said %q", out)
 	}
@@ -385,9 +394,13 @@ func TestStagedEditsBelongToTheirRun(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(res.FirstText(), `unknown edit_id "edit_1"`) {
 		t.Errorf("another run resolved edit_1: %v %v", err, res)
 	}
+	st := stateOf(f.run, f.p.cfg.CacheBytes)
 	f.run.End("stopped")
 	if f.read("a.go") != goCall {
 		t.Error("ending the run wrote the staged change")
+	}
+	if len(st.edits) != 0 || len(st.cache.entries) != 0 {
+		t.Errorf("after the run's end it still holds %d staged edit(s) and %d cached file(s)", len(st.edits), len(st.cache.entries))
 	}
 }
 
