@@ -43,30 +43,20 @@ func rewritePlaceholders(src, sigil string) (string, map[string]metaVar) {
 			i++
 			continue
 		}
-		multi := strings.HasPrefix(src[i:], "$$$")
-		j := i + 1
-		if multi {
-			j = i + 3
-		}
-		k := j
-		for k < len(src) && isNameChar(src[k]) {
-			k++
-		}
-		name := src[j:k]
-		if (name == "" && !multi) || (name != "" && !isNameStart(name[0])) {
+		v, k, ok := scanVar(src, i)
+		if !ok {
 			b.WriteByte(src[i])
 			i++
 			continue
 		}
-		v := metaVar{name: name, multi: multi}
 		var id string
 		if v.anonymous() {
 			id = fmt.Sprintf("%sa%d", placeholderPrefix, anon)
 			anon++
-		} else if multi {
-			id = placeholderPrefix + "m_" + name
+		} else if v.multi {
+			id = placeholderPrefix + "m_" + v.name
 		} else {
-			id = placeholderPrefix + "v_" + name
+			id = placeholderPrefix + "v_" + v.name
 		}
 		vars[id] = v
 		b.WriteString(sigil)
@@ -74,4 +64,24 @@ func rewritePlaceholders(src, sigil string) (string, map[string]metaVar) {
 		i = k
 	}
 	return b.String(), vars
+}
+
+// scanVar reads the variable that starts at src[i], a "$": $NAME,
+// $$$NAME, or $$$ alone; end is the offset after it. ok is false when the
+// "$" starts none ("$" alone, "$x", "$$$1"): then it is plain text.
+func scanVar(src string, i int) (v metaVar, end int, ok bool) {
+	multi := strings.HasPrefix(src[i:], "$$$")
+	j := i + 1
+	if multi {
+		j = i + 3
+	}
+	k := j
+	for k < len(src) && isNameChar(src[k]) {
+		k++
+	}
+	name := src[j:k]
+	if (name == "" && !multi) || (name != "" && !isNameStart(name[0])) {
+		return metaVar{}, i, false
+	}
+	return metaVar{name: name, multi: multi}, k, true
 }

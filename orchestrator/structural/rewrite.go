@@ -30,26 +30,16 @@ func compileTemplate(src string, bound map[string]metaVar) (*template, error) {
 			i++
 			continue
 		}
-		multi := strings.HasPrefix(src[i:], "$$$")
-		j := i + 1
-		if multi {
-			j = i + 3
-		}
-		k := j
-		for k < len(src) && isNameChar(src[k]) {
-			k++
-		}
-		name := src[j:k]
-		if name == "" || !isNameStart(name[0]) {
-			if multi {
+		v, k, ok := scanVar(src, i)
+		if !ok || v.name == "" {
+			if strings.HasPrefix(src[i:], "$$$") {
 				return nil, fmt.Errorf("%w: the rewrite has $$$ without a name: name the run in the pattern ($$$ARGS) and use that name", ErrPattern)
 			}
 			lit.WriteByte(src[i])
 			i++
 			continue
 		}
-		v := metaVar{name: name, multi: multi}
-		b, ok := bound[name]
+		b, ok := bound[v.name]
 		if !ok || v.anonymous() {
 			return nil, fmt.Errorf("%w: the rewrite uses %s, which the pattern does not bind; the pattern binds %s", ErrPattern, v, boundList(bound))
 		}
