@@ -88,7 +88,11 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 		return nil, fmt.Errorf("run %s ended while eval was starting its kernel: %w", run.ID, err)
 	}
 	if err != nil {
-		return orchestrator.Errorf("The %s kernel could not start: %v. Check the interpreter (kernels.%s in the configuration, or the working directory's .venv) and call again.", lang, err, interpKey(lang)), nil
+		var died string
+		if lost != "" {
+			died = fmt.Sprintf(" The previous one had died since the last cell (%s): its state is lost.", lost)
+		}
+		return orchestrator.Errorf("The %s kernel could not start: %v. Check the interpreter (kernels.%s in the configuration, or the working directory's .venv) and call again.%s", lang, err, interpKey(lang), died), nil
 	}
 	c := k.execute(ctx, t.cfg, run, newCellID(), a.Code)
 	if ended, _ := run.Ended(); ended && c.end != endDone {

@@ -62,11 +62,7 @@ func TestDiedBetweenCells(t *testing.T) {
 	pid := e.pidOf(Python)
 	mustOK(t, e.eval("import threading, os\nthreading.Timer(0.1, lambda: os._exit(5)).start()"))
 	waitGone(t, pid)
-	ks := kernelsOf(e.run, testConfig(), nil)
-	ks.mu.Lock()
-	k := ks.live[Python].k
-	ks.mu.Unlock()
-	<-k.proc.Done() // the enclosure has seen the exit, as a later call would
+	e.waitSeenExit(Python)
 	got := mustOK(t, e.eval("'fresh'"))
 	for _, w := range []string{"'fresh'", "had died since the last cell", "exited with status 5"} {
 		if !strings.Contains(got, w) {

@@ -243,3 +243,27 @@ func TestOversizedMessage(t *testing.T) {
 		t.Errorf("next call: %s", got)
 	}
 }
+
+// TestDiedThenCannotStart: a kernel that died between cells and cannot be
+// started again gets both said: the start failure and the lost state.
+func TestDiedThenCannotStart(t *testing.T) {
+	cfg := testConfig()
+	cfg.Python = filepath.Join(t.TempDir(), "python3")
+	if err := os.Symlink(systemPython, cfg.Python); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, cfg, nil)
+	pid := e.pidOf(Python)
+	if err := os.Remove(cfg.Python); err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, e.eval("import threading, os\nthreading.Timer(0.1, lambda: os._exit(5)).start()"))
+	waitGone(t, pid)
+	e.waitSeenExit(Python)
+	r := e.eval("1")
+	for _, w := range []string{"could not start", "kernels.python", "previous one had died", "exited with status 5"} {
+		if !r.IsError || !strings.Contains(text(r), w) {
+			t.Errorf("result lacks %q: %s", w, text(r))
+		}
+	}
+}

@@ -169,6 +169,24 @@ func (e *env) pidOf(lang string) int {
 	return pid
 }
 
+// waitSeenExit waits until the enclosure has seen the live kernel of lang
+// exit, as a later call would.
+func (e *env) waitSeenExit(lang string) {
+	e.t.Helper()
+	ks := kernelsOf(e.run, Config{}, nil)
+	ks.mu.Lock()
+	s, ok := ks.live[lang]
+	ks.mu.Unlock()
+	if !ok {
+		e.t.Fatalf("no live %s kernel", lang)
+	}
+	select {
+	case <-s.k.proc.Done():
+	case <-time.After(10 * time.Second):
+		e.t.Fatalf("the %s kernel has not exited", lang)
+	}
+}
+
 // waitGone waits until no process with pid exists.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
