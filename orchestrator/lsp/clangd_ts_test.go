@@ -71,6 +71,7 @@ func TestTypeScript(t *testing.T) {
 	if rep = f.write(t, "src/greet.ts", orig); rep.State != orchestrator.WriteClean {
 		t.Errorf("restored: want clean, got %s: %s", rep.State, rep.Text)
 	}
+	contains(t, rep.Text, "typescript-language-server reports only on files it has open")
 	text, isErr := f.call(t, "lsp_rename", map[string]any{"file": "src/greet.ts", "line": 14, "symbol": "function hello", "new_name": "salute"})
 	if isErr {
 		t.Fatal(text)

@@ -120,7 +120,10 @@ func DefaultServers() []ServerConfig {
 			Checker:               []string{"go", "vet", "./..."}},
 		{Name: "pyright", Languages: []string{"python"}, Extensions: py,
 			Command: []string{"pyright-langserver", "--stdio"}, RootMarkers: pyMarkers,
-			Checker: []string{"pyright"}},
+			// By default pyright diagnoses open files only: a caller a
+			// write breaks in another file would go unreported.
+			Settings: map[string]any{"python": map[string]any{"analysis": map[string]any{"diagnosticMode": "workspace"}}},
+			Checker:  []string{"pyright"}},
 		{Name: "pylsp", Languages: []string{"python"}, Extensions: py,
 			Command: []string{"pylsp"}, RootMarkers: pyMarkers,
 			// pylsp 1.7 negotiates nothing and counts columns in code

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -116,7 +117,7 @@ func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []
 		}()
 	}
 	wg.Wait()
-	return p.report(fresh, unknown), nil
+	return p.report(fresh, unknown, order), nil
 }
 
 // check syncs and saves files on s, waits for their diagnostics and
@@ -204,8 +205,9 @@ func problems(ds []diag) []diag {
 	return out
 }
 
-// report builds the answer to files/didWrite.
-func (p *Provider) report(fresh []diag, unknown []string) *orchestrator.WriteReport {
+// report builds the answer to files/didWrite from what checking on
+// servers found.
+func (p *Provider) report(fresh []diag, unknown []string, servers []*server) *orchestrator.WriteReport {
 	shown, text := capped(fresh, p.conf.MaxPerFile, p.conf.MaxTotal)
 	rep := &orchestrator.WriteReport{Diagnostics: []orchestrator.Diagnostic{}}
 	for _, d := range shown {
@@ -227,9 +229,20 @@ func (p *Provider) report(fresh []diag, unknown []string) *orchestrator.WriteRep
 	if len(unknown) > 0 {
 		parts = append(parts, "Not checked (state unknown, not clean):\n  "+strings.Join(unknown, "\n  "))
 	}
+	for _, s := range servers {
+		if openFilesOnly[filepath.Base(s.cfg.Command[0])] {
+			parts = append(parts, fmt.Sprintf("(%s reports only on files it has open: other files that use what changed were not checked; lsp diagnostics \"*\" checks the whole project.)", s.cfg.Name))
+		}
+	}
 	rep.Text = strings.Join(parts, "\n")
 	return rep
 }
+
+// openFilesOnly names, by executable, the servers that diagnose only the
+// files they have open, so a write's report cannot cover the files that
+// use what it changed: it says so rather than let "clean" promise it.
+// (pyright would be one, but its catalog entry asks for the workspace.)
+var openFilesOnly = map[string]bool{"typescript-language-server": true, "clangd": true, "pylsp": true}
 
 // resolvePaths resolves the harness's paths inside the workdir.
 func resolvePaths(run *orchestrator.Run, paths []string) ([]string, error) {

@@ -3,6 +3,7 @@ package lsp
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-dev/berth/orchestrator"
 )
@@ -27,6 +28,14 @@ func TestPython(t *testing.T) {
 				return map[string]any{"action": action, "file": file, "line": line, "symbol": symbol}
 			}
 			contains(t, f.ok(t, map[string]any{"action": "status", "file": "main.py"}), "main.py is served by "+c.server+" with root .")
+			if c.server == "pylsp" {
+				// pylsp lints each file alone: its report says other
+				// files were not checked.
+				greet := f.read(t, "greet.py")
+				rep := f.write(t, "greet.py", strings.Replace(greet, "def hello(name: str)", "def hello(name: str, loud: bool)", 1))
+				contains(t, rep.Text, "pylsp reports only on files it has open: other files that use what changed were not checked")
+				f.write(t, "greet.py", greet)
+			}
 			contains(t, f.ok(t, q("definition", "main.py", 4, "g.greet")), "greet.py:7:9: def greet(self, name: str) -> str:")
 			// hello( follows non-ASCII text: the column must count it.
 			contains(t, f.ok(t, q("definition", "main.py", 4, "hello(")), "greet.py:12:5: def hello(name: str) -> str:")
@@ -66,5 +75,35 @@ func TestPython(t *testing.T) {
 			contains(t, text, c.edits...)
 			contains(t, f.read(t, "main.py"), "from greet import Greeter, salute", `print(salute("again"), salute("twice"))`)
 		})
+	}
+}
+
+// pyright diagnoses the whole workspace (its catalog entry asks for it), so
+// a changed signature is reported in a caller the server was never sent.
+// Its reports on other files come in the background: the debounce here is
+// long enough for them on a busy machine.
+func TestPyrightCallersInUnopenedFiles(t *testing.T) {
+	t.Parallel()
+	conf := DefaultConfig()
+	conf.Debounce = Duration(2 * time.Second)
+	f := newFixture(t, "py", conf)
+	greet := f.read(t, "greet.py")
+	// First a write that changes nothing, so the cold server has analysed
+	// the workspace before the one that breaks callers.
+	if rep := f.write(t, "greet.py", greet+"\n"); rep.State != orchestrator.WriteClean {
+		t.Errorf("a blank line: want clean, got %s: %s", rep.State, rep.Text)
+	}
+	rep := f.write(t, "greet.py", strings.Replace(greet, "def hello(name: str)", "def hello(name: str, loud: bool)", 1))
+	callers := 0
+	for _, d := range rep.Diagnostics {
+		if d.Path == "main.py" && strings.Contains(d.Message, `Argument missing for parameter "loud"`) {
+			callers++
+		}
+	}
+	if rep.State != orchestrator.WriteIssues || callers != 3 {
+		t.Errorf("signature change: want the 3 broken calls in main.py, got %s:\n%s", rep.State, rep.Text)
+	}
+	if rep = f.write(t, "greet.py", greet); rep.State != orchestrator.WriteClean {
+		t.Errorf("signature restored: want clean, got %s: %s", rep.State, rep.Text)
 	}
 }

@@ -163,7 +163,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	for _, r := range rels {
 		fmt.Fprintf(&b, "  %s: %d edit(s)\n", r, counts[r])
 	}
-	b.WriteString(p.report(fresh, unknown).Text)
+	b.WriteString(p.report(fresh, unknown, []*server{s}).Text)
 	return orchestrator.Text(strings.TrimRight(b.String(), "\n"))
 }
 
