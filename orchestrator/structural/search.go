@@ -57,10 +57,14 @@ type searcher struct {
 	maxBytes int64
 	workers  int
 	rel      func(string) string
+	// pf is the pattern's token-run filter, nil where the language has
+	// none; run sets it.
+	pf *prefilter
 }
 
 // run searches the file at start, or every file of the language under it.
 func (s *searcher) run(ctx context.Context, rootDir, start string, isDir bool) (*searchResult, error) {
+	s.pf = newPrefilter(s.l.name, s.p)
 	paths := make(chan string, 256)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -134,7 +138,8 @@ func (s *searcher) run(ctx context.Context, rootDir, start string, isDir bool) (
 }
 
 // file searches one file: from the cache when this version was seen
-// before, else read, pre-filtered on the pattern's words, parsed.
+// before, else read, pre-filtered on the pattern's words and then its
+// token runs, parsed.
 // A non-empty skip says why the file was not searched.
 func (s *searcher) file(ctx context.Context, parser *sitter.Parser, path string) (fm *fileMatches, skip string, err error) {
 	if err := ctx.Err(); err != nil {
@@ -157,6 +162,9 @@ func (s *searcher) file(ctx context.Context, parser *sitter.Parser, path string)
 				return nil, "", nil
 			}
 		}
+		if s.pf != nil && e.lacks[s.pf.key] {
+			return nil, "", nil
+		}
 	}
 	if st.Size() > s.maxBytes {
 		return nil, fmt.Sprintf("%s, over the %s limit", humanBytes(st.Size()), humanBytes(s.maxBytes)), nil
@@ -174,6 +182,10 @@ func (s *searcher) file(ctx context.Context, parser *sitter.Parser, path string)
 	}
 	if w := lacksWord(src, s.p.tokens); w != "" {
 		s.cache.putLacks(path, k, w)
+		return nil, "", nil
+	}
+	if s.pf != nil && !s.pf.admits(src) {
+		s.cache.putLacks(path, k, s.pf.key)
 		return nil, "", nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, fileParseTimeout)
