@@ -156,18 +156,18 @@ func (s *server) pulls() bool {
 	return s.caps.DiagnosticProvider != nil || s.cfg.PullDiagnostics == pullTsserver
 }
 
-// publishedSince returns the newest diagnostics of every file published
-// after seq.
-func (s *server) publishedSince(seq uint64) map[string][]protocol.Diagnostic {
+// publishedSince returns the newest publish of every file published after
+// seq, and the publish counter.
+func (s *server) publishedSince(seq uint64) (map[string]*publish, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string][]protocol.Diagnostic{}
+	out := map[string]*publish{}
 	for abs, p := range s.diags {
 		if p.seq > seq {
-			out[abs] = p.items
+			out[abs] = p
 		}
 	}
-	return out
+	return out, s.seq
 }
 
 // snapshot returns the newest published diagnostics of every file and the

@@ -251,3 +251,33 @@ func TestReloadRacesCalls(t *testing.T) {
 		t.Errorf("active sessions after the run ended: %v", n)
 	}
 }
+
+// A report on another file that comes after a write's debounce is not
+// lost: the next write reports it (and a file first reported on between
+// writes is taken as it is).
+func TestLateReportOnAnotherFile(t *testing.T) {
+	conf := fakeConfig("-mode", "late", "-load", "400ms")
+	f := newFixture(t, "fake", conf)
+	if err := os.WriteFile(filepath.Join(f.dir, "b.fake"), []byte("caller\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		content, state string
+	}{
+		{"ok\n", orchestrator.WriteClean},    // b.fake is reported on after this check
+		{"ok 2\n", orchestrator.WriteClean},  // b.fake's first report is its baseline
+		{"break\n", orchestrator.WriteClean}, // b.fake breaks, after this check
+		{"break 2\n", orchestrator.WriteIssues},
+		{"break 3\n", orchestrator.WriteClean}, // reported once
+	}
+	for i, st := range steps {
+		rep := f.write(t, "a.fake", st.content)
+		if rep.State != st.state {
+			t.Fatalf("write %d (%q): want %s, got %s: %s", i+1, st.content, st.state, rep.State, rep.Text)
+		}
+		if st.state == orchestrator.WriteIssues {
+			contains(t, rep.Text, "b.fake:1:1: error: broken by a.fake")
+		}
+		time.Sleep(600 * time.Millisecond) // the late report arrives between writes
+	}
+}

@@ -167,11 +167,20 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 		// until the server falls quiet, so a broken importer is heard.
 		s.settle(ctx)
 	}
-	for abs, items := range s.publishedSince(seq0) {
+	// Other files: those published since the previous check ended, so a
+	// report that came after that check's debounce is not lost.
+	since, seq := s.publishedSince(min(s.checked, seq0))
+	s.checked = seq
+	for abs, pub := range since {
 		if written[abs] {
 			continue
 		}
-		fresh = append(fresh, p.newOnes(reg, s, abs, items, before)...)
+		if rel := relTo(run.Workdir, abs); pub.seq <= seq0 && !reg.has(rel) {
+			// First seen between checks: what it has is its baseline.
+			reg.record(rel, problems(s.convert(abs, pub.items, s.linesOf(abs))))
+			continue
+		}
+		fresh = append(fresh, p.newOnes(reg, s, abs, pub.items, before)...)
 	}
 	return fresh, unknown
 }
@@ -180,10 +189,7 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 // the run's registry (the pre-write diagnostics stand in for a file the
 // registry has no record of).
 func (p *Provider) newOnes(reg *registry, s *server, abs string, items []protocol.Diagnostic, before map[string][]protocol.Diagnostic) []diag {
-	text, open := s.text(abs)
-	if !open { // another file the server reported on: its columns need its lines too
-		text = strings.Join(s.fileLines(abs), "\n")
-	}
+	text := s.linesOf(abs)
 	cur := problems(s.convert(abs, items, text))
 	base := problems(s.convert(abs, before[abs], text))
 	rel := relTo(s.workdir, abs)

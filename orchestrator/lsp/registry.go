@@ -48,6 +48,14 @@ func (r *registry) update(rel string, ds []diag, baseline []diag) (fresh []diag)
 	return fresh
 }
 
+// has says whether the file has a record.
+func (r *registry) has(rel string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.known[rel]
+	return ok
+}
+
 // forget drops a deleted file's record.
 func (r *registry) forget(rel string) {
 	r.mu.Lock()

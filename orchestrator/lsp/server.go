@@ -51,6 +51,7 @@ type server struct {
 	closing     bool
 	crashNoted  bool       // the supervisor counted its crash; guarded by the supervisor's mu
 	writeMu     sync.Mutex // one diagnostics-on-write exchange at a time
+	checked     uint64     // s.seq when the last exchange ended; guarded by writeMu
 	syncMu      sync.Mutex // keeps notifications for a file in version order
 }
 

@@ -123,6 +123,16 @@ func (s *server) text(abs string) (string, bool) {
 	return d.text, true
 }
 
+// linesOf returns the text of a file for converting positions in it: as
+// the server was sent it when open, else as on disk (another file the
+// server reported on).
+func (s *server) linesOf(abs string) string {
+	if text, open := s.text(abs); open {
+		return text
+	}
+	return strings.Join(s.fileLines(abs), "\n")
+}
+
 // errGone says a file no longer exists: it was deleted, and the server
 // was told so.
 var errGone = errors.New("the file no longer exists")

@@ -1,7 +1,8 @@
 // Command fakelsp is a language server that misbehaves on purpose, beside
 // the real ones, to show what they cannot be made to do: crash mid-request,
 // fail to start, answer ContentModified, stay silent, publish stale
-// diagnostics, take its time loading the workspace.
+// diagnostics, take its time loading the workspace, report on another file
+// late.
 package main
 
 import (
@@ -19,9 +20,9 @@ import (
 )
 
 var (
-	mode = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading")
+	mode = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late")
 	once = flag.String("once", "", "crash only when this file does not exist yet (it is created)")
-	load = flag.Duration("load", time.Second, "loading: how long the workspace load reported through $/progress lasts")
+	load = flag.Duration("load", time.Second, "loading: how long the workspace load reported through $/progress lasts; late: how late b.fake is reported on")
 )
 
 type message struct {
@@ -144,10 +145,31 @@ func main() {
 				TextDocument struct {
 					URI     string `json:"uri"`
 					Version int    `json:"version"`
+					Text    string `json:"text"`
 				} `json:"textDocument"`
+				ContentChanges []struct {
+					Text string `json:"text"`
+				} `json:"contentChanges"`
 			}
 			json.Unmarshal(m.Params, &p)
+			text := p.TextDocument.Text
+			if len(p.ContentChanges) > 0 {
+				text = p.ContentChanges[0].Text
+			}
 			switch *mode {
+			case "late":
+				// The file at once, b.fake (a caller) only well after:
+				// broken while the text says "break".
+				send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": map[string]any{
+					"uri": p.TextDocument.URI, "version": p.TextDocument.Version, "diagnostics": []any{}}})
+				var diags []any
+				if strings.Contains(text, "break") {
+					diags = append(diags, map[string]any{"range": map[string]any{"start": map[string]any{"line": 0, "character": 0}, "end": map[string]any{"line": 0, "character": 1}}, "message": "broken by a.fake"})
+				}
+				time.AfterFunc(*load, func() {
+					send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": map[string]any{
+						"uri": rootURI + "/b.fake", "diagnostics": append([]any{}, diags...)}})
+				})
 			case "silent":
 			case "stale":
 				send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": map[string]any{
