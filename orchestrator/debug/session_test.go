@@ -199,6 +199,7 @@ func TestOperationsSerialised(t *testing.T) {
 		at  time.Time
 	}
 	cont := make(chan answer, 1)
+	contStart := time.Now()
 	go func() {
 		res, err := e.reg.Call(t.Context(), e.run, orchestrator.SurfaceFull, "debug", []byte(`{"operation":"continue"}`))
 		cont <- answer{res, err, time.Now()}
@@ -222,8 +223,12 @@ func TestOperationsSerialised(t *testing.T) {
 	}
 	has(t, c.res.FirstText(), stillRunning)
 	has(t, res.FirstText(), "debugpy debugging serve.py", "running")
-	if statusAt.Before(c.at) {
-		t.Fatalf("status from run-2 answered at %s, before the continue it must wait for (%s)", statusAt.Format(time.StampMicro), c.at.Format(time.StampMicro))
+	// The continue holds the session for the whole stop wait (the program
+	// never stops), so the status cannot answer sooner. (Comparing the two
+	// calls' return times instead races: both are taken after the lock is
+	// released.)
+	if waited := statusAt.Sub(contStart); waited < 2*time.Second-100*time.Millisecond {
+		t.Fatalf("status from run-2 answered %s after the continue started, before its 2s stop wait ended (continue returned at +%s)", waited, c.at.Sub(contStart))
 	}
 	e.ok(`{"operation":"terminate"}`)
 	noProcess(t, e.dir)
