@@ -52,7 +52,10 @@ func loadLanguages(grammars []GrammarConfig) (*languages, error) {
 		if _, dup := ls.byName[g.Name]; dup {
 			return nil, fmt.Errorf("structural.grammars: %q is already a language: pick another name", g.Name)
 		}
-		l := &language{name: g.Name, extensions: g.Extensions, ladder: ladderFor(g.Name, g.Scaffolds)}
+		if len(g.Extensions) == 0 {
+			return nil, fmt.Errorf("structural.grammars %q: extensions is empty, so no file would ever be searched as %s: list its file endings, e.g. [\".%s\"]", g.Name, g.Name, g.Name)
+		}
+		l := &language{name: g.Name, extensions: dotted(g.Extensions), ladder: ladderFor(g.Name, g.Scaffolds)}
 		lang, err := loadLibrary(expandPath(g.Library), g.Symbol)
 		switch {
 		case err == nil:
@@ -65,6 +68,19 @@ func loadLanguages(grammars []GrammarConfig) (*languages, error) {
 		ls.add(l)
 	}
 	return ls, nil
+}
+
+// dotted writes each extension with its leading dot ("dart" → ".dart"),
+// as a file name's extension is compared with it.
+func dotted(exts []string) []string {
+	out := make([]string, len(exts))
+	for i, e := range exts {
+		if !strings.HasPrefix(e, ".") {
+			e = "." + e
+		}
+		out[i] = e
+	}
+	return out
 }
 
 func (ls *languages) add(l *language) {

@@ -39,14 +39,16 @@ func TestGrammarLibraries(t *testing.T) {
 			`structural.grammars "zig": grammar library /nonexistent/libzig.so: stat /nonexistent/libzig.so: no such file or directory`, ""},
 		{"an optional library that is missing", GrammarConfig{Name: "zig", Library: "$HOME/nonexistent/libzig.so", Symbol: "tree_sitter_zig", Extensions: []string{".zig"}, Optional: true},
 			"", "language zig is unavailable: grammar library " + os.Getenv("HOME") + "/nonexistent/libzig.so"},
-		{"a library with the wrong ABI version", GrammarConfig{Name: "fake", Library: wrongABI, Symbol: "tree_sitter_fake"},
+		{"a library with the wrong ABI version", GrammarConfig{Name: "fake", Library: wrongABI, Symbol: "tree_sitter_fake", Extensions: []string{"fake"}},
 			"has ABI version 99; this build of tree-sitter reads versions", ""},
-		{"a library without the symbol", GrammarConfig{Name: "fake", Library: wrongABI, Symbol: "tree_sitter_other"},
+		{"a library without the symbol", GrammarConfig{Name: "fake", Library: wrongABI, Symbol: "tree_sitter_other", Extensions: []string{".fake"}},
 			"has no symbol tree_sitter_other", ""},
-		{"a file that is not a library", GrammarConfig{Name: "fake", Library: "/etc/hostname", Symbol: "tree_sitter_fake"},
+		{"a file that is not a library", GrammarConfig{Name: "fake", Library: "/etc/hostname", Symbol: "tree_sitter_fake", Extensions: []string{".fake"}},
 			"cannot be loaded", ""},
 		{"an entry without a symbol", GrammarConfig{Name: "fake", Library: wrongABI},
 			"an entry needs name, library and symbol", ""},
+		{"an entry without extensions", GrammarConfig{Name: "fake", Library: wrongABI, Symbol: "tree_sitter_fake"},
+			`structural.grammars "fake": extensions is empty`, ""},
 		{"a name that is taken", GrammarConfig{Name: "go", Library: wrongABI, Symbol: "tree_sitter_fake"},
 			`"go" is already a language`, ""},
 	}
@@ -88,5 +90,19 @@ func TestDefaultDartEntryIsOptional(t *testing.T) {
 	}
 	if _, err := p.langs.pick("", "lib/main.dart", false); err == nil || !strings.Contains(err.Error(), "language dart is unavailable") || !strings.Contains(err.Error(), "scripts/setup builds the Dart one") {
 		t.Errorf("pick dart: %v", err)
+	}
+}
+
+// An extension written without its dot still names the files.
+func TestGrammarExtensionWithoutADot(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Grammars[0].Extensions = []string{"dart"}
+	cfg.Grammars[0].Optional = false
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := p.langs.pick("", "lib/main.dart", false); err != nil || l.name != "dart" {
+		t.Errorf("lib/main.dart: %v, %v", l, err)
 	}
 }
