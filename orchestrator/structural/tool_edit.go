@@ -14,6 +14,8 @@ import (
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
+// editTool is ast_edit: it searches as ast_grep does and stages the
+// rewritten files in the run; only resolve writes them.
 type editTool struct{ p *Provider }
 
 type editArgs struct {

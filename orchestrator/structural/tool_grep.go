@@ -10,6 +10,7 @@ import (
 	"github.com/berth-dev/berth/orchestrator"
 )
 
+// grepTool is ast_grep: a read-tier search that changes nothing.
 type grepTool struct{ p *Provider }
 
 type grepArgs struct {

@@ -10,6 +10,8 @@ import (
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
+// resolveTool is resolve: it writes a staged change, all or none, or
+// drops it.
 type resolveTool struct{ p *Provider }
 
 type resolveArgs struct {
