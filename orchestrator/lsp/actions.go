@@ -33,11 +33,7 @@ type cursor struct {
 // at finds the file's server, syncs the file and resolves line + symbol.
 // crashed says the server exited while the file was being synced.
 func (p *Provider) at(ctx context.Context, run *orchestrator.Run, a args) (c *cursor, bad *orchestrator.Result, crashed bool) {
-	abs, bad := resolveFile(run, a.File)
-	if bad != nil {
-		return nil, bad, false
-	}
-	s, bad := p.serverFor(ctx, run, abs)
+	abs, s, bad := p.fileServer(ctx, run, a.File)
 	if bad != nil {
 		return nil, bad, false
 	}
@@ -198,13 +194,8 @@ func codeActionsText(res []protocol.CommandOrCodeAction, what string) string {
 		return what + ": the server offers none here"
 	}
 	var b strings.Builder
-	n := len(res)
-	if n > maxCodeActions {
-		fmt.Fprintf(&b, "%s: showing %d of %d\n", what, maxCodeActions, n)
-		res = res[:maxCodeActions]
-	} else {
-		fmt.Fprintf(&b, "%s: %d\n", what, n)
-	}
+	b.WriteString(countLine(what, len(res), maxCodeActions) + "\n")
+	res = res[:min(len(res), maxCodeActions)]
 	for _, a := range res {
 		switch v := a.(type) {
 		case *protocol.Command:
@@ -231,11 +222,7 @@ func codeActionsText(res []protocol.CommandOrCodeAction, what string) string {
 // fileDiagnostics reports the diagnostics of the file's current content;
 // crashed says the server exited before it answered.
 func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
-	abs, bad := resolveFile(run, a.File)
-	if bad != nil {
-		return bad, false
-	}
-	s, bad := p.serverFor(ctx, run, abs)
+	abs, s, bad := p.fileServer(ctx, run, a.File)
 	if bad != nil {
 		return bad, false
 	}

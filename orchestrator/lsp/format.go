@@ -158,18 +158,22 @@ func (r *lines) listLocations(spots []spot, limit int, what string) string {
 	})
 	spots = slices.Compact(spots)
 	var b strings.Builder
-	n := len(spots)
-	if n > limit {
-		fmt.Fprintf(&b, "%s: showing %d of %d\n", what, limit, n)
-		spots = spots[:limit]
-	} else {
-		fmt.Fprintf(&b, "%s: %d\n", what, n)
-	}
+	b.WriteString(countLine(what, len(spots), limit) + "\n")
+	spots = spots[:min(len(spots), limit)]
 	for _, sp := range spots {
 		b.WriteString(r.render(sp).String())
 		b.WriteByte('\n')
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// countLine heads a list: "what: n", or "what: showing limit of n" when
+// the cap cuts it.
+func countLine(what string, n, limit int) string {
+	if n > limit {
+		return fmt.Sprintf("%s: showing %d of %d", what, limit, n)
+	}
+	return fmt.Sprintf("%s: %d", what, n)
 }
 
 var symbolKinds = []string{"", "file", "module", "namespace", "package", "class", "method", "property", "field",

@@ -84,6 +84,17 @@ func resolveFile(run *orchestrator.Run, file string) (string, *orchestrator.Resu
 	return abs, nil
 }
 
+// fileServer resolves a file the model named and finds and starts its
+// server.
+func (p *Provider) fileServer(ctx context.Context, run *orchestrator.Run, file string) (string, *server, *orchestrator.Result) {
+	abs, bad := resolveFile(run, file)
+	if bad != nil {
+		return "", nil, bad
+	}
+	s, bad := p.serverFor(ctx, run, abs)
+	return abs, s, bad
+}
+
 // serverFor finds and starts the server for a file.
 func (p *Provider) serverFor(ctx context.Context, run *orchestrator.Run, abs string) (*server, *orchestrator.Result) {
 	m, bad := detect(ctx, run, p.conf, abs)

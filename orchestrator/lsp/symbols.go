@@ -14,11 +14,7 @@ import (
 // documentSymbols lists a file's symbols as a tree; crashed says the
 // server exited during the query.
 func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
-	abs, bad := resolveFile(run, a.File)
-	if bad != nil {
-		return bad, false
-	}
-	s, bad := p.serverFor(ctx, run, abs)
+	abs, s, bad := p.fileServer(ctx, run, a.File)
 	if bad != nil {
 		return bad, false
 	}
@@ -68,10 +64,7 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 			}
 		}
 	}
-	head := fmt.Sprintf("symbols in %s: %d", relTo(run.Workdir, abs), total)
-	if total > len(out) {
-		head = fmt.Sprintf("symbols in %s: showing %d of %d", relTo(run.Workdir, abs), len(out), total)
-	}
+	head := countLine("symbols in "+relTo(run.Workdir, abs), total, maxDocumentSymbols)
 	return orchestrator.Text(strings.TrimRight(head+"\n"+strings.Join(out, "\n"), "\n")), false
 }
 
@@ -81,11 +74,7 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, a args) (res *orchestrator.Result, crashed bool) {
 	var servers []*server
 	if a.File != "" {
-		abs, bad := resolveFile(run, a.File)
-		if bad != nil {
-			return bad, false
-		}
-		s, bad := p.serverFor(ctx, run, abs)
+		_, s, bad := p.fileServer(ctx, run, a.File)
 		if bad != nil {
 			return bad, false
 		}
@@ -166,12 +155,8 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 		}
 	}
 	var b strings.Builder
-	if len(locs) > maxWorkspaceSymbols {
-		fmt.Fprintf(&b, "workspace symbols matching %q: showing %d of %d\n", a.Query, maxWorkspaceSymbols, len(locs))
-		locs = locs[:maxWorkspaceSymbols]
-	} else {
-		fmt.Fprintf(&b, "workspace symbols matching %q: %d\n", a.Query, len(locs))
-	}
+	b.WriteString(countLine(fmt.Sprintf("workspace symbols matching %q", a.Query), len(locs), maxWorkspaceSymbols) + "\n")
+	locs = locs[:min(len(locs), maxWorkspaceSymbols)]
 	b.WriteString(strings.Join(locs, "\n"))
 	for _, n := range notes {
 		b.WriteString("\n(note: " + n + ")")
