@@ -9,7 +9,8 @@ import (
 // The token-run pre-filter skips a file before it is parsed when the file
 // cannot hold a match: it lexes the file and requires the pattern's runs
 // of literal tokens (the stretches between its variables) to appear in
-// order. It is never wrong, by these arguments:
+// order. On a file without syntax errors it is never wrong, by these
+// arguments:
 //
 //   - A match's leaves are the pattern's literal leaves, in order, with
 //     text equal; variables cover whole nodes; the matcher also skips
@@ -26,6 +27,12 @@ import (
 //   - Where the lexer could disagree with the grammar's (an unterminated
 //     literal or comment, a stray byte, a malformed number or escape, a
 //     non-ASCII byte in code), the file is not filtered at all.
+//
+// A file with a syntax error is outside that argument: tree-sitter's
+// recovery may wrap any stray tokens in an ERROR node marked extra, which
+// the matcher passes over like a comment (`go foo func() {}()` matches
+// `go func() { $$$B }()`), or leave a string's quote out so its content
+// parses as code. The filter skips such a file; the word filter does not.
 //
 // Only languages with a lexer here (goLexer) get the filter; for others
 // the pattern's words (token.in) are the only pre-filter.
@@ -216,7 +223,7 @@ func goNext(src []byte, i int) (ptok, int, bool) {
 	for i < len(src) {
 		c := src[i]
 		switch {
-		case isSpace(c) || c == '\f' || c == '\v':
+		case goClass[c] == cSpace:
 			i++
 		case c == '/' && i+1 < len(src) && src[i+1] == '/':
 			nl := bytes.IndexByte(src[i:], '\n')
@@ -246,16 +253,16 @@ func goNext(src []byte, i int) (ptok, int, bool) {
 			return ptok{kind: tLit, text: src[i:j]}, j, ok
 		case c >= '0' && c <= '9' || c == '.' && i+1 < len(src) && isDigit(src[i+1]):
 			return goNumber(src, i)
-		case isWordByte(c):
+		case goClass[c] == cWord:
 			j := i
-			for j < len(src) && isWordByte(src[j]) {
+			for j < len(src) && goClass[src[j]] == cWord {
 				j++
 			}
 			if j < len(src) && src[j] >= 0x80 {
 				return ptok{}, j, false
 			}
 			return ptok{kind: tWord, text: src[i:j]}, j, true
-		case strings.IndexByte("+-*/%&|^<>=!()[]{}.:~", c) >= 0:
+		case goClass[c] == cPunct:
 			return ptok{kind: tPunct, text: src[i : i+1]}, i + 1, true
 		default:
 			// A non-ASCII identifier, or a byte no Go token has: the
@@ -265,6 +272,28 @@ func goNext(src []byte, i int) (ptok, int, bool) {
 	}
 	return ptok{}, i, true
 }
+
+// Byte classes of Go code outside literals and comments.
+const (
+	cOther byte = iota
+	cSpace
+	cWord
+	cPunct
+)
+
+var goClass = func() (t [256]byte) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case isSpace(byte(c)) || c == '\f' || c == '\v':
+			t[c] = cSpace
+		case isWordByte(byte(c)):
+			t[c] = cWord
+		case strings.IndexByte("+-*/%&|^<>=!()[]{}.:~", byte(c)) >= 0:
+			t[c] = cPunct
+		}
+	}
+	return t
+}()
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 

@@ -118,6 +118,9 @@ func TestPrefilterAdmits(t *testing.T) {
 		{"$X.Lock()", "package a\nvar s = \"x.Lock()\"", false},
 		// A file the lexer cannot read with certainty is admitted.
 		{"$X.Lock()", "package a\nvar s = 'ab'", true},
+		// A syntax error tree-sitter recovers from by passing over "foo"
+		// is where the filter and the matcher part (see prefilter.go).
+		{"go func() { $$$B }()", "package a\nfunc f() { go foo func() {}() }", false},
 		// Runs in order.
 		{"if $C { return $$$R }", "package a\nfunc f() { return; if x {} }", false},
 	}
