@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// FuzzCompile: no pattern crashes the compiler, in any language; every
-// failure is a pattern error the model can read.
+// FuzzCompile: no pattern crashes the compiler, in any language, nor the
+// rewrite compiler; every failure is a pattern error the model can read.
 func FuzzCompile(f *testing.F) {
 	for _, s := range []string{
 		"fmt.Errorf($$$A)", "if ($X != null) $X.dispose()", "dispose($X)", "f($$$A, $B)", "$X", "$$$", "$_",
@@ -29,6 +29,19 @@ func FuzzCompile(f *testing.F) {
 			}
 			return
 		}
-		find(p, p.t) // the pattern's own tree is a valid target
+		ms := find(p, p.t) // the pattern's own tree is a valid target
+		// The same text as a rewrite compiles, or fails as a pattern
+		// error, and renders for every match.
+		tp, err := compileTemplate(pattern, p.bound)
+		if err != nil {
+			if !errors.Is(err, ErrPattern) {
+				t.Fatalf("%s rewrite %q: an error that is not about the rewrite: %v", l.name, pattern, err)
+			}
+			return
+		}
+		for _, m := range ms {
+			start, _ := p.extent(p.t, m)
+			tp.render(p.t, start, m.bindings, false)
+		}
 	})
 }
