@@ -34,7 +34,7 @@ func FuzzCompile(f *testing.F) {
 		// error, and renders for every match.
 		tp, err := compileTemplate(pattern, p.bound)
 		if err != nil {
-			if !errors.Is(err, ErrPattern) {
+			if !errors.Is(err, ErrRewrite) {
 				t.Fatalf("%s rewrite %q: an error that is not about the rewrite: %v", l.name, pattern, err)
 			}
 			return

@@ -2,10 +2,15 @@ package structural
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 )
+
+// ErrRewrite is wrapped by every error about a rewrite template the
+// model wrote.
+var ErrRewrite = errors.New("bad rewrite")
 
 // segment is a piece of a rewrite template: literal text, or a variable.
 type segment struct {
@@ -33,7 +38,7 @@ func compileTemplate(src string, bound map[string]metaVar) (*template, error) {
 		v, k, ok := scanVar(src, i)
 		if !ok || v.name == "" {
 			if strings.HasPrefix(src[i:], "$$$") {
-				return nil, fmt.Errorf("%w: the rewrite has $$$ without a name: name the run in the pattern ($$$ARGS) and use that name", ErrPattern)
+				return nil, fmt.Errorf("%w: it has $$$ without a name: name the run in the pattern ($$$ARGS) and use that name", ErrRewrite)
 			}
 			lit.WriteByte(src[i])
 			i++
@@ -41,7 +46,7 @@ func compileTemplate(src string, bound map[string]metaVar) (*template, error) {
 		}
 		b, ok := bound[v.name]
 		if !ok || v.anonymous() {
-			return nil, fmt.Errorf("%w: the rewrite uses %s, which the pattern does not bind; the pattern binds %s", ErrPattern, v, boundList(bound))
+			return nil, fmt.Errorf("%w: it uses %s, which the pattern does not bind; the pattern binds %s: use those, or write the text itself", ErrRewrite, v, boundList(bound))
 		}
 		if lit.Len() > 0 {
 			t.segs = append(t.segs, segment{text: lit.String()})

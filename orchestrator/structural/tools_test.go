@@ -195,8 +195,8 @@ func TestGrepRefusesBadArguments(t *testing.T) {
 	f.fails("ast_grep", map[string]any{"pattern": "done((", "path": "a.go"}, `(?s)unparseable as go code in any context.*statement: .*expression: `)
 	f.fails("ast_grep", map[string]any{"pattern": "", "path": "a.go"}, `pattern is empty`)
 	f.fails("ast_grep", map[string]any{"pattern": "x", "path": "a.go", "bogus": 1}, `invalid arguments for ast_grep`)
-	f.fails("ast_edit", map[string]any{"pattern": "done($X)", "rewrite": "undone($Y)", "path": "a.go"}, `rewrite uses \$Y, which the pattern does not bind; the pattern binds \$X`)
-	f.fails("ast_edit", map[string]any{"pattern": "done($$$A)", "rewrite": "undone($$$)", "path": "a.go"}, `the rewrite has \$\$\$ without a name: name the run in the pattern`)
+	f.fails("ast_edit", map[string]any{"pattern": "done($X)", "rewrite": "undone($Y)", "path": "a.go"}, `bad rewrite: it uses \$Y, which the pattern does not bind; the pattern binds \$X: use those`)
+	f.fails("ast_edit", map[string]any{"pattern": "done($$$A)", "rewrite": "undone($$$)", "path": "a.go"}, `bad rewrite: it has \$\$\$ without a name: name the run in the pattern`)
 }
 
 func TestTreesAreCachedForTheRun(t *testing.T) {
