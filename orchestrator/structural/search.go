@@ -68,14 +68,21 @@ func (s *searcher) run(ctx context.Context, rootDir, start string, isDir bool) (
 	paths := make(chan string, 256)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var walkErr error
+	// The walker alone writes walkErr and dirSkipped; closing paths
+	// publishes them to the workers, and wg.Wait to this function.
+	var (
+		walkErr    error
+		dirSkipped []skippedFile
+	)
 	go func() {
 		defer close(paths)
 		if !isDir {
 			paths <- start
 			return
 		}
-		walkErr = walk(ctx, rootDir, start, s.l, paths)
+		walkErr = walk(ctx, rootDir, start, s.l, paths, func(dir string, err error) {
+			dirSkipped = append(dirSkipped, skippedFile{s.rel(dir) + "/", "unreadable folder: " + err.Error()})
+		})
 	}()
 
 	workers := s.workers
@@ -132,6 +139,7 @@ func (s *searcher) run(ctx context.Context, rootDir, start string, isDir bool) (
 	if err != nil {
 		return nil, err
 	}
+	res.skipped = append(res.skipped, dirSkipped...)
 	sort.Slice(res.files, func(i, j int) bool { return res.files[i].rel < res.files[j].rel })
 	sort.Slice(res.skipped, func(i, j int) bool { return res.skipped[i].rel < res.skipped[j].rel })
 	return res, nil

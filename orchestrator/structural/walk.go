@@ -10,8 +10,9 @@ import (
 // walk sends every file of language l under dir to out, honouring the
 // .gitignore files from the workspace root down, and skipping hidden
 // files and folders (as ripgrep and ast-grep do) and symlinks (which may
-// lead outside the workspace). rootDir is the workspace root.
-func walk(ctx context.Context, rootDir, dir string, l *language, out chan<- string) error {
+// lead outside the workspace). rootDir is the workspace root. A folder
+// it cannot read is passed to skipped, not a reason to fail the search.
+func walk(ctx context.Context, rootDir, dir string, l *language, out chan<- string, skipped func(dir string, err error)) error {
 	ig := &ignorer{}
 	if b, err := os.ReadFile(filepath.Join(rootDir, ".git", "info", "exclude")); err == nil {
 		ig = ig.with(parseIgnore(rootDir, b))
@@ -29,13 +30,14 @@ func walk(ctx context.Context, rootDir, dir string, l *language, out chan<- stri
 			ig = ig.with(readIgnoreFile(cur))
 		}
 	}
-	return walkDir(ctx, dir, ig, l, out)
+	return walkDir(ctx, dir, ig, l, out, skipped)
 }
 
-func walkDir(ctx context.Context, dir string, ig *ignorer, l *language, out chan<- string) error {
+func walkDir(ctx context.Context, dir string, ig *ignorer, l *language, out chan<- string, skipped func(string, error)) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil // an unreadable folder is not a reason to fail the search
+		skipped(dir, err)
+		return nil
 	}
 	for _, e := range entries {
 		name := e.Name()
@@ -47,7 +49,7 @@ func walkDir(ctx context.Context, dir string, ig *ignorer, l *language, out chan
 			if ig.ignored(p, true) {
 				continue
 			}
-			if err := walkDir(ctx, p, ig.with(readIgnoreFile(p)), l, out); err != nil {
+			if err := walkDir(ctx, p, ig.with(readIgnoreFile(p)), l, out, skipped); err != nil {
 				return err
 			}
 			continue
