@@ -281,3 +281,32 @@ func TestLateReportOnAnotherFile(t *testing.T) {
 		time.Sleep(600 * time.Millisecond) // the late report arrives between writes
 	}
 }
+
+// files/willWrite records what a file had before the write: an old
+// problem is then not reported as new. Without it, a file the server
+// never saw has no baseline and its problems count as the write's.
+func TestWillWriteRecordsTheBaseline(t *testing.T) {
+	for _, c := range []struct {
+		willWrite bool
+		state     string
+	}{{true, orchestrator.WriteClean}, {false, orchestrator.WriteIssues}} {
+		f := newFixture(t, "fake", fakeConfig())
+		if err := os.WriteFile(filepath.Join(f.dir, "c.fake"), []byte("bad\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if c.willWrite {
+			if err := f.p.WillWrite(ctx, f.run, []string{"c.fake"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(f.dir, "c.fake"), []byte("ok\nbad\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := f.p.DidWrite(ctx, f.run, []string{"c.fake"})
+		if err != nil || rep.State != c.state {
+			t.Errorf("willWrite %v: want %s, got %v %+v", c.willWrite, c.state, err, rep)
+		}
+	}
+}

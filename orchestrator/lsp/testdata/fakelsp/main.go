@@ -175,9 +175,15 @@ func main() {
 				send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": map[string]any{
 					"uri": p.TextDocument.URI, "version": p.TextDocument.Version - 1,
 					"diagnostics": []any{map[string]any{"range": map[string]any{"start": map[string]any{"line": 0, "character": 0}, "end": map[string]any{"line": 0, "character": 1}}, "message": "stale"}}}})
-			default:
+			default: // an error on every line that says "bad"
+				diags := []any{}
+				for i, line := range strings.Split(text, "\n") {
+					if strings.Contains(line, "bad") {
+						diags = append(diags, map[string]any{"range": map[string]any{"start": map[string]any{"line": i, "character": 0}, "end": map[string]any{"line": i, "character": 3}}, "message": "bad here"})
+					}
+				}
 				send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": map[string]any{
-					"uri": p.TextDocument.URI, "version": p.TextDocument.Version, "diagnostics": []any{}}})
+					"uri": p.TextDocument.URI, "version": p.TextDocument.Version, "diagnostics": diags}})
 			}
 		default:
 			if len(m.ID) > 0 {
