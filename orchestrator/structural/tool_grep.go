@@ -27,9 +27,11 @@ func (g grepTool) Spec() orchestrator.Spec {
 		Description: "Structural search: finds code by its syntax tree, not its text. pattern is a code snippet in the target language with " +
 			"$NAME for any one node, $$$NAME for a run of sibling nodes (arguments, statements), $_ and $$$ for wildcards that bind nothing; " +
 			"a variable used twice must match the same code (`if ($X != null) $X.dispose()`). Whitespace, line breaks and comments do not matter, " +
-			"and nothing inside a string or comment matches. path is a file or folder in the workspace (default: all of it; .gitignore'd and hidden files are skipped); " +
+			"and nothing inside a string or comment matches. path is a file or folder in the workspace (default: all of it; .gitignore'd and hidden files are skipped, " +
+			"and binary, very large and unreadable ones are skipped and named in the result); " +
 			"language (" + strings.Join(languageIDs(g.p), ", ") + ") is inferred from a file path and required for a folder. " +
-			"Returns each match as path:line:col with its source and what each variable captured, sorted by path and position, at most max_results (default 50).",
+			"Returns each match as path:line:col, its first source lines and what each variable captured ($X = …), sorted by path and position, " +
+			"at most max_results (default 50; the result says \"showing K of N\" when there are more).",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
