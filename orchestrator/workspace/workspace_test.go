@@ -175,3 +175,24 @@ func TestApplyNamesAnUnreadableFile(t *testing.T) {
 		t.Fatalf("files changed: %v", got)
 	}
 }
+
+func TestConcurrentChangesToOneFileApplyOnce(t *testing.T) {
+	root, changes := setup(t, map[string]string{"a.go": "alpha"})
+	results := make(chan error, 8)
+	for i := range 8 {
+		c := changes[0]
+		c.Content = []byte(strings.Repeat("x", i+1))
+		go func() { results <- (&Writer{}).Apply(root, []Change{c}) }()
+	}
+	ok := 0
+	for range 8 {
+		if err := <-results; err == nil {
+			ok++
+		} else if _, conflict := err.(*ConflictError); !conflict {
+			t.Fatalf("unexpected error %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d of 8 changes computed from the same content were applied, want 1", ok)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Change replaces one file's content, provided it still has the content it
@@ -35,8 +36,16 @@ type Writer struct {
 	Rename func(oldpath, newpath string) error
 }
 
+// applyMu serialises Apply across every Writer.
+var applyMu sync.Mutex
+
 // Apply writes all changes or none. root only names files in errors.
 func (w *Writer) Apply(root *Root, changes []Change) error {
+	// One change at a time in this process: two changes to the same file
+	// (two staged edits accepted at once, a rename beside them) must not
+	// both pass the hash check before either writes.
+	applyMu.Lock()
+	defer applyMu.Unlock()
 	rename := os.Rename
 	if w != nil && w.Rename != nil {
 		rename = w.Rename
