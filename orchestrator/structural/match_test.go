@@ -1,6 +1,11 @@
 package structural
 
-import "testing"
+import (
+	"context"
+	"testing"
+
+	sitter "github.com/tree-sitter/go-tree-sitter"
+)
 
 func TestTokenPrefilter(t *testing.T) {
 	cases := []struct {
@@ -26,6 +31,35 @@ func TestTokenPrefilter(t *testing.T) {
 	for _, c := range cases {
 		if got := c.tok.in([]byte(c.src)); got != c.want {
 			t.Errorf("%s (whole %v) in %q = %v, want %v", c.tok.text, c.tok.whole, c.src, got, c.want)
+		}
+	}
+}
+
+// A match never steps over code that error recovery passed by: an ERROR
+// node, even one marked extra, is not a comment.
+func TestNoMatchAcrossAnErrorNode(t *testing.T) {
+	for _, c := range []struct {
+		pattern, src string
+		want         int
+	}{
+		{"go func() { $$$B }()", "package a\nfunc f() { go foo func() {}() }", 0},
+		{"go func() { $$$B }()", "package a\nfunc f() { go /* c */ func() {}() }", 1},
+	} {
+		p, err := compile(context.Background(), goLang(t), c.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parser := sitter.NewParser()
+		defer parser.Close()
+		if err := parser.SetLanguage(goLang(t).lang); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := parse(context.Background(), parser, goLang(t).lang, []byte(c.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(find(p, tr)); got != c.want {
+			t.Errorf("%s in %q: %d matches, want %d", c.pattern, c.src, got, c.want)
 		}
 	}
 }

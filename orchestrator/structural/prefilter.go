@@ -28,11 +28,14 @@ import (
 //     literal or comment, a stray byte, a malformed number or escape, a
 //     non-ASCII byte in code), the file is not filtered at all.
 //
-// A file with a syntax error is outside that argument: tree-sitter's
-// recovery may wrap any stray tokens in an ERROR node marked extra, which
-// the matcher passes over like a comment (`go foo func() {}()` matches
-// `go func() { $$$B }()`), or leave a string's quote out so its content
-// parses as code. The filter skips such a file; the word filter does not.
+// A file with a syntax error is outside that argument in one case:
+// tree-sitter's recovery may leave a string's quote out so its content
+// parses as code, which the matcher could then match while the filter
+// treats it as one literal and skips the file. That is the spec's side
+// ("never a match inside a string literal"). Stray tokens recovery wraps
+// in an ERROR node marked extra are not a gap: the matcher never steps
+// over an ERROR node (tree.children), so `go foo func() {}()` matches
+// `go func() { $$$B }()` for neither.
 //
 // Only languages with a lexer here (goLexer) get the filter; for others
 // the pattern's words (token.in) are the only pre-filter.

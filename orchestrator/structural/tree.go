@@ -48,12 +48,16 @@ func (t *tree) text(i int32) []byte {
 }
 
 // children appends to buf the children of node i that count for
-// matching: not extras (comments), not zero-width MISSING tokens.
+// matching: not extras (comments), not zero-width MISSING tokens. An
+// ERROR node counts even when error recovery marked it extra (tokens it
+// skipped): it is code the pattern does not have, so no match may step
+// over it as if it were a comment.
 func (t *tree) children(i int32, buf []int32) []int32 {
 	buf = buf[:0]
 	end := i + t.nodes[i].size
 	for c := i + 1; c < end; c += t.nodes[c].size {
-		if t.nodes[c].flags&(fExtra|fMissing) == 0 {
+		f := t.nodes[c].flags
+		if f&fMissing == 0 && (f&fExtra == 0 || f&fError != 0) {
 			buf = append(buf, c)
 		}
 	}
