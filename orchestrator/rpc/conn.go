@@ -160,7 +160,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		drop()
 		return fmt.Errorf("%s: encoding params: %w", method, err)
 	}
-	if err := c.write(ctx, message{JSONRPC: "2.0", ID: id, Method: method, Params: p}); err != nil {
+	if err := c.writeBytes(ctx, requestBytes(id, method, p)); err != nil {
 		drop()
 		return fmt.Errorf("%s: %w", method, err)
 	}
@@ -194,7 +194,7 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err != nil {
 		return fmt.Errorf("%s: encoding params: %w", method, err)
 	}
-	return c.write(ctx, message{JSONRPC: "2.0", Method: method, Params: p})
+	return c.writeBytes(ctx, requestBytes(nil, method, p))
 }
 
 // encodeParams marshals params; nil is left out of the message, since
@@ -215,6 +215,10 @@ func (c *Conn) write(ctx context.Context, v any) error {
 	if err != nil {
 		return err
 	}
+	return c.writeBytes(ctx, b)
+}
+
+func (c *Conn) writeBytes(ctx context.Context, b []byte) error {
 	select {
 	case <-c.readDone:
 		return ErrClosed
@@ -242,7 +246,13 @@ func (c *Conn) reply(id json.RawMessage, result any, e *Error) {
 		r.Result, r.Error = nil, Errorf(CodeInternalError,
 			"internal error: the result of %d bytes exceeds the message limit of %d bytes (rpc.max_message_bytes) and was not sent; ask for less output, or raise the limit on both ends", len(r.Result), l.maxSize())
 	}
-	if err := c.write(c.ctx, r); err != nil && !errors.Is(err, ErrClosed) {
+	var err error
+	if r.Error == nil {
+		err = c.writeBytes(c.ctx, resultBytes(r.ID, r.Result))
+	} else {
+		err = c.write(c.ctx, r)
+	}
+	if err != nil && !errors.Is(err, ErrClosed) {
 		c.opts.Log.Debug("rpc: reply not written", "err", err)
 	}
 }
@@ -388,4 +398,35 @@ func (c *Conn) shutdown() {
 		_ = c.framer.Close()
 		close(c.done)
 	}()
+}
+
+// requestBytes and resultBytes assemble a message from parts that are
+// already compact, valid JSON (our own json.Marshal output, or an id that
+// decode checked). Marshalling a struct with json.RawMessage fields would
+// scan and compact each part again: for a large result that second pass
+// is a good part of what the protocol adds to a call.
+func requestBytes(id json.RawMessage, method string, params json.RawMessage) []byte {
+	m, _ := json.Marshal(method) // a string always marshals
+	b := make([]byte, 0, len(id)+len(m)+len(params)+48)
+	b = append(b, `{"jsonrpc":"2.0"`...)
+	if id != nil {
+		b = append(b, `,"id":`...)
+		b = append(b, id...)
+	}
+	b = append(b, `,"method":`...)
+	b = append(b, m...)
+	if params != nil {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+func resultBytes(id, result json.RawMessage) []byte {
+	b := make([]byte, 0, len(id)+len(result)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
 }

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -152,24 +153,28 @@ func validID(id json.RawMessage) bool {
 }
 
 // kindOf names the JSON type of a value for error messages.
+//
+// It looks at the first byte only: callers pass JSON that was already
+// parsed (a whole message, or a value taken out of one), so parsing it
+// again into an interface just to name its kind would cost a full pass.
 func kindOf(b []byte) string {
-	var v any
-	if json.Unmarshal(b, &v) != nil {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
 		return "invalid JSON"
 	}
-	switch v.(type) {
-	case map[string]any:
+	switch b[0] {
+	case '{':
 		return "object"
-	case []any:
+	case '[':
 		return "array"
-	case string:
+	case '"':
 		return "string"
-	case float64:
-		return "number"
-	case bool:
+	case 't', 'f':
 		return "boolean"
+	case 'n':
+		return "null"
 	}
-	return "null"
+	return "number"
 }
 
 // idKey normalises an id for map lookups (1 and 1.0 are the same id).
