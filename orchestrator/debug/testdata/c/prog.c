@@ -11,7 +11,7 @@ int main(void) {
 	for (int i = 0; i < 500; i++)
 		items[i] = i;
 	char text[10001];
-	memset(text, 'x', 10000);
+	memset(text, 'x', 10000); text[10000] = '\0';
 	const char *name = "berth";
 
 	int total = square(7);
