@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/internal/procfs"
+
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -111,17 +113,6 @@ func TestDebugThroughProtocol(t *testing.T) {
 	}
 }
 
-// processesIn lists live processes whose working directory is inside dir.
-func processesIn(dir string) []string {
-	var out []string
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range procs {
-		cwd, err := os.Readlink(filepath.Join(p, "cwd"))
-		if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+"/")) {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join(p, "cmdline"))
-		out = append(out, filepath.Base(p)+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
-	}
-	return out
-}
+// processesIn lists the processes (zombies too) whose working directory
+// is inside dir.
+func processesIn(dir string) []string { return procfs.Strings(procfs.In(dir)) }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/internal/procfs"
+
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -39,28 +41,13 @@ func copyProject(t *testing.T, name string) string {
 	return to
 }
 
-// serversIn lists the live processes whose working directory is dir.
-func serversIn(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
-		if err != nil || cwd != dir {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err == nil {
-			if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 0 && f[0] == "Z" {
-				continue
-			}
-		}
-		out = append(out, e.Name())
-	}
-	return out
+// serversIn lists the live processes whose working directory is dir or
+// inside it.
+func serversIn(dir string) []procfs.Process {
+	return procfs.Filter(func(p procfs.Process) bool {
+		cwd := p.Cwd()
+		return p.Live() && (cwd == dir || strings.HasPrefix(cwd, dir+"/"))
+	})
 }
 
 // The language-server tools through the binary: a query, diagnostics on
@@ -121,15 +108,15 @@ func TestLSPThroughTheProtocol(t *testing.T) {
 		}
 	}
 
-	if len(serversIn(t, dir)) == 0 {
+	if len(serversIn(dir)) == 0 {
 		t.Fatal("no gopls runs in the workdir")
 	}
 	if err := c.StopRun(ctx, run); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(serversIn(t, dir)) > 0; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); len(serversIn(dir)) > 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("processes left in the workdir after run/stop: %v", serversIn(t, dir))
+			t.Fatalf("processes left in the workdir after run/stop: %v", serversIn(dir))
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,29 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/internal/procfs"
+
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
-
-// alive says whether pid is a live process (a zombie counts as gone).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name in parentheses.
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z' && s[i+2] != 'X'
-	}
-	return true
-}
 
 // waitGone fails the test unless pid is gone within d.
 func waitGone(t *testing.T, pid int, d time.Duration, what string) {
 	t.Helper()
 	deadline := time.Now().Add(d)
-	for alive(pid) {
+	for procfs.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: child %d is still alive after %s", what, pid, d)
 		}
@@ -48,7 +34,7 @@ func startChild(t *testing.T, c *rpc.Client, run string) int {
 	if err != nil || res.IsError {
 		t.Fatalf("test_child: %+v", res)
 	}
-	if !alive(pid) {
+	if !procfs.Alive(pid) {
 		t.Fatalf("child %d is not running", pid)
 	}
 	return pid

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/internal/procfs"
 
 	"github.com/berth-dev/berth/orchestrator"
 )
@@ -18,28 +18,10 @@ var vibeTools = []string{"vibe_kill", "vibe_list", "vibe_send", "vibe_spawn", "v
 
 // markedProcesses lists the live (not zombie) processes whose command line
 // holds marker.
-func markedProcesses(t *testing.T, marker string) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(cmdline), marker) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 0 && f[0] == "Z" {
-			continue
-		}
-		out = append(out, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
-	}
-	return out
+func markedProcesses(marker string) []string {
+	return procfs.Strings(procfs.Filter(func(p procfs.Process) bool {
+		return p.Live() && strings.Contains(p.Cmdline(), marker)
+	}))
 }
 
 // waitMarked waits until the number of live processes holding marker is
@@ -47,11 +29,11 @@ func markedProcesses(t *testing.T, marker string) []string {
 func waitMarked(t *testing.T, marker string, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if len(markedProcesses(t, marker)) == n {
+		if len(markedProcesses(marker)) == n {
 			return
 		}
 	}
-	t.Fatalf("processes marked %s: %v, want %d", marker, markedProcesses(t, marker), n)
+	t.Fatalf("processes marked %s: %v, want %d", marker, markedProcesses(marker), n)
 }
 
 // Workers through the protocol: run/update toggles vibe and tools/list

@@ -1,15 +1,14 @@
 package enclosure
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/berth-dev/berth/internal/procfs"
 )
 
 // hostHandle is one host process. Its owner goroutine (wait) waits for the
@@ -52,43 +51,12 @@ func (h *hostHandle) Signal(sig os.Signal) error {
 // in a group of its own).
 func (h *hostHandle) Kill() error {
 	h.killOnce.Do(func() {
-		for _, pid := range descendants(h.cmd.Process.Pid) {
+		for _, pid := range procfs.Descendants(h.cmd.Process.Pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
 	})
 	return nil
-}
-
-// descendants lists the live descendants of pid, from /proc.
-func descendants(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	children := map[int][]int{}
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The fields after the command name (which may hold spaces or
-		// parentheses): state, then the parent's pid.
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		if parent, err := strconv.Atoi(f[1]); err == nil {
-			children[parent] = append(children[parent], child)
-		}
-	}
-	var out []int
-	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
-		out = append(out, queue[0])
-		queue = append(queue, children[queue[0]]...)
-	}
-	return out
 }
 
 func (h *hostHandle) Done() <-chan struct{} { return h.done }

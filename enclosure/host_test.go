@@ -4,27 +4,18 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/internal/procfs"
+
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// A zombie still has a /proc entry; it is not running.
-	fields := strings.Fields(string(b))
-	return len(fields) > 2 && fields[2] != "Z"
-}
 
 func TestHostRunsAndReportsExit(t *testing.T) {
 	p, err := Host().Start(context.Background(), Cmd{Path: "sh", Args: []string{"-c", "read x; echo got $x; echo err >&2; exit 3"}, Dir: t.TempDir()})
@@ -48,7 +39,7 @@ func TestHostKillEndsTheWholeGroup(t *testing.T) {
 	buf := make([]byte, 32)
 	n, _ := p.Stdout().Read(buf)
 	child, _ := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
-	if !alive(child) {
+	if !procfs.Alive(child) {
 		t.Fatalf("child %d not running", child)
 	}
 	p.Kill()
@@ -58,10 +49,10 @@ func TestHostKillEndsTheWholeGroup(t *testing.T) {
 		t.Fatal("process did not end after Kill")
 	}
 	deadline := time.Now().Add(2 * time.Second)
-	for alive(child) && time.Now().Before(deadline) {
+	for procfs.Alive(child) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if alive(child) {
+	if procfs.Alive(child) {
 		t.Fatalf("grandchild %d outlived Kill", child)
 	}
 }
@@ -74,16 +65,16 @@ func TestHostKillReachesDescendantsInOtherGroups(t *testing.T) {
 	buf := make([]byte, 32)
 	n, _ := p.Stdout().Read(buf)
 	child, _ := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
-	for deadline := time.Now().Add(2 * time.Second); !alive(child) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(2 * time.Second); !procfs.Alive(child) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	p.Kill()
 	<-p.Done()
 	deadline := time.Now().Add(2 * time.Second)
-	for alive(child) && time.Now().Before(deadline) {
+	for procfs.Alive(child) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if alive(child) {
+	if procfs.Alive(child) {
 		t.Fatalf("descendant %d in its own session outlived Kill", child)
 	}
 }
@@ -97,10 +88,10 @@ func TestHostOrphansDieWithTheLeader(t *testing.T) {
 	p.Wait()
 	child, _ := strconv.Atoi(strings.TrimSpace(string(out)))
 	deadline := time.Now().Add(2 * time.Second)
-	for alive(child) && time.Now().Before(deadline) {
+	for procfs.Alive(child) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if alive(child) {
+	if procfs.Alive(child) {
 		t.Fatalf("background child %d outlived its leader", child)
 	}
 }

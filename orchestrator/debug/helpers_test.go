@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/internal/procfs"
+
 	"go.uber.org/goleak"
 
 	"github.com/berth-dev/berth/enclosure"
@@ -163,16 +165,6 @@ func noProcess(t *testing.T, dir string) {
 	}
 }
 
-func processesIn(dir string) []string {
-	var left []string
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range procs {
-		cwd, err := os.Readlink(filepath.Join(p, "cwd"))
-		if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+"/")) {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join(p, "cmdline"))
-		left = append(left, filepath.Base(p)+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
-	}
-	return left
-}
+// processesIn lists the processes (zombies too) whose working directory
+// is inside dir.
+func processesIn(dir string) []string { return procfs.Strings(procfs.In(dir)) }

@@ -3,12 +3,13 @@ package kernel
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/internal/procfs"
 
 	"go.uber.org/goleak"
 
@@ -192,7 +193,7 @@ func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, err := os.Stat(filepath.Join("/proc", itoa(pid))); os.IsNotExist(err) {
+		if _, exists := procfs.Read(pid); !exists {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/internal/procfs"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
@@ -124,32 +126,8 @@ func (f *fixture) pid(t *testing.T, id string) int {
 }
 
 // group lists the live (not zombie) processes in process group pgid.
-func group(t *testing.T, pgid int) []int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // it exited while we looked
-		}
-		// Fields after the command name (which may hold spaces): state ppid pgrp ...
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(fields) < 3 || fields[0] == "Z" {
-			continue
-		}
-		if g, _ := strconv.Atoi(fields[2]); g == pgid {
-			out = append(out, pid)
-		}
-	}
-	return out
+func group(pgid int) []procfs.Process {
+	return procfs.Filter(func(p procfs.Process) bool { return p.Live() && p.PGID == pgid })
 }
 
 // waitGroupSize waits until process group pgid has n live members. A
@@ -159,11 +137,11 @@ func group(t *testing.T, pgid int) []int {
 func waitGroupSize(t *testing.T, pgid, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if len(group(t, pgid)) == n {
+		if len(group(pgid)) == n {
 			return
 		}
 	}
-	t.Fatalf("process group %d has %v, want %d live processes", pgid, group(t, pgid), n)
+	t.Fatalf("process group %d has %v, want %d live processes", pgid, group(pgid), n)
 }
 
 func TestSpawnWaitList(t *testing.T) {
@@ -418,31 +396,21 @@ func TestEscapedProcessDoesNotHoldTheWorker(t *testing.T) {
 	f := newFixture(t, config(append(script(t, "escape"), marker), nil))
 	t.Cleanup(func() {
 		// The escaped process is outside what the enclosure can kill.
-		for _, pid := range escaped(t, marker) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		for _, p := range escaped(marker) {
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 		}
 	})
 	f.ok(t, "vibe_spawn", obj{"brief": "b", "label": "l"})
 	f.ok(t, "vibe_wait", obj{"worker_id": "w1", "timeout_seconds": 30}, "succeeded", "started")
-	if len(escaped(t, marker)) == 0 {
+	if len(escaped(marker)) == 0 {
 		t.Fatal("the escaped process is not running: the test shows nothing")
 	}
 	f.run.End(orchestrator.EndStopped)
 }
 
 // escaped lists the processes running "sleep marker".
-func escaped(t *testing.T, marker string) []int {
-	t.Helper()
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && string(b) == "sleep\x00"+marker+"\x00" {
-			pid, _ := strconv.Atoi(e.Name())
-			out = append(out, pid)
-		}
-	}
-	return out
+func escaped(marker string) []procfs.Process {
+	return procfs.Filter(func(p procfs.Process) bool { return p.Cmdline() == "sleep "+marker })
 }
 
 // Every attempt's pipes are closed once it settles: many workers and
