@@ -131,9 +131,8 @@ func (p *Provider) imports(ctx context.Context, run *orchestrator.Run, python, m
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	var stderr capped
-	stderr.limit = 4 << 10
-	proc, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: python, Args: []string{"-c", "import " + module}, Dir: run.Workdir, Stderr: &stderr})
+	stderr := enclosure.NewTail(4 << 10)
+	proc, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: python, Args: []string{"-c", "import " + module}, Dir: run.Workdir, Stderr: stderr})
 	if err != nil {
 		return fmt.Sprintf("%s cannot be started: %v", python, err)
 	}

@@ -39,7 +39,7 @@ func TestCutValue(t *testing.T) {
 }
 
 func TestCappedKeepsTheNewest(t *testing.T) {
-	c := &capped{limit: 10}
+	c := newCapped(10)
 	for _, s := range []string{"0123456789", "abc", "é"} {
 		_, _ = c.Write([]byte(s))
 	}

@@ -98,7 +98,7 @@ type stopState struct {
 func newSession(cfg *Config, a *Adapter, m *metrics.Metrics, p paths, program string) *session {
 	return &session{
 		cfg: cfg, adapter: a, metrics: m, paths: p, program: program, started: time.Now(),
-		stderr: &capped{limit: 16 << 10}, stdout: &capped{limit: cfg.OutputLimit}, stderrOut: &capped{limit: cfg.OutputLimit},
+		stderr: newCapped(16 << 10), stdout: newCapped(cfg.OutputLimit), stderrOut: newCapped(cfg.OutputLimit),
 		bps: map[string][]breakpoint{}, ended: make(chan struct{}),
 	}
 }

@@ -25,7 +25,7 @@ type kernel struct {
 	w       *bridge.Writer
 	frames  chan bridge.Frame // closed when stdout ends
 	ended   chan struct{}     // closed by end: nobody reads frames any more
-	stderr  *tailBuffer
+	stderr  *enclosure.Tail
 	m       *metrics.Metrics
 	mu      sync.Mutex
 	readErr error // why the reader stopped before the end of stdout
@@ -48,7 +48,7 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 	if err != nil {
 		return nil, err
 	}
-	stderr := newTailBuffer(8 << 10)
+	stderr := enclosure.NewTail(8 << 10)
 	proc, err := run.Enclosure.Start(run.Context(), enclosure.Cmd{
 		Path:   l.path,
 		Args:   l.args,
@@ -166,29 +166,4 @@ func (k *kernel) exitDescription() string {
 	default:
 		return fmt.Sprintf("it exited with status %d", code)
 	}
-}
-
-// tailBuffer keeps the last n bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	n   int
-	buf []byte
-}
-
-func newTailBuffer(n int) *tailBuffer { return &tailBuffer{n: n} }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.n; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.ToValidUTF8(string(t.buf), "")
 }

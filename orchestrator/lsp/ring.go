@@ -2,37 +2,20 @@ package lsp
 
 import (
 	"strings"
-	"sync"
+
+	"github.com/berth-dev/berth/enclosure"
 )
 
-// ring keeps the last n bytes written to it: a server's stderr, for
-// status and for the error when it will not start.
-type ring struct {
-	mu  sync.Mutex
-	n   int
-	buf []byte
-	cut bool
-}
+// ring keeps the last bytes of a server's stderr, for status and for the
+// error when it will not start.
+type ring struct{ *enclosure.Tail }
 
-func newRing(n int) *ring { return &ring{n: n} }
-
-func (r *ring) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.buf = append(r.buf, p...)
-	if over := len(r.buf) - r.n; over > 0 {
-		r.buf = append(r.buf[:0], r.buf[over:]...)
-		r.cut = true
-	}
-	return len(p), nil
-}
+func newRing(n int) *ring { return &ring{enclosure.NewTail(n)} }
 
 // tail returns up to the last lines lines.
 func (r *ring) tail(lines int) string {
-	r.mu.Lock()
-	s := string(r.buf)
-	cut := r.cut
-	r.mu.Unlock()
+	s, dropped := r.Snapshot()
+	cut := dropped > 0
 	s = strings.TrimRight(s, "\n")
 	all := strings.Split(s, "\n")
 	if len(all) > lines {
@@ -51,10 +34,9 @@ func (r *ring) tail(lines int) string {
 // between them when lines were left out: a start failure's reason is
 // usually at the top, a crash's at the bottom.
 func (r *ring) excerpt(head, tail int) string {
-	r.mu.Lock()
-	s := strings.TrimRight(string(r.buf), "\n")
-	cut := r.cut
-	r.mu.Unlock()
+	s, dropped := r.Snapshot()
+	s = strings.TrimRight(s, "\n")
+	cut := dropped > 0
 	if s == "" {
 		return ""
 	}
