@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,7 +30,7 @@ type Registry struct {
 	mu        sync.Mutex
 	providers []Provider
 	observer  WriteObserver
-	schemas   map[string]*jsonschema.Schema // keyed by name + schema text
+	schemas   map[string]compiled // by tool name
 }
 
 // NewRegistry builds an empty registry. callTimeout bounds calls whose
@@ -38,7 +39,7 @@ func NewRegistry(m *metrics.Metrics, callTimeout time.Duration) *Registry {
 	if callTimeout <= 0 {
 		callTimeout = DefaultCallTimeout
 	}
-	return &Registry{metrics: m, callTimeout: callTimeout, schemas: map[string]*jsonschema.Schema{}}
+	return &Registry{metrics: m, callTimeout: callTimeout, schemas: map[string]compiled{}}
 }
 
 // Metrics returns the registry's collectors.
@@ -78,27 +79,55 @@ func (g *Registry) Features() []string {
 }
 
 // tools returns every tool offered for the run (feature connected),
-// whatever the surface, sorted by name.
-func (g *Registry) tools(run *Run) []Tool {
+// whatever the surface, with its spec, sorted by name. Each Spec is
+// asked for once: a provider may build it.
+func (g *Registry) tools(run *Run) []specTool {
 	g.mu.Lock()
 	ps := append([]Provider(nil), g.providers...)
 	g.mu.Unlock()
-	var out []Tool
+	var out []specTool
 	for _, p := range ps {
 		if !run.Feature(p.Feature()) {
 			continue
 		}
-		out = append(out, p.Tools(run)...)
+		for _, t := range p.Tools(run) {
+			out = append(out, specTool{t, t.Spec()})
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
+	sort.Slice(out, func(i, j int) bool { return out[i].spec.Name < out[j].spec.Name })
 	return out
+}
+
+// specTool is a tool with the spec it gave.
+type specTool struct {
+	tool Tool
+	spec Spec
+}
+
+// find returns the run's tool of that name (feature connected) and its
+// spec; ok is false when there is none.
+func (g *Registry) find(run *Run, name string) (t Tool, spec Spec, ok bool) {
+	g.mu.Lock()
+	ps := append([]Provider(nil), g.providers...)
+	g.mu.Unlock()
+	for _, p := range ps {
+		if !run.Feature(p.Feature()) {
+			continue
+		}
+		for _, t := range p.Tools(run) {
+			if sp := t.Spec(); sp.Name == name {
+				return t, sp, true
+			}
+		}
+	}
+	return nil, Spec{}, false
 }
 
 // List returns the specs of the tools the surface may see for the run.
 func (g *Registry) List(run *Run, s Surface) []Spec {
 	var specs []Spec
 	for _, t := range g.tools(run) {
-		sp := t.Spec()
+		sp := t.spec
 		if sp.Tier <= s.MaxTier() {
 			specs = append(specs, sp)
 		}
@@ -116,19 +145,11 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	run.begin()
 	defer run.done()
 
-	var tool Tool
-	all := g.tools(run)
-	for _, t := range all {
-		if t.Spec().Name == name {
-			tool = t
-			break
-		}
-	}
-	if tool == nil {
+	tool, spec, ok := g.find(run, name)
+	if !ok {
 		g.count("unknown", "", "refused") // never a caller's string as a label
-		return g.unknownTool(run, s, name, all), nil
+		return g.unknownTool(run, s, name), nil
 	}
-	spec := tool.Spec()
 	tier := spec.Tier.String()
 	if spec.Tier > s.MaxTier() {
 		g.count(name, tier, "refused")
@@ -196,7 +217,7 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	return res, err
 }
 
-func (g *Registry) unknownTool(run *Run, s Surface, name string, all []Tool) *Result {
+func (g *Registry) unknownTool(run *Run, s Surface, name string) *Result {
 	g.mu.Lock()
 	ps := append([]Provider(nil), g.providers...)
 	g.mu.Unlock()
@@ -211,30 +232,35 @@ func (g *Registry) unknownTool(run *Run, s Surface, name string, all []Tool) *Re
 		}
 	}
 	var names []string
-	for _, t := range all {
-		if t.Spec().Tier <= s.MaxTier() {
-			names = append(names, t.Spec().Name)
-		}
+	for _, sp := range g.List(run, s) {
+		names = append(names, sp.Name)
 	}
 	return Errorf("unknown tool %q: this run offers %s", name, strings.Join(names, ", "))
 }
 
 func (g *Registry) schema(spec Spec) (*jsonschema.Schema, error) {
-	key := spec.Name + "\x00" + string(spec.InputSchema)
 	g.mu.Lock()
-	s, ok := g.schemas[key]
+	c, ok := g.schemas[spec.Name]
 	g.mu.Unlock()
-	if ok {
-		return s, nil
+	if ok && bytes.Equal(c.text, spec.InputSchema) {
+		return c.schema, nil
 	}
 	s, err := compileSchema(spec.Name, spec.InputSchema)
 	if err != nil {
 		return nil, err
 	}
 	g.mu.Lock()
-	g.schemas[key] = s
+	g.schemas[spec.Name] = compiled{text: bytes.Clone(spec.InputSchema), schema: s}
 	g.mu.Unlock()
 	return s, nil
+}
+
+// compiled is a tool's input schema as text and compiled; a spec whose
+// text changed (a provider that builds it from configuration) is
+// compiled again.
+type compiled struct {
+	text   []byte
+	schema *jsonschema.Schema
 }
 
 func (g *Registry) count(tool, tier, outcome string) {

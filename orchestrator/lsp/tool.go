@@ -23,11 +23,11 @@ type args struct {
 var actions = []string{"diagnostics", "definition", "type_definition", "implementation", "references",
 	"hover", "symbols", "code_actions", "status", "reload"}
 
-func (t lspTool) Spec() orchestrator.Spec {
-	return orchestrator.Spec{
-		Name: "lsp",
-		Tier: orchestrator.Read,
-		Description: `Ask the project's language server (gopls, pyright or pylsp, clangd, typescript-language-server, rust-analyzer, dart) about code.
+// lspSpec is built once: the registry asks for it on every call.
+var lspSpec = orchestrator.Spec{
+	Name: "lsp",
+	Tier: orchestrator.Read,
+	Description: `Ask the project's language server (gopls, pyright or pylsp, clangd, typescript-language-server, rust-analyzer, dart) about code.
 Positions are a 1-based "line" plus "symbol", a substring of that line that names the symbol (the cursor goes to the last identifier in it: "auth.login" means login). Never a column.
 Actions:
 - diagnostics {file}: errors and warnings of the file; file "*" runs the project checker (go vet, pyright, tsc, cargo check, ...) in each project root instead.
@@ -36,21 +36,22 @@ Actions:
 - status {file?}: which servers run for which roots, and for each known server whether its root marker and executable were found (use it when nothing works).
 - reload {file?}: restart the server for that file's root (all servers without file).
 Locations come back as path:line:col: source line, paths relative to the workdir; long lists say "showing N of M".`,
-		InputSchema: schema(map[string]any{
-			"type":                 "object",
-			"additionalProperties": false,
-			"required":             []string{"action"},
-			"properties": map[string]any{
-				"action": map[string]any{"type": "string", "enum": actions, "description": "what to ask"},
-				"file":   map[string]any{"type": "string", "description": "path relative to the workdir; \"*\" with diagnostics runs the project checker"},
-				"line":   map[string]any{"type": "integer", "minimum": 1, "description": "1-based line of the symbol"},
-				"symbol": map[string]any{"type": "string", "minLength": 1, "description": "a substring of that line naming the symbol, occurring once in it"},
-				"query":  map[string]any{"type": "string", "description": "symbols: the name (or part of it) to search the workspace for"},
-			},
-		}),
-		ParallelSafe: true,
-	}
+	InputSchema: schema(map[string]any{
+		"type":                 "object",
+		"additionalProperties": false,
+		"required":             []string{"action"},
+		"properties": map[string]any{
+			"action": map[string]any{"type": "string", "enum": actions, "description": "what to ask"},
+			"file":   map[string]any{"type": "string", "description": "path relative to the workdir; \"*\" with diagnostics runs the project checker"},
+			"line":   map[string]any{"type": "integer", "minimum": 1, "description": "1-based line of the symbol"},
+			"symbol": map[string]any{"type": "string", "minLength": 1, "description": "a substring of that line naming the symbol, occurring once in it"},
+			"query":  map[string]any{"type": "string", "description": "symbols: the name (or part of it) to search the workspace for"},
+		},
+	}),
+	ParallelSafe: true,
 }
+
+func (t lspTool) Spec() orchestrator.Spec { return lspSpec }
 
 // Call checks what the action needs and runs it; read-only queries are
 // retried once when their server exits under them (retried).

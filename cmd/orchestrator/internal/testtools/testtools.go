@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,19 +35,20 @@ func New() orchestrator.Provider { return provider{} }
 
 func (provider) Feature() string { return Feature }
 
-func (provider) Tools(*orchestrator.Run) []orchestrator.Tool {
-	return []orchestrator.Tool{
-		tool{spec("test_echo", orchestrator.Read, true, "Echo text back. Pass {text}.", `{"text":{"type":"string"}}`, "text"), echo},
-		tool{spec("test_write", orchestrator.Write, true, "Write content to a file inside the working directory. Pass {path, content}.", `{"path":{"type":"string"},"content":{"type":"string"}}`, "path", "content"), write},
-		tool{spec("test_exec", orchestrator.Exec, true, "Run argv in the run's enclosure and return its stdout. Pass {argv}.", `{"argv":{"type":"array","items":{"type":"string"},"minItems":1}}`, "argv"), execute},
-		tool{spec("test_panic", orchestrator.Read, true, "Panic.", `{}`), panicky},
-		tool{spec("test_slow", orchestrator.Read, true, "Sleep {seconds} or until cancelled; says which.", `{"seconds":{"type":"number"}}`, "seconds"), slow},
-		tool{spec("test_serial", orchestrator.Read, false, "Not parallel-safe: hold for {ms} and report how many test_serial calls of this run overlapped.", `{"ms":{"type":"integer"}}`, "ms"), serial},
-		tool{spec("test_child", orchestrator.Exec, true, "Start a long-lived child (sleep 600) owned by the run and return its pid.", `{}`), child},
-		tool{spec("test_ask", orchestrator.Read, true, "Ask the human {question} through the harness and return the answer as JSON.", `{"question":{"type":"string"},"timeout_seconds":{"type":"number"}}`, "question"), ask},
-		tool{spec("test_stray", orchestrator.Read, true, "Print a line to the process's stdout (which must not reach the protocol).", `{}`), stray},
-		tool{spec("test_reenter", orchestrator.Read, true, "Call the harness's tool {name} with {arguments} and return its result.", `{"name":{"type":"string"},"arguments":{"type":"object"}}`, "name"), reenter},
-	}
+func (provider) Tools(*orchestrator.Run) []orchestrator.Tool { return tools }
+
+// tools are built once: the registry asks for them on every call.
+var tools = []orchestrator.Tool{
+	tool{spec("test_echo", orchestrator.Read, true, "Echo text back, repeat times (default 1). Pass {text, repeat?}.", `{"text":{"type":"string"},"repeat":{"type":"integer","minimum":1,"maximum":100000}}`, "text"), echo},
+	tool{spec("test_write", orchestrator.Write, true, "Write content to a file inside the working directory. Pass {path, content}.", `{"path":{"type":"string"},"content":{"type":"string"}}`, "path", "content"), write},
+	tool{spec("test_exec", orchestrator.Exec, true, "Run argv in the run's enclosure and return its stdout. Pass {argv}.", `{"argv":{"type":"array","items":{"type":"string"},"minItems":1}}`, "argv"), execute},
+	tool{spec("test_panic", orchestrator.Read, true, "Panic.", `{}`), panicky},
+	tool{spec("test_slow", orchestrator.Read, true, "Sleep {seconds} or until cancelled; says which.", `{"seconds":{"type":"number"}}`, "seconds"), slow},
+	tool{spec("test_serial", orchestrator.Read, false, "Not parallel-safe: hold for {ms} and report how many test_serial calls of this run overlapped.", `{"ms":{"type":"integer"}}`, "ms"), serial},
+	tool{spec("test_child", orchestrator.Exec, true, "Start a long-lived child (sleep 600) owned by the run and return its pid.", `{}`), child},
+	tool{spec("test_ask", orchestrator.Read, true, "Ask the human {question} through the harness and return the answer as JSON.", `{"question":{"type":"string"},"timeout_seconds":{"type":"number"}}`, "question"), ask},
+	tool{spec("test_stray", orchestrator.Read, true, "Print a line to the process's stdout (which must not reach the protocol).", `{}`), stray},
+	tool{spec("test_reenter", orchestrator.Read, true, "Call the harness's tool {name} with {arguments} and return its result.", `{"name":{"type":"string"},"arguments":{"type":"object"}}`, "name"), reenter},
 }
 
 func spec(name string, tier orchestrator.Tier, parallel bool, desc, props string, required ...string) orchestrator.Spec {
@@ -71,9 +73,12 @@ func (t tool) Call(ctx context.Context, run *orchestrator.Run, args json.RawMess
 }
 
 func echo(_ context.Context, _ *orchestrator.Run, args json.RawMessage) (*orchestrator.Result, error) {
-	var a struct{ Text string }
+	var a struct {
+		Text   string
+		Repeat int
+	}
 	_ = json.Unmarshal(args, &a)
-	return orchestrator.Text(a.Text), nil
+	return orchestrator.Text(strings.Repeat(a.Text, max(a.Repeat, 1))), nil
 }
 
 func write(_ context.Context, run *orchestrator.Run, args json.RawMessage) (*orchestrator.Result, error) {
