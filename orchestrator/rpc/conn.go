@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrClosed is returned by calls on a connection that has closed.
@@ -49,7 +50,8 @@ type ConnOptions struct {
 // Conn is one JSON-RPC 2.0 connection, both directions at once.
 //
 // One goroutine reads messages: responses go to the Call waiting for them,
-// requests each get a goroutine running the Handler. When the read loop
+// requests each run the Handler on a worker goroutine of their own (a
+// few idle workers are kept for the next requests). When the read loop
 // ends (the peer went away, or Close), waiting Calls fail with ErrClosed,
 // handler contexts are cancelled, and Done is closed once every handler
 // has returned.
@@ -67,9 +69,11 @@ type Conn struct {
 	closed   bool
 	readErr  error
 
-	readDone chan struct{} // the read loop has ended
-	handlers sync.WaitGroup
-	done     chan struct{} // every handler has returned too
+	readDone chan struct{}  // the read loop has ended
+	handlers sync.WaitGroup // the workers running handlers
+	work     chan func()    // to an idle worker
+	idle     atomic.Int32   // workers waiting on work
+	done     chan struct{}  // every handler has returned too
 }
 
 // NewConn starts a connection over f.
@@ -89,7 +93,7 @@ func newConn(f Framer, opts ConnOptions) *Conn {
 	c := &Conn{
 		framer: f, opts: opts, ctx: ctx, cancel: cancel,
 		pending: map[string]chan *message{}, inflight: map[string]context.CancelFunc{},
-		readDone: make(chan struct{}), done: make(chan struct{}),
+		readDone: make(chan struct{}), done: make(chan struct{}), work: make(chan func()),
 	}
 	return c
 }
@@ -166,16 +170,19 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	}
 	select {
 	case m := <-ch:
-		if m.Error != nil {
-			return m.Error
+		err := m.into(result)
+		if err != nil && m.unchecked {
+			// Not the shape it looked like (a member after the result):
+			// read the whole message the thorough way.
+			if d := decode(m.body); d.err == nil && d.isResponse() {
+				err = d.msg.into(result)
+			}
 		}
-		if result == nil || len(m.Result) == 0 {
-			return nil
+		var e *Error
+		if err != nil && !errors.As(err, &e) {
+			return fmt.Errorf("%s: %w", method, err)
 		}
-		if err := json.Unmarshal(m.Result, result); err != nil {
-			return fmt.Errorf("%s: decoding result: %w", method, err)
-		}
-		return nil
+		return err
 	case <-ctx.Done():
 		drop()
 		// The peer may still be working on it: tell it to stop. Best
@@ -186,6 +193,24 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		drop()
 		return fmt.Errorf("%s: %w", method, ErrClosed)
 	}
+}
+
+// into returns the response's error, or decodes its result into result
+// (which may be nil).
+func (m *message) into(result any) error {
+	if m.Error != nil {
+		return m.Error
+	}
+	if result == nil || len(m.Result) == 0 {
+		if m.unchecked && !json.Valid(m.Result) {
+			return errors.New("the result is not valid JSON")
+		}
+		return nil
+	}
+	if err := json.Unmarshal(m.Result, result); err != nil {
+		return fmt.Errorf("decoding result: %w", err)
+	}
+	return nil
 }
 
 // Notify sends a notification.
@@ -281,7 +306,10 @@ func (c *Conn) readLoop() {
 			c.mu.Unlock()
 			return
 		}
-		d := decode(body)
+		d, ok := quickResponse(body)
+		if !ok {
+			d = decode(body)
+		}
 		switch {
 		case d.err != nil:
 			reason := "invalid"
@@ -346,9 +374,7 @@ func (c *Conn) dispatch(d decoded) {
 			return
 		}
 	}
-	c.handlers.Add(1)
-	go func() {
-		defer c.handlers.Done()
+	c.run(func() {
 		defer cancel()
 		result, err := c.handle(ctx, req)
 		if !d.hasID {
@@ -370,7 +396,44 @@ func (c *Conn) dispatch(d decoded) {
 			e = Errorf(CodeInternalError, "internal error: %v", err)
 		}
 		c.reply(d.msg.ID, nil, e)
-	}()
+	})
+}
+
+// maxIdleWorkers bounds the goroutines a connection keeps waiting for
+// the next request.
+const maxIdleWorkers = 4
+
+// run runs a handler on an idle worker, or on a new one. A worker is kept
+// for the next request because a fresh goroutine's stack grows, and is
+// copied each time, several times on a tool call's deep path: a fifth
+// of what a small call costs the server. Idle workers end with the read
+// loop; handlers counts workers, so Done waits for them.
+func (c *Conn) run(task func()) {
+	select {
+	case c.work <- task:
+		return
+	default:
+	}
+	c.handlers.Add(1)
+	go c.worker(task)
+}
+
+func (c *Conn) worker(task func()) {
+	defer c.handlers.Done()
+	for {
+		task()
+		if c.idle.Add(1) > maxIdleWorkers {
+			c.idle.Add(-1)
+			return
+		}
+		select {
+		case task = <-c.work:
+			c.idle.Add(-1)
+		case <-c.readDone:
+			c.idle.Add(-1)
+			return
+		}
+	}
 }
 
 // handle runs the handler under a panic guard.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,5 +234,110 @@ func TestResultOverTheLimitIsAnError(t *testing.T) {
 	p.send(`{"jsonrpc":"2.0","id":2,"method":"echo","params":{"a":1}}`)
 	if m := p.recv(); m["id"] != 2.0 || m["result"] == nil {
 		t.Fatalf("after an oversized result: %v", m)
+	}
+}
+
+// A response in resultBytes' shape is routed without parsing its result
+// first; one that only starts like it, or has a string id, is read the
+// thorough way; a result that is not JSON is an error even when the
+// caller wants no result.
+func TestResponsesInEveryShapeReachTheirCall(t *testing.T) {
+	cases := []struct {
+		name, body string // %d is the request's id
+		want       string
+		wantErr    string
+		nilResult  bool
+	}{
+		{name: "our shape", body: `{"jsonrpc":"2.0","id":%d,"result":{"v":"fast"}}`, want: "fast"},
+		{name: "a member after the result", body: `{"jsonrpc":"2.0","id":%d,"result":{"v":"late"},"extra":1}`, want: "late"},
+		{name: "spaces", body: `{ "jsonrpc": "2.0", "id": %d, "result": {"v": "spaced"} }`, want: "spaced"},
+		{name: "an error", body: `{"jsonrpc":"2.0","id":%d,"error":{"code":-32601,"message":"nope"}}`, wantErr: "nope"},
+		{name: "broken result", body: `{"jsonrpc":"2.0","id":%d,"result":{"v":}`, wantErr: "not valid JSON", nilResult: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, p := newRawPair(t, nil, 0)
+			type out struct {
+				V string `json:"v"`
+			}
+			errc := make(chan error, 1)
+			var got out
+			go func() {
+				if tc.nilResult {
+					errc <- c.Call(context.Background(), "m", nil, nil)
+					return
+				}
+				errc <- c.Call(context.Background(), "m", nil, &got)
+			}()
+			req := p.recv()
+			p.send(strings.Replace(tc.body, "%d", string(mustJSON(t, req["id"])), 1))
+			select {
+			case err := <-errc:
+				switch {
+				case tc.wantErr != "":
+					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+						t.Fatalf("got %v, want an error with %q", err, tc.wantErr)
+					}
+				case err != nil || got.V != tc.want:
+					t.Fatalf("got %+v, %v; want %q", got, err, tc.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the call never returned")
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Requests run at once, whether on kept workers or new ones: ten that
+// each wait for all ten to start all finish, twice over (the second
+// round reuses the first round's idle workers).
+func TestRequestsRunConcurrentlyOnKeptWorkers(t *testing.T) {
+	const n = 10
+	type round struct {
+		started sync.WaitGroup
+		all     chan struct{}
+	}
+	var current atomic.Pointer[round]
+	h := HandlerFunc(func(ctx context.Context, r *Request) (any, error) {
+		rd := current.Load()
+		rd.started.Done()
+		select {
+		case <-rd.all:
+			return "ok", nil
+		case <-time.After(5 * time.Second):
+			return nil, errors.New("the other requests never started")
+		}
+	})
+	a, b := net.Pipe()
+	server := NewConn(NewStreamFramer(a, a, a, 0), ConnOptions{Handler: h})
+	client := NewConn(NewStreamFramer(b, b, b, 0), ConnOptions{})
+	defer server.Close()
+	defer client.Close()
+	for i := range 2 {
+		rd := &round{all: make(chan struct{})}
+		rd.started.Add(n)
+		current.Store(rd)
+		go func() { rd.started.Wait(); close(rd.all) }()
+		errs := make(chan error, n)
+		for range n {
+			go func() { errs <- client.Call(context.Background(), "wait", nil, nil) }()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+		}
+		if idle := server.idle.Load(); idle > maxIdleWorkers {
+			t.Errorf("round %d: %d idle workers kept, the cap is %d", i, idle, maxIdleWorkers)
+		}
 	}
 }

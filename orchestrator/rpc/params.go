@@ -146,15 +146,43 @@ func decodeParams(method string, raw json.RawMessage, v any, required ...string)
 	if err := strictUnmarshal(raw, v); err != nil {
 		return bad("%s", describeDecodeError(err, v))
 	}
-	var present map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &present)
 	for _, f := range required {
-		val, ok := present[f]
-		if !ok || string(val) == "null" || string(val) == `""` || string(val) == "[]" {
+		if empty(v, f) {
 			return bad("field %q is required", f)
 		}
 	}
 	return nil
+}
+
+// empty says the decoded field with that JSON name was missing, null, ""
+// or []: its string or slice is empty, its map or pointer nil. Reading the
+// decoded struct spares a second parse of the params. A required field
+// must be one of those kinds (a number's zero is a value); one that is
+// not panics, so the mistake shows in the first test.
+func empty(v any, name string) bool {
+	rv := reflect.ValueOf(v).Elem()
+	t := rv.Type()
+	for i := range t.NumField() {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if tag != name {
+			continue
+		}
+		f := rv.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			return f.Len() == 0
+		case reflect.Slice:
+			if raw, ok := f.Interface().(json.RawMessage); ok {
+				s := string(bytes.TrimSpace(raw))
+				return s == "" || s == "null" || s == `""` || s == "[]"
+			}
+			return f.Len() == 0
+		case reflect.Map, reflect.Pointer, reflect.Interface:
+			return f.IsNil()
+		}
+		panic(fmt.Sprintf("rpc: required field %q of %s is a %s, which cannot be told missing", name, t, f.Kind()))
+	}
+	panic(fmt.Sprintf("rpc: %s has no field %q", t, name))
 }
 
 func strictUnmarshal(b []byte, v any) error {

@@ -53,6 +53,11 @@ type message struct {
 	Params  json.RawMessage `json:"params,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
 	Error   *Error          `json:"error,omitempty"`
+	// unchecked says Result was taken out of the message without being
+	// parsed (quickResponse): whoever reads it parses it, and when that
+	// fails reads body, the whole message, with decode.
+	unchecked bool
+	body      []byte
 }
 
 // response is written for every request; Result is always present on
@@ -128,6 +133,38 @@ func decode(body []byte) decoded {
 		}
 	}
 	return d
+}
+
+// quickResponse reads a success response in the shape resultBytes writes,
+// {"jsonrpc":"2.0","id":<integer>,"result":<value>}, without parsing the
+// result: the Call waiting for it parses it once, into its own type,
+// instead of after a first pass here. Any other message says !ok and goes
+// through decode.
+func quickResponse(body []byte) (d decoded, ok bool) {
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	rest, found := bytes.CutPrefix(body, []byte(head))
+	if !found {
+		return d, false
+	}
+	n := 0
+	if n < len(rest) && rest[n] == '-' {
+		n++
+	}
+	digits := n
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == digits || n-digits > 15 { // no digits, or beyond float64's exact integers
+		return d, false
+	}
+	id := rest[:n]
+	result, found := bytes.CutPrefix(rest[n:], []byte(mid))
+	if !found || len(result) < 2 || result[len(result)-1] != '}' {
+		return d, false
+	}
+	d.hasID = true
+	d.msg = message{JSONRPC: "2.0", ID: json.RawMessage(id), Result: json.RawMessage(result[:len(result)-1]), unchecked: true, body: body}
+	return d, true
 }
 
 func (d decoded) withErr(e *Error) decoded {
