@@ -115,65 +115,68 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 	}
 	r := s.lineReader()
 	what := fmt.Sprintf("%s of %q at %s:%d", strings.ReplaceAll(a.Action, "_", " "), a.Symbol, c.rel, a.Line)
-	var text string
-	err := s.request(ctx, func(ctx context.Context) error {
+	// The request only asks; its answer is rendered after, so the
+	// request's time (berth_lsp_request_duration_seconds) is the server's.
+	var render func() string
+	err := s.request(ctx, methods[a.Action], func(ctx context.Context) error {
 		switch a.Action {
 		case "definition":
 			res, err := s.api.Definition(ctx, &protocol.DefinitionParams{TextDocumentPositionParams: c.params()})
-			if err != nil {
-				return err
-			}
-			text = r.listLocations(r.definitionSpots(res), maxLocations, what)
+			render = func() string { return r.listLocations(r.definitionSpots(res), maxLocations, what) }
+			return err
 		case "type_definition":
 			res, err := s.api.TypeDefinition(ctx, &protocol.TypeDefinitionParams{TextDocumentPositionParams: c.params()})
-			if err != nil {
-				return err
-			}
-			text = r.listLocations(r.definitionSpots(res), maxLocations, what)
+			render = func() string { return r.listLocations(r.definitionSpots(res), maxLocations, what) }
+			return err
 		case "implementation":
 			res, err := s.api.Implementation(ctx, &protocol.ImplementationParams{TextDocumentPositionParams: c.params()})
-			if err != nil {
-				return err
-			}
-			text = r.listLocations(r.definitionSpots(res), maxLocations, what)
+			render = func() string { return r.listLocations(r.definitionSpots(res), maxLocations, what) }
+			return err
 		case "references":
 			res, err := s.api.References(ctx, &protocol.ReferenceParams{TextDocumentPositionParams: c.params(),
 				Context: protocol.ReferenceContext{IncludeDeclaration: true}})
-			if err != nil {
-				return err
+			render = func() string {
+				spots := make([]spot, 0, len(res))
+				for _, l := range res {
+					spots = append(spots, r.spot(l.URI, l.Range.Start))
+				}
+				return r.listLocations(spots, maxReferences, what)
 			}
-			spots := make([]spot, 0, len(res))
-			for _, l := range res {
-				spots = append(spots, r.spot(l.URI, l.Range.Start))
-			}
-			text = r.listLocations(spots, maxReferences, what)
+			return err
 		case "hover":
 			res, err := s.api.Hover(ctx, &protocol.HoverParams{TextDocumentPositionParams: c.params()})
-			if err != nil {
-				return err
+			render = func() string {
+				if res == nil || strings.TrimSpace(hoverText(res.Contents)) == "" {
+					return fmt.Sprintf("%s has no hover information for %q at %s:%d", s.cfg.Name, a.Symbol, c.rel, a.Line)
+				}
+				return strings.TrimSpace(hoverText(res.Contents))
 			}
-			if res == nil || strings.TrimSpace(hoverText(res.Contents)) == "" {
-				text = fmt.Sprintf("%s has no hover information for %q at %s:%d", s.cfg.Name, a.Symbol, c.rel, a.Line)
-			} else {
-				text = strings.TrimSpace(hoverText(res.Contents))
-			}
+			return err
 		case "code_actions":
 			res, err := s.api.CodeAction(ctx, &protocol.CodeActionParams{
 				TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(c.abs)},
 				Range:        protocol.Range{Start: c.pos, End: c.end},
 				Context:      protocol.CodeActionContext{Diagnostics: onLine(s.latest(c.abs), c.pos.Line)},
 			})
-			if err != nil {
-				return err
-			}
-			text = codeActionsText(res, what)
+			render = func() string { return codeActionsText(res, what) }
+			return err
 		}
-		return nil
+		return fmt.Errorf("unknown action %q", a.Action)
 	})
 	if err != nil {
 		return orchestrator.Errorf("%s could not answer %s: %v%s", s.cfg.Name, a.Action, err, advice(err)), errors.Is(err, errExited)
 	}
-	return orchestrator.Text(text + note), false
+	return orchestrator.Text(render() + note), false
+}
+
+// methods names the LSP method of each position action, for metrics.
+var methods = map[string]string{
+	"definition":      protocol.MethodTextDocumentDefinition,
+	"type_definition": protocol.MethodTextDocumentTypeDefinition,
+	"implementation":  protocol.MethodTextDocumentImplementation,
+	"references":      protocol.MethodTextDocumentReferences,
+	"hover":           protocol.MethodTextDocumentHover,
+	"code_actions":    protocol.MethodTextDocumentCodeAction,
 }
 
 // onLine keeps the diagnostics whose range covers line: the context a

@@ -25,7 +25,7 @@ func (s *server) diagnose(ctx context.Context, abs string, doc document) (items 
 	}
 	if s.caps.DiagnosticProvider != nil {
 		var rep protocol.DocumentDiagnosticReport
-		err := s.call(ctx, func(ctx context.Context) error {
+		err := s.call(ctx, protocol.MethodTextDocumentDiagnostic, func(ctx context.Context) error {
 			var err error
 			rep, err = s.api.Diagnostic(ctx, &protocol.DocumentDiagnosticParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(abs)}})
 			return err
@@ -86,7 +86,7 @@ func (s *server) tsserverDiagnostics(ctx context.Context, abs string) ([]protoco
 		}
 		name, _ := json.Marshal(cmd)
 		var res protocol.LSPAny
-		err = s.call(ctx, func(ctx context.Context) error {
+		err = s.call(ctx, protocol.MethodWorkspaceExecuteCommand, func(ctx context.Context) error {
 			var err error
 			res, err = s.api.ExecuteCommand(ctx, &protocol.ExecuteCommandParams{Command: "typescript.tsserverRequest", Arguments: []protocol.LSPAny{name, arg}})
 			return err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,14 +24,28 @@ type location struct {
 }
 
 func (l location) String() string {
+	var b strings.Builder
+	l.writeTo(&b)
+	return b.String()
+}
+
+// writeTo writes the location as String does: a long list writes each
+// straight into its answer.
+func (l location) writeTo(b *strings.Builder) {
+	b.WriteString(l.path)
+	b.WriteByte(':')
+	b.WriteString(strconv.Itoa(l.line))
+	b.WriteByte(':')
+	b.WriteString(strconv.Itoa(l.col))
 	text := strings.TrimSpace(l.text)
 	if text == "" {
-		return fmt.Sprintf("%s:%d:%d", l.path, l.line, l.col)
+		return
 	}
+	b.WriteString(": ")
 	if utf8.RuneCountInString(text) > maxSourceLine {
 		text = string([]rune(text)[:maxSourceLine]) + "…"
 	}
-	return fmt.Sprintf("%s:%d:%d: %s", l.path, l.line, l.col, text)
+	b.WriteString(text)
 }
 
 // maxSourceLine caps the source line shown with a location: enough to
@@ -42,9 +57,33 @@ const maxSourceLine = 160
 type lines struct {
 	s     *server
 	files map[string][]string
+	paths map[uri.URI]string // fromURI's answers: a long list names few files
+	rels  map[string]string  // relTo's answers
 }
 
-func (s *server) lineReader() *lines { return &lines{s: s, files: map[string][]string{}} }
+func (s *server) lineReader() *lines {
+	return &lines{s: s, files: map[string][]string{}, paths: map[uri.URI]string{}, rels: map[string]string{}}
+}
+
+// rel is a host path as locations show it, relative to the workdir.
+func (r *lines) rel(abs string) string {
+	p, ok := r.rels[abs]
+	if !ok {
+		p = relTo(r.s.workdir, abs)
+		r.rels[abs] = p
+	}
+	return p
+}
+
+// path is the host path of a URI from the server.
+func (r *lines) path(u uri.URI) string {
+	p, ok := r.paths[u]
+	if !ok {
+		p = r.s.fromURI(u)
+		r.paths[u] = p
+	}
+	return p
+}
 
 func (r *lines) line(abs string, n int) (string, bool) {
 	ls, ok := r.files[abs]
@@ -102,7 +141,7 @@ const maxCachedFiles = 500
 
 // at converts a server position in a file to a location.
 func (r *lines) at(u uri.URI, p protocol.Position) location {
-	return r.render(spot{abs: r.s.fromURI(u), pos: p})
+	return r.render(spot{abs: r.path(u), pos: p})
 }
 
 // spot is a server position in a file, before it is rendered: a long
@@ -113,12 +152,12 @@ type spot struct {
 	pos protocol.Position
 }
 
-func (r *lines) spot(u uri.URI, p protocol.Position) spot { return spot{abs: r.s.fromURI(u), pos: p} }
+func (r *lines) spot(u uri.URI, p protocol.Position) spot { return spot{abs: r.path(u), pos: p} }
 
 // render reads the source line of a spot and counts its column in
 // characters.
 func (r *lines) render(sp spot) location {
-	l := location{path: relTo(r.s.workdir, sp.abs), line: int(sp.pos.Line) + 1, col: int(sp.pos.Character) + 1}
+	l := location{path: r.rel(sp.abs), line: int(sp.pos.Line) + 1, col: int(sp.pos.Character) + 1}
 	if text, ok := r.line(sp.abs, int(sp.pos.Line)); ok {
 		l.text = text
 		l.col = utf8.RuneCountInString(text[:r.s.enc.fromServer(text, sp.pos.Character)]) + 1
@@ -147,7 +186,10 @@ func (r *lines) definitionSpots(res protocol.DefinitionResult) []spot {
 // listLocations sorts spots, drops duplicates, caps them and renders the
 // ones shown.
 func (r *lines) listLocations(spots []spot, limit int, what string) string {
-	slices.SortStableFunc(spots, func(a, b spot) int {
+	// Equal spots are alike: no need for a stable sort. Spots of one file
+	// share its path string (lines.path), so most comparisons of paths
+	// end at the pointer.
+	slices.SortFunc(spots, func(a, b spot) int {
 		if c := strings.Compare(a.abs, b.abs); c != 0 {
 			return c
 		}
@@ -161,7 +203,7 @@ func (r *lines) listLocations(spots []spot, limit int, what string) string {
 	b.WriteString(countLine(what, len(spots), limit) + "\n")
 	spots = spots[:min(len(spots), limit)]
 	for _, sp := range spots {
-		b.WriteString(r.render(sp).String())
+		r.render(sp).writeTo(&b)
 		b.WriteByte('\n')
 	}
 	return strings.TrimRight(b.String(), "\n")

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/berth-dev/berth/orchestrator"
 )
@@ -44,6 +46,15 @@ func TestGopls(t *testing.T) {
 		}
 		for _, c := range cases {
 			contains(t, f.ok(t, c.args), c.want...)
+		}
+		// Each request's time is kept, by server and method, apart from
+		// rendering its answer.
+		for _, method := range []string{"textDocument/definition", "textDocument/references", "workspace/symbol"} {
+			h := f.p.metrics.LSPRequestDuration.WithLabelValues("gopls", method).(prometheus.Histogram)
+			var m dto.Metric
+			if err := h.Write(&m); err != nil || m.GetHistogram().GetSampleCount() == 0 {
+				t.Errorf("berth_lsp_request_duration_seconds{server=gopls,method=%s}: no sample (%v)", method, err)
+			}
 		}
 	})
 

@@ -97,11 +97,15 @@ func (p *Provider) fileServer(ctx context.Context, run *orchestrator.Run, file s
 
 // serverFor finds and starts the server for a file.
 func (p *Provider) serverFor(ctx context.Context, run *orchestrator.Run, abs string) (*server, *orchestrator.Result) {
+	sv := p.state(run).sv
+	if s := sv.serving(run, p.conf, abs); s != nil {
+		return s, nil
+	}
 	m, bad := detect(ctx, run, p.conf, abs)
 	if bad != nil {
 		return nil, bad
 	}
-	s, err := p.state(run).sv.get(ctx, m)
+	s, err := sv.get(ctx, m)
 	if err != nil {
 		return nil, orchestrator.Errorf("%v", err)
 	}

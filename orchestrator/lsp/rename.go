@@ -26,27 +26,28 @@ type renameArgs struct {
 	NewName string `json:"new_name"`
 }
 
-func (t renameTool) Spec() orchestrator.Spec {
-	return orchestrator.Spec{
-		Name: "lsp_rename",
-		Tier: orchestrator.Write,
-		Description: `Rename a symbol everywhere in its project through the language server, writing every file or none.
+// renameSpec is built once: the registry asks for it on every call.
+var renameSpec = orchestrator.Spec{
+	Name: "lsp_rename",
+	Tier: orchestrator.Write,
+	Description: `Rename a symbol everywhere in its project through the language server, writing every file or none.
 Pass file, a 1-based line, symbol (a substring of that line naming the symbol once; the last identifier in it is renamed) and new_name.
 Returns each changed file with its number of edits, plus any problems the rename introduced.`,
-		InputSchema: schema(map[string]any{
-			"type":                 "object",
-			"additionalProperties": false,
-			"required":             []string{"file", "line", "symbol", "new_name"},
-			"properties": map[string]any{
-				"file":     map[string]any{"type": "string", "description": "path relative to the workdir"},
-				"line":     map[string]any{"type": "integer", "minimum": 1, "description": "1-based line of the symbol"},
-				"symbol":   map[string]any{"type": "string", "minLength": 1, "description": "a substring of that line naming the symbol, occurring once in it"},
-				"new_name": map[string]any{"type": "string", "minLength": 1, "description": "the symbol's new name"},
-			},
-		}),
-		ParallelSafe: false,
-	}
+	InputSchema: schema(map[string]any{
+		"type":                 "object",
+		"additionalProperties": false,
+		"required":             []string{"file", "line", "symbol", "new_name"},
+		"properties": map[string]any{
+			"file":     map[string]any{"type": "string", "description": "path relative to the workdir"},
+			"line":     map[string]any{"type": "integer", "minimum": 1, "description": "1-based line of the symbol"},
+			"symbol":   map[string]any{"type": "string", "minLength": 1, "description": "a substring of that line naming the symbol, occurring once in it"},
+			"new_name": map[string]any{"type": "string", "minLength": 1, "description": "the symbol's new name"},
+		},
+	}),
+	ParallelSafe: false,
 }
+
+func (t renameTool) Spec() orchestrator.Spec { return renameSpec }
 
 func (t renameTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
 	var a renameArgs
@@ -72,7 +73,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	}
 	if opts, ok := s.caps.RenameProvider.(*protocol.RenameOptions); ok && opts.PrepareProvider != nil && *opts.PrepareProvider {
 		var prep protocol.PrepareRenameResult
-		err := s.request(ctx, func(ctx context.Context) error {
+		err := s.request(ctx, protocol.MethodTextDocumentPrepareRename, func(ctx context.Context) error {
 			var err error
 			prep, err = s.api.PrepareRename(ctx, &protocol.PrepareRenameParams{TextDocumentPositionParams: c.params()})
 			return err
@@ -88,7 +89,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 		return orchestrator.Errorf("%s has not finished loading the workspace, so a rename could miss uses: call again in a moment", s.cfg.Name)
 	}
 	var edit *protocol.WorkspaceEdit
-	err := s.request(ctx, func(ctx context.Context) error {
+	err := s.request(ctx, protocol.MethodTextDocumentRename, func(ctx context.Context) error {
 		var err error
 		edit, err = s.api.Rename(ctx, &protocol.RenameParams{TextDocumentPositionParams: c.params(), NewName: a.NewName})
 		return err

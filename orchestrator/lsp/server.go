@@ -17,6 +17,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
 // server is one running language server for one root. Its connection's
@@ -36,7 +37,8 @@ type server struct {
 	enc     encoding
 	stderr  *ring
 	started time.Time
-	exited  chan struct{} // closed when the process has exited
+	exited  chan struct{}    // closed when the process has exited
+	metrics *metrics.Metrics // nil in tests that build a server by hand
 
 	mu          sync.Mutex
 	docs        map[string]*document  // by absolute host path
@@ -81,13 +83,13 @@ type stdio struct {
 
 // startServer starts the executable of m in the run's enclosure and
 // initializes it. ctx bounds the start; the server lives until close.
-func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m match) (*server, error) {
+func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m match, mt *metrics.Metrics) (*server, error) {
 	encRoot, err := run.Enclosure.MapPath(run.Workdir)
 	if err != nil {
 		return nil, err
 	}
 	s := &server{
-		cfg: m.cfg, conf: conf, root: m.root, workdir: run.Workdir, encRoot: encRoot,
+		cfg: m.cfg, conf: conf, root: m.root, workdir: run.Workdir, encRoot: encRoot, metrics: mt,
 		stderr: newRing(conf.StderrBytes), exited: make(chan struct{}),
 		docs: map[string]*document{}, diags: map[string]*publish{}, files: map[string]cachedFile{}, changed: make(chan struct{}),
 		active: map[string]bool{}, loaded: make(chan struct{}),
@@ -260,6 +262,9 @@ func (s *server) toURI(abs string) uri.URI { return uri.File(s.mapPath(abs)) }
 // fromURI turns a URI from the server into a host path.
 func (s *server) fromURI(u uri.URI) string {
 	p := filepath.FromSlash(u.Path())
+	if s.encRoot == s.workdir {
+		return filepath.Clean(p) // the server sees the host's paths
+	}
 	if r := relTo(s.encRoot, p); r != p {
 		return filepath.Join(s.workdir, filepath.FromSlash(r))
 	}
@@ -341,10 +346,14 @@ func (s *server) waitGone(d time.Duration) bool {
 // call runs one request with the request timeout, retrying when the
 // server answers that the content changed under it or that it cancelled
 // the request itself.
-func (s *server) call(ctx context.Context, f func(ctx context.Context) error) error {
+func (s *server) call(ctx context.Context, method string, f func(ctx context.Context) error) error {
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, s.conf.RequestTimeout.D())
+		start := time.Now()
 		err := f(cctx)
+		if s.metrics != nil {
+			s.metrics.LSPRequestDuration.WithLabelValues(s.cfg.Name, method).Observe(time.Since(start).Seconds())
+		}
 		cancel()
 		if err == nil || attempt == 4 || !retryable(err) || ctx.Err() != nil {
 			return err
@@ -359,8 +368,8 @@ func (s *server) call(ctx context.Context, f func(ctx context.Context) error) er
 
 // request runs f through call; when the server died under it, the error
 // wraps errExited and says that the next call gets a restarted server.
-func (s *server) request(ctx context.Context, f func(ctx context.Context) error) error {
-	err := s.call(ctx, f)
+func (s *server) request(ctx context.Context, method string, f func(ctx context.Context) error) error {
+	err := s.call(ctx, method, f)
 	var answered *jsonrpc2.Error
 	if err == nil || ctx.Err() != nil || errors.As(err, &answered) {
 		return err

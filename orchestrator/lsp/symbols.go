@@ -25,7 +25,7 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 		return orchestrator.Errorf("%s: %v", s.cfg.Name, err), errors.Is(err, errExited)
 	}
 	var res protocol.DocumentSymbolResult
-	err := s.request(ctx, func(ctx context.Context) error {
+	err := s.request(ctx, protocol.MethodTextDocumentDocumentSymbol, func(ctx context.Context) error {
 		var err error
 		res, err = s.api.DocumentSymbol(ctx, &protocol.DocumentSymbolParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(abs)}})
 		return err
@@ -118,7 +118,7 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 			notes = append(notes, s.cfg.Name+" had not finished loading the workspace; the list may be incomplete")
 		}
 		var res protocol.WorkspaceSymbolResult
-		err := s.request(ctx, func(ctx context.Context) error {
+		err := s.request(ctx, protocol.MethodWorkspaceSymbol, func(ctx context.Context) error {
 			var err error
 			res, err = s.api.Symbols(ctx, &protocol.WorkspaceSymbolParams{Query: a.Query})
 			return err

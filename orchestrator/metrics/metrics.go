@@ -42,6 +42,10 @@ type Metrics struct {
 	BuildInfo            *prometheus.GaugeVec
 	RPCMessagesRejected  *prometheus.CounterVec // reason
 	RPCConnectionsActive *prometheus.GaugeVec   // transport
+	// LSPRequestDuration is how long language servers take to answer
+	// the requests tools make, so a slow tool call can be told apart
+	// from a slow server.
+	LSPRequestDuration *prometheus.HistogramVec // server, method
 }
 
 // New builds the collectors and registers them, with the Go and process
@@ -89,11 +93,16 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		RPCConnectionsActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "berth_rpc_connections_active", Help: "Open harness connections by transport.",
 		}, []string{"transport"}),
+		LSPRequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "berth_lsp_request_duration_seconds",
+			Help:    "Language-server request duration in seconds, by server and LSP method, each attempt on its own.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"server", "method"}),
 	}
 	m.BuildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	reg.MustRegister(m.RunsActive, m.SessionsActive, m.SessionStarts, m.SessionEnds, m.ToolCalls,
 		m.ToolCallDuration, m.BridgeCallsInFlight, m.Diagnostics, m.QuestionsPending,
-		m.ReaperLastRun, m.BuildInfo, m.RPCMessagesRejected, m.RPCConnectionsActive,
+		m.ReaperLastRun, m.BuildInfo, m.RPCMessagesRejected, m.RPCConnectionsActive, m.LSPRequestDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
