@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // Run is one live agent execution. Every resource a tool starts for a run
@@ -34,6 +35,24 @@ type Run struct {
 	lastActive time.Time
 	inFlight   int
 	locks      map[string]chan struct{}
+	root       *workspace.Root
+}
+
+// Root is the workdir as a workspace root, for resolving the paths tools
+// are given. It is made once: resolving the workdir again on every call
+// costs a lookup per component of its path.
+func (r *Run) Root() (*workspace.Root, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.root != nil {
+		return r.root, nil
+	}
+	root, err := workspace.New(r.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	r.root = root
+	return root, nil
 }
 
 // NewRun builds a run. Runs made outside Runs.Start (tests, the one-shot

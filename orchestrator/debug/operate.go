@@ -13,7 +13,6 @@ import (
 
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
-	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // operate runs one operation, under the conversation's lock.
@@ -121,7 +120,7 @@ func (p *Provider) status(ctx context.Context, c *conversation) string {
 
 // breakpoints stores a file's lines and, in a session, sets them at once.
 func (p *Provider) breakpoints(ctx context.Context, run *orchestrator.Run, c *conversation, file string, lines []int) (string, error) {
-	root, err := workspace.New(run.Workdir)
+	root, err := run.Root()
 	if err != nil {
 		return "", err
 	}
@@ -187,7 +186,7 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 	if err := p.refuseSecond(c); err != nil {
 		return "", err
 	}
-	root, err := workspace.New(run.Workdir)
+	root, err := run.Root()
 	if err != nil {
 		return "", err
 	}

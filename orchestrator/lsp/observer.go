@@ -14,7 +14,6 @@ import (
 	"go.lsp.dev/protocol"
 
 	"github.com/berth-dev/berth/orchestrator"
-	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // WillWrite records the current diagnostics of the files about to be
@@ -252,7 +251,7 @@ var openFilesOnly = map[string]bool{"typescript-language-server": true, "clangd"
 
 // resolvePaths resolves the harness's paths inside the workdir.
 func resolvePaths(run *orchestrator.Run, paths []string) ([]string, error) {
-	root, err := workspace.New(run.Workdir)
+	root, err := run.Root()
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func (p *Provider) state(run *orchestrator.Run) *runState {
 // resolveFile resolves a path the model gave to a regular file inside the
 // workdir.
 func resolveFile(run *orchestrator.Run, file string) (string, *orchestrator.Result) {
-	root, err := workspace.New(run.Workdir)
+	root, err := run.Root()
 	if err != nil {
 		return "", orchestrator.Errorf("the run's working directory is unusable: %v", err)
 	}

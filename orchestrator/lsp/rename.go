@@ -104,7 +104,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	if err != nil {
 		return orchestrator.Errorf("%v; nothing was written", err)
 	}
-	root, err := workspace.New(run.Workdir)
+	root, err := run.Root()
 	if err != nil {
 		return orchestrator.Errorf("%v", err)
 	}

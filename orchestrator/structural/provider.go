@@ -81,7 +81,7 @@ type scope struct {
 // prepare resolves path and language and compiles the pattern. A problem
 // the model can fix comes back as an error result.
 func (p *Provider) prepare(ctx context.Context, run *orchestrator.Run, path, lang, pat string) (*scope, *orchestrator.Result, error) {
-	root, err := workspace.New(run.Workdir)
+	root, err := run.Root()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -53,7 +53,7 @@ func (r resolveTool) Call(ctx context.Context, run *orchestrator.Run, raw json.R
 		st.done(e.id, "discarded")
 		return orchestrator.Textf("discarded %s: %s in %s dropped; nothing was written", e.id, count(e.replacements, "replacement"), count(len(e.files), "file")), nil
 	}
-	root, err := workspace.New(run.Workdir)
+	root, err := run.Root()
 	if err != nil {
 		st.putBack(e)
 		return nil, err

@@ -60,7 +60,7 @@ func (r *Root) Resolve(p string) (string, error) {
 	if !r.contains(abs) {
 		return "", fmt.Errorf("path %q is %w %s: pass a path inside it", p, ErrOutside, r.dir)
 	}
-	real, err := resolveExisting(abs)
+	real, err := r.resolveBelow(abs)
 	if err != nil {
 		return "", fmt.Errorf("path %q: %w", p, err)
 	}
@@ -83,6 +83,64 @@ func (r *Root) Rel(abs string) string {
 // Contains says whether an absolute path is lexically inside the root.
 func (r *Root) contains(abs string) bool {
 	return abs == r.dir || strings.HasPrefix(abs, r.dir+string(filepath.Separator))
+}
+
+// resolveBelow resolves abs, a clean path inside the root. The root is
+// already resolved, so only the components below it are looked at, one
+// Lstat each: when none is a symlink abs is its own answer (half the
+// lookups of resolving the whole path). A symlink is followed by its
+// target, even when nothing is there yet (a dangling link out of the root
+// must not pass for a new file inside it); a path that leaves the root is
+// resolved the thorough way, for the caller to refuse. A component that
+// does not exist ends the walk: the rest does not exist either.
+func (r *Root) resolveBelow(abs string) (string, error) {
+	for hops := 0; ; hops++ {
+		if hops > 40 {
+			return "", fmt.Errorf("too many levels of symlinks")
+		}
+		if !r.contains(abs) {
+			return resolveExisting(abs)
+		}
+		link, target, err := r.firstSymlink(abs)
+		if err != nil || link == "" {
+			return abs, err
+		}
+		abs = filepath.Join(target, strings.TrimPrefix(abs, link))
+	}
+}
+
+// firstSymlink walks abs's components below the root and returns the
+// first that is a symlink, with its target as an absolute path; "" when
+// there is none before the path ends or stops existing.
+func (r *Root) firstSymlink(abs string) (link, target string, err error) {
+	if abs == r.dir {
+		return "", "", nil
+	}
+	cur, rest := r.dir, abs[len(r.dir)+1:]
+	for rest != "" {
+		var name string
+		name, rest, _ = strings.Cut(rest, string(filepath.Separator))
+		cur = filepath.Join(cur, name)
+		st, err := os.Lstat(cur)
+		if errors.Is(err, os.ErrNotExist) {
+			return "", "", nil
+		}
+		if err != nil {
+			return "", "", err
+		}
+		if st.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		t, err := os.Readlink(cur)
+		if err != nil {
+			return "", "", err
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(cur), t)
+		}
+		return cur, filepath.Clean(t), nil
+	}
+	return "", "", nil
 }
 
 // resolveExisting resolves symlinks in the longest existing prefix of abs

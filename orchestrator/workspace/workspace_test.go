@@ -15,6 +15,9 @@ func TestResolveKeepsPathsInside(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "a", "f.txt"), []byte("x"), 0o644)
 	os.Symlink(outside, filepath.Join(dir, "escape"))
 	os.Symlink(filepath.Join(dir, "a"), filepath.Join(dir, "inner"))
+	os.Symlink("../a", filepath.Join(dir, "a", "up"))                               // relative, inside
+	os.Symlink(filepath.Join(outside, "nothing-yet"), filepath.Join(dir, "dangle")) // dangling, outside
+	os.Symlink("inner/f.txt", filepath.Join(dir, "chain"))                          // a link to a link
 	root, err := New(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -35,6 +38,13 @@ func TestResolveKeepsPathsInside(t *testing.T) {
 		{"/etc/passwd", "", true},
 		{"escape/secret", "", true},
 		{"escape", "", true},
+		{"escape/new/deeper.go", "", true},
+		{"dangle", "", true},
+		{"a/missing/x.go", "a/missing/x.go", false},
+		{"a/up/f.txt", "a/f.txt", false},
+		{"a/up/up/up/f.txt", "a/f.txt", false},
+		{"chain", "a/f.txt", false},
+		{"inner/new.go", "a/new.go", false},
 	} {
 		got, err := root.Resolve(tc.in)
 		if tc.want == "" {

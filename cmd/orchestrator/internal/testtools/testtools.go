@@ -21,7 +21,6 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
-	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // Feature is the feature the test tools ride on: structural, on by
@@ -84,7 +83,7 @@ func echo(_ context.Context, _ *orchestrator.Run, args json.RawMessage) (*orches
 func write(_ context.Context, run *orchestrator.Run, args json.RawMessage) (*orchestrator.Result, error) {
 	var a struct{ Path, Content string }
 	_ = json.Unmarshal(args, &a)
-	root, err := workspace.New(run.Workdir)
+	root, err := run.Root()
 	if err != nil {
 		return nil, err
 	}
