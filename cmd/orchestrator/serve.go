@@ -113,8 +113,9 @@ func serveCmd(args []string, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		in := protocolStdin()
 		wg.Go(func() {
-			srv.ServeStdio(os.Stdin, out)
+			srv.ServeStdio(in, out)
 			log.Debug("stdin closed: stopping")
 			stop()
 		})
@@ -166,6 +167,33 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// protocolStdin returns stdin for the protocol. When it is a pipe or a
+// socket (a harness's), it is a private copy in non-blocking mode, so Go
+// waits for it in its poller: a blocking read holds an OS thread and its
+// scheduler slot, and the handler a request wakes then waits until the
+// runtime notices (tens of microseconds to milliseconds on a small
+// machine). A terminal is left as it is: non-blocking mode would reach
+// the shell that shares it.
+func protocolStdin() *os.File {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(0, &st); err != nil {
+		return os.Stdin
+	}
+	if mode := st.Mode & syscall.S_IFMT; mode != syscall.S_IFIFO && mode != syscall.S_IFSOCK {
+		return os.Stdin
+	}
+	fd, err := syscall.Dup(0)
+	if err != nil {
+		return os.Stdin
+	}
+	syscall.CloseOnExec(fd)
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(fd)
+		return os.Stdin
+	}
+	return os.NewFile(uintptr(fd), "protocol-stdin")
 }
 
 // protocolStdout keeps a private copy of stdout for the protocol and points

@@ -49,9 +49,9 @@ type ConnOptions struct {
 
 // Conn is one JSON-RPC 2.0 connection, both directions at once.
 //
-// One goroutine reads messages: responses go to the Call waiting for them,
-// requests each run the Handler on a worker goroutine of their own (a
-// few idle workers are kept for the next requests). When the read loop
+// One goroutine at a time reads messages: responses go to the Call
+// waiting for them; a request is handled by the goroutine that read it,
+// once it has passed the reading on (reader). When the read loop
 // ends (the peer went away, or Close), waiting Calls fail with ErrClosed,
 // handler contexts are cancelled, and Done is closed once every handler
 // has returned.
@@ -70,9 +70,9 @@ type Conn struct {
 	readErr  error
 
 	readDone chan struct{}  // the read loop has ended
-	handlers sync.WaitGroup // the workers running handlers
-	work     chan func()    // to an idle worker
-	idle     atomic.Int32   // workers waiting on work
+	handlers sync.WaitGroup // the reading and handling goroutines (reader)
+	turn     chan struct{}  // passes the reading to an idle goroutine
+	idle     atomic.Int32   // goroutines waiting for their turn
 	done     chan struct{}  // every handler has returned too
 }
 
@@ -93,12 +93,15 @@ func newConn(f Framer, opts ConnOptions) *Conn {
 	c := &Conn{
 		framer: f, opts: opts, ctx: ctx, cancel: cancel,
 		pending: map[string]chan *message{}, inflight: map[string]context.CancelFunc{},
-		readDone: make(chan struct{}), done: make(chan struct{}), work: make(chan func()),
+		readDone: make(chan struct{}), done: make(chan struct{}), turn: make(chan struct{}),
 	}
 	return c
 }
 
-func (c *Conn) start() { go c.readLoop() }
+func (c *Conn) start() {
+	c.handlers.Add(1)
+	go c.reader()
+}
 
 // Done is closed when the connection has ended and its handlers returned.
 func (c *Conn) Done() <-chan struct{} { return c.done }
@@ -289,8 +292,34 @@ func (c *Conn) reject(reason string, id json.RawMessage, e *Error) {
 	c.reply(id, nil, e)
 }
 
-func (c *Conn) readLoop() {
-	defer c.shutdown()
+// reader reads messages until one needs a handler; it then passes the
+// reading on to another goroutine and runs the handler itself. The
+// request so runs at once on the goroutine that read it, its stack grown
+// by earlier requests, and the next read waits on the other goroutine,
+// off the request's path; handing each request to a second goroutine
+// instead costs a wake-up per call (tens of microseconds on a small
+// machine). After its handler a goroutine waits, as one of a few idle
+// ones, for its next turn to read. Every such goroutine is counted in
+// handlers, so Done waits for all of them.
+func (c *Conn) reader() {
+	defer c.handlers.Done()
+	for {
+		task, ok := c.readUntilTask()
+		if !ok {
+			return
+		}
+		c.passReading()
+		task()
+		if !c.waitTurn() {
+			return
+		}
+	}
+}
+
+// readUntilTask reads and handles messages that need no handler
+// (responses, cancellations, refusals) until one does, and returns its
+// task; false when the connection has ended.
+func (c *Conn) readUntilTask() (func(), bool) {
 	for {
 		body, err := c.framer.Read(c.ctx)
 		if err != nil {
@@ -304,7 +333,8 @@ func (c *Conn) readLoop() {
 				c.readErr = err
 			}
 			c.mu.Unlock()
-			return
+			c.shutdown()
+			return nil, false
 		}
 		d, ok := quickResponse(body)
 		if !ok {
@@ -330,8 +360,40 @@ func (c *Conn) readLoop() {
 		case d.msg.Method == "$/cancelRequest":
 			c.cancelInflight(d)
 		default:
-			c.dispatch(d)
+			if task := c.prepare(d); task != nil {
+				return task, true
+			}
 		}
+	}
+}
+
+// maxIdleWorkers bounds the goroutines a connection keeps waiting for
+// their turn to read.
+const maxIdleWorkers = 4
+
+// passReading gives the next read to an idle goroutine, or to a new one.
+func (c *Conn) passReading() {
+	select {
+	case c.turn <- struct{}{}:
+	default:
+		c.handlers.Add(1)
+		go c.reader()
+	}
+}
+
+// waitTurn waits to be passed the reading; false when the goroutine
+// should end instead (enough are idle, or the connection ended).
+func (c *Conn) waitTurn() bool {
+	if c.idle.Add(1) > maxIdleWorkers {
+		c.idle.Add(-1)
+		return false
+	}
+	defer c.idle.Add(-1)
+	select {
+	case <-c.turn:
+		return true
+	case <-c.readDone:
+		return false
 	}
 }
 
@@ -356,7 +418,10 @@ func (c *Conn) cancelInflight(d decoded) {
 	}
 }
 
-func (c *Conn) dispatch(d decoded) {
+// prepare registers a request as in flight (before the next message is
+// read, so a $/cancelRequest right behind it finds it) and returns the
+// task that handles and answers it; nil when it was refused.
+func (c *Conn) prepare(d decoded) func() {
 	ctx, cancel := context.WithCancel(c.ctx)
 	req := &Request{Method: d.msg.Method, Params: d.msg.Params, Notification: !d.hasID}
 	var key string
@@ -371,10 +436,10 @@ func (c *Conn) dispatch(d decoded) {
 		if dup {
 			cancel()
 			c.reject("invalid", d.msg.ID, Errorf(CodeInvalidRequest, "invalid request: id %s is already used by a request in flight; use a fresh id per request", d.msg.ID))
-			return
+			return nil
 		}
 	}
-	c.run(func() {
+	return func() {
 		defer cancel()
 		result, err := c.handle(ctx, req)
 		if !d.hasID {
@@ -396,43 +461,6 @@ func (c *Conn) dispatch(d decoded) {
 			e = Errorf(CodeInternalError, "internal error: %v", err)
 		}
 		c.reply(d.msg.ID, nil, e)
-	})
-}
-
-// maxIdleWorkers bounds the goroutines a connection keeps waiting for
-// the next request.
-const maxIdleWorkers = 4
-
-// run runs a handler on an idle worker, or on a new one. A worker is kept
-// for the next request because a fresh goroutine's stack grows, and is
-// copied each time, several times on a tool call's deep path: a fifth
-// of what a small call costs the server. Idle workers end with the read
-// loop; handlers counts workers, so Done waits for them.
-func (c *Conn) run(task func()) {
-	select {
-	case c.work <- task:
-		return
-	default:
-	}
-	c.handlers.Add(1)
-	go c.worker(task)
-}
-
-func (c *Conn) worker(task func()) {
-	defer c.handlers.Done()
-	for {
-		task()
-		if c.idle.Add(1) > maxIdleWorkers {
-			c.idle.Add(-1)
-			return
-		}
-		select {
-		case task = <-c.work:
-			c.idle.Add(-1)
-		case <-c.readDone:
-			c.idle.Add(-1)
-			return
-		}
 	}
 }
 
