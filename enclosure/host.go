@@ -71,6 +71,7 @@ func (d hostDriver) Start(ctx context.Context, c Cmd) (Process, error) {
 		stdinW.Close()
 		return nil, err
 	}
+	growPipe(stdoutW, stdoutPipeBytes)
 	cmd.Stdin, cmd.Stdout = stdinR, stdoutW
 	var stderrR *os.File
 	var stderrW *os.File
@@ -95,6 +96,29 @@ func (d hostDriver) Start(ctx context.Context, c Cmd) (Process, error) {
 	}
 	go h.wait()
 	return h, nil
+}
+
+// stdoutPipeBytes is the capacity asked for a process's stdout pipe. A
+// language server's answer (references on a large project, a workspace's
+// symbols) runs to a hundred kilobytes and more: through the default
+// 64 KiB pipe the server stops at each 64 KiB until the reader wakes and
+// drains it, and every such wake of an idle process is slow on a small
+// machine. Not more: the kernel counts pipe capacity against the user
+// (fs.pipe-user-pages-soft, 64 MiB by default), and past that quota every
+// new pipe of the user gets a minimal buffer.
+const stdoutPipeBytes = 256 << 10
+
+// growPipe asks for a larger pipe buffer, best effort: the kernel may
+// give less (fs.pipe-max-size, the user's pipe quota), which only costs
+// speed.
+func growPipe(f *os.File, size int) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_SETPIPE_SZ, uintptr(size))
+	})
 }
 
 func closeAll(files ...*os.File) {

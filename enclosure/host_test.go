@@ -146,3 +146,28 @@ func TestLookupNeverFallsBackSilently(t *testing.T) {
 		}
 	}
 }
+
+// A process's stdout pipe holds a large answer whole: the process writes
+// 200 KiB and exits while nobody reads (through a default 64 KiB pipe it
+// would wait for the reader at each 64 KiB), and every byte is there.
+func TestHostStdoutHoldsALargeAnswer(t *testing.T) {
+	const n = 200 << 10
+	p, err := Host().Start(context.Background(), Cmd{Path: "head", Args: []string{"-c", strconv.Itoa(n), "/dev/zero"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Stdin().Close()
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		_ = p.Kill()
+		t.Fatal("the process did not finish writing 200 KiB with nobody reading: the pipe was not grown")
+	}
+	out, err := io.ReadAll(p.Stdout())
+	if err != nil || len(out) != n {
+		t.Fatalf("read %d bytes (%v), want %d", len(out), err, n)
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
