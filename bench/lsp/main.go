@@ -3,26 +3,39 @@
 // through Berth's harness protocol (the real orchestrator binary over
 // stdio, the client from orchestrator/rpc, the lsp tool, gopls) and sent
 // straight to a second gopls by a minimal client (direct.go), alternating
-// so both stay equally warm. To split what Berth adds, it also times the
-// same tool call made in process (the registry and the lsp provider, no
-// protocol; on a third gopls) and a protocol round trip alone (test_echo
-// of the same answer). Last it times files/didWrite on a warm server
-// against the direct time from didChange to gopls's first publish. It
-// prints medians, their ratio and the added time.
+// so both stay equally warm. It prints medians, their ratio and the added
+// time two ways:
 //
-// Usage: go run ./bench/lsp [-n 30] [-repo .]
+//   - added: the median of the pair differences. Two gopls processes
+//     answer, so their own variance (a references query takes 4 to 10ms,
+//     and gopls goes on collecting garbage after it answers) is in it.
+//   - own: on the very calls through Berth, the time end to end minus the
+//     time gopls took inside them, which Berth's metrics report
+//     (berth_lsp_request_duration_seconds, scraped between calls).
+//
+// To split what Berth adds, it also times the same tool call made in
+// process (the registry and the lsp provider, no protocol; on a third
+// gopls) and a protocol round trip alone (test_echo: a small request, an
+// answer as long as the lsp one). Last it times files/didWrite on a warm
+// server against the direct time from didChange to gopls's first publish.
+//
+// Usage: go run ./bench/lsp [-n 300] [-repo .] [-gap 0]
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,18 +50,25 @@ import (
 // symbol (the first line that contains find).
 type query struct {
 	action string
+	method string // the LSP method, as Berth's metrics name it
 	file   string
 	find   string
 	symbol string
 }
 
 var queries = []query{
-	{"definition", "orchestrator/registry.go", "return Errorf(\"tool %s (tier %s)", "Errorf"},
-	{"references", "orchestrator/result.go", "func Errorf(", "Errorf"},
+	{"definition", "textDocument/definition", "orchestrator/registry.go", "return Errorf(\"tool %s (tier %s)", "Errorf"},
+	{"references", "textDocument/references", "orchestrator/result.go", "func Errorf(", "Errorf"},
 }
 
+// gap is a pause before each measured request, for measuring calls that
+// find every process idle (an agent's calls are seconds apart): on a
+// virtual machine each wake-up of an idle process then costs far more.
+var gap time.Duration
+
 func main() {
-	n := flag.Int("n", 30, "measured requests per query and path")
+	n := flag.Int("n", 300, "measured requests per query and path (fewer leave the added time uncertain by several hundred µs)")
+	flag.DurationVar(&gap, "gap", 0, "pause before each measured request")
 	repo := flag.String("repo", ".", "the Go module to query (this repository)")
 	flag.Parse()
 	if err := run(*n, *repo); err != nil {
@@ -77,14 +97,25 @@ func run(n int, repo string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
-	cmd := exec.Command(bin, "serve", "--stdio")
-	cmd.Env = append(os.Environ(), "BERTH_TEST_TOOLS=1") // test_echo, to time the protocol alone
-	cmd.Stderr = os.Stderr
+	// --listen as well, for /metrics: berth_lsp_request_duration_seconds
+	// says how long gopls took inside Berth on the very calls measured.
+	cmd := exec.Command(bin, "serve", "--stdio", "--listen", "127.0.0.1:0")
+	// test_echo, to time the protocol alone; a token of its own, so
+	// --listen writes none to the user's data directory.
+	cmd.Env = append(os.Environ(), "BERTH_TEST_TOOLS=1", "BERTH_TOKEN=bench-lsp-only")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
 	c, err := rpc.DialCommand(cmd, rpc.ClientOptions{})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	metricsURL, err := listenAddr(stderr)
+	if err != nil {
+		return err
+	}
 	if _, err := c.Initialize(ctx, "bench-lsp", "0"); err != nil {
 		return err
 	}
@@ -106,6 +137,8 @@ func run(n int, repo string) error {
 	defer inproc.run.End(orchestrator.EndStopped)
 
 	fmt.Printf("gopls on %s, %d requests each after warm-up, alternating paths\n", repo, n)
+	fmt.Println("added: the median of pair differences (two gopls processes, so gopls's own variance is in it);")
+	fmt.Println("own:   Berth's time on the same calls, end to end minus the time gopls took inside each")
 	fmt.Printf("%-13s %10s %10s %8s %10s   %s\n", "query", "direct", "berth", "ratio", "added", "target: added <= max(10% of direct, 1ms)")
 	for _, q := range queries {
 		text, err := os.ReadFile(filepath.Join(repo, q.file))
@@ -119,19 +152,33 @@ func run(n int, repo string) error {
 		col := strings.Index(strings.Split(string(text), "\n")[line-1], q.symbol)
 		args := map[string]any{"action": q.action, "file": q.file, "line": line, "symbol": q.symbol}
 		var answer string
+		var own, inside []time.Duration // per call: Berth's own time, and gopls's inside it
+		// The time gopls spent inside Berth so far: read after each call
+		// (not before the next, so the scrape's own work is done by then).
+		spent, err := serverSeconds(metricsURL, q.method)
+		if err != nil {
+			return err
+		}
 		berthCall := func() (time.Duration, error) {
+			before := spent
+			time.Sleep(gap)
 			start := time.Now()
 			res, err := c.CallTool(ctx, r.RunID, orchestrator.SurfaceFull, "lsp", args)
 			el := time.Since(start)
 			if err == nil && res.IsError {
 				err = fmt.Errorf("%s", res.FirstText())
 			}
-			if err == nil {
-				answer = res.FirstText()
+			if err != nil {
+				return 0, err
 			}
+			answer = res.FirstText()
+			spent, err = serverSeconds(metricsURL, q.method)
+			g := time.Duration((spent - before) * float64(time.Second))
+			own, inside = append(own, el-g), append(inside, g)
 			return el, err
 		}
 		directCall := func() (time.Duration, error) {
+			time.Sleep(gap)
 			return d.request(ctx, q.action, filepath.Join(repo, q.file), line-1, col)
 		}
 		// Warm-up: the first references waits for the workspace load on
@@ -145,6 +192,7 @@ func run(n int, repo string) error {
 		if _, err := inproc.call(ctx, args); err != nil {
 			return fmt.Errorf("%s in process: %w", q.action, err)
 		}
+		own, inside = nil, nil
 		var direct, berth []time.Duration
 		for i := 0; i < n; i++ {
 			first, second := directCall, berthCall
@@ -165,6 +213,10 @@ func run(n int, repo string) error {
 			direct, berth = append(direct, a), append(berth, b)
 		}
 		report(q.action, direct, berth)
+		fmt.Printf("%-13s %10s %10s %8.3f   gopls's answer: direct, and inside the Berth calls (Berth's metric)\n",
+			"  gopls", round(median(direct)), round(median(inside)), float64(median(inside))/float64(median(direct)))
+		fmt.Printf("%-13s %21s   Berth's own time per call, median (p90 %s; target <= max(10%% of direct, 1ms): %s)\n",
+			"  own", round(median(own)), round(percentile(own, 90)), verdict(median(own), median(direct)))
 		// The same tool call in process, against the direct request.
 		var local, direct2 []time.Duration
 		for i := 0; i < n; i++ {
@@ -183,16 +235,20 @@ func run(n int, repo string) error {
 			local, direct2 = append(local, b), append(direct2, a)
 		}
 		report("  in process", direct2, local)
-		// The harness protocol alone: a tool that echoes the same answer.
+		// The harness protocol alone: a small request whose answer is as
+		// long as the lsp answer (test_echo repeats a line of it).
+		sample := answer[strings.LastIndexByte(answer, '\n')+1:] + "\n"
+		echoArgs := map[string]any{"text": sample, "repeat": max(1, len(answer)/len(sample))}
 		var echo []time.Duration
 		for i := 0; i < n; i++ {
+			time.Sleep(gap)
 			start := time.Now()
-			if _, err := c.CallTool(ctx, r.RunID, orchestrator.SurfaceFull, "test_echo", map[string]any{"text": answer}); err != nil {
+			if _, err := c.CallTool(ctx, r.RunID, orchestrator.SurfaceFull, "test_echo", echoArgs); err != nil {
 				return err
 			}
 			echo = append(echo, time.Since(start))
 		}
-		fmt.Printf("%-13s %21s   the harness protocol round trip alone (test_echo of the %d-byte answer)\n", "  protocol", round(median(echo)), len(answer))
+		fmt.Printf("%-13s %21s   the harness protocol round trip alone (a small request, a %d-byte answer like the lsp one)\n", "  protocol", round(median(echo)), len(answer))
 	}
 	return didWrite(ctx, c, d, n)
 }
@@ -220,6 +276,7 @@ func (ip *inProcess) call(ctx context.Context, args map[string]any) (time.Durati
 	if err != nil {
 		return 0, err
 	}
+	time.Sleep(gap)
 	start := time.Now()
 	res, err := ip.reg.Call(ctx, ip.run, orchestrator.SurfaceFull, "lsp", raw)
 	el := time.Since(start)
@@ -300,15 +357,58 @@ func report(name string, direct, berth []time.Duration) {
 		diffs = append(diffs, berth[i]-direct[i])
 	}
 	added := median(diffs)
-	verdict := "met"
-	if added > max(md/10, time.Millisecond) {
-		verdict = "MISSED"
-	}
+	v := verdict(added, md)
 	if name == "didWrite" {
-		verdict = "(not a query: no target)"
+		v = "(not a query: no target)"
 	}
-	fmt.Printf("%-13s %10s %10s %8.3f %10s   %s (min %s / %s)\n", name, round(md), round(mb), float64(mb)/float64(md), round(added), verdict,
+	fmt.Printf("%-13s %10s %10s %8.3f %10s   %s (min %s / %s)\n", name, round(md), round(mb), float64(mb)/float64(md), round(added), v,
 		round(slices.Min(direct)), round(slices.Min(berth)))
+}
+
+// verdict judges an added time against the target: at most 10% of the
+// direct time, or 1ms, whichever is larger.
+func verdict(added, direct time.Duration) string {
+	if added > max(direct/10, time.Millisecond) {
+		return "MISSED"
+	}
+	return "met"
+}
+
+// listenAddr reads the orchestrator's stderr until it names its HTTP
+// listener, returns the /metrics URL, and copies the rest to our stderr.
+func listenAddr(stderr io.Reader) (string, error) {
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(os.Stderr, line)
+		if rest, ok := strings.CutPrefix(line, "listening on http://"); ok {
+			addr, _, _ := strings.Cut(rest, " ")
+			go func() { _, _ = io.Copy(os.Stderr, stderr) }()
+			return "http://" + addr + "/metrics", nil
+		}
+	}
+	return "", errors.New("the orchestrator ended before it named its listener")
+}
+
+// serverSeconds scrapes the total time gopls took answering method
+// inside Berth so far (0 before the first request).
+func serverSeconds(url, method string) (float64, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	series := fmt.Sprintf(`berth_lsp_request_duration_seconds_sum{method=%q,server="gopls"} `, method)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, series); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, nil // no request yet
 }
 
 func round(d time.Duration) time.Duration {
@@ -316,6 +416,12 @@ func round(d time.Duration) time.Duration {
 		return d.Round(10 * time.Microsecond)
 	}
 	return d.Round(100 * time.Microsecond)
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)*p/100]
 }
 
 func median(ds []time.Duration) time.Duration {
