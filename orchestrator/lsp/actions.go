@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"go.lsp.dev/protocol"
 
@@ -114,6 +116,15 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 		}
 	}
 	r := s.lineReader()
+	if a.Action == "references" || a.Action == "implementation" {
+		// Long lists: while the server works, check on disk the files
+		// the last one showed, so this one's source lines need no look.
+		r.since = time.Now()
+		var rechecked sync.WaitGroup
+		rechecked.Go(func() { s.recheck(r.since) })
+		defer r.remember()
+		defer rechecked.Wait()
+	}
 	what := fmt.Sprintf("%s of %q at %s:%d", strings.ReplaceAll(a.Action, "_", " "), a.Symbol, c.rel, a.Line)
 	// The request only asks; its answer is rendered after, so the
 	// request's time (berth_lsp_request_duration_seconds) is the server's.

@@ -59,6 +59,9 @@ type lines struct {
 	files map[string][]string
 	paths map[uri.URI]string // fromURI's answers: a long list names few files
 	rels  map[string]string  // relTo's answers
+	// since, when set, is when the query began: a cached file checked on
+	// disk after it (recheck, while the server worked) is not checked again.
+	since time.Time
 }
 
 func (s *server) lineReader() *lines {
@@ -88,10 +91,10 @@ func (r *lines) path(u uri.URI) string {
 func (r *lines) line(abs string, n int) (string, bool) {
 	ls, ok := r.files[abs]
 	if !ok {
-		if text, open := r.s.text(abs); open {
-			ls = strings.Split(text, "\n")
+		if text, open := r.s.docLines(abs); open {
+			ls = text
 		} else {
-			ls = r.s.fileLines(abs)
+			ls = r.s.fileLines(abs, r.since)
 		}
 		r.files[abs] = ls
 	}
@@ -103,22 +106,26 @@ func (r *lines) line(abs string, n int) (string, bool) {
 
 // cachedFile is a file's lines as read at a size and modification time.
 type cachedFile struct {
-	size  int64
-	mod   time.Time
-	lines []string
+	size    int64
+	mod     time.Time
+	lines   []string
+	checked time.Time // when size and time were last found unchanged
 }
 
 // fileLines returns a file's lines, read again only when its size or
 // modification time changed: a list of references reads the same files
-// call after call.
-func (s *server) fileLines(abs string) []string {
+// call after call. A file checked at or after since is not checked again.
+func (s *server) fileLines(abs string, since time.Time) []string {
+	s.mu.Lock()
+	c, ok := s.files[abs]
+	s.mu.Unlock()
+	if ok && !since.IsZero() && !c.checked.Before(since) {
+		return c.lines
+	}
 	st, err := os.Stat(abs)
 	if err != nil {
 		return nil
 	}
-	s.mu.Lock()
-	c, ok := s.files[abs]
-	s.mu.Unlock()
 	if ok && c.size == st.Size() && c.mod.Equal(st.ModTime()) {
 		return c.lines
 	}
@@ -138,6 +145,50 @@ func (s *server) fileLines(abs string) []string {
 
 // maxCachedFiles bounds the line cache of one server.
 const maxCachedFiles = 500
+
+// maxRecent bounds the files recheck looks at.
+const maxRecent = 64
+
+// recheck checks on disk, at or after since, the cached files the last
+// long list showed, while the server works on the next query: the list
+// it answers then needs no look at the disk for them (a stat each, slow
+// when cold). A file found changed leaves the cache, to be read again.
+func (s *server) recheck(since time.Time) {
+	s.mu.Lock()
+	recent := slices.Clone(s.recent)
+	s.mu.Unlock()
+	for _, abs := range recent {
+		st, err := os.Stat(abs)
+		s.mu.Lock()
+		c, ok := s.files[abs]
+		switch {
+		case !ok:
+		case err == nil && c.size == st.Size() && c.mod.Equal(st.ModTime()):
+			c.checked = since
+			s.files[abs] = c
+		default:
+			delete(s.files, abs)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// remember notes the files a long list read from disk, for the next
+// recheck.
+func (r *lines) remember() {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	recent := make([]string, 0, min(len(r.files), maxRecent))
+	for abs := range r.files {
+		if len(recent) == maxRecent {
+			break
+		}
+		if _, open := r.s.docs[abs]; !open {
+			recent = append(recent, abs)
+		}
+	}
+	r.s.recent = recent
+}
 
 // at converts a server position in a file to a location.
 func (r *lines) at(u uri.URI, p protocol.Position) location {

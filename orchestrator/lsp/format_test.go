@@ -3,8 +3,10 @@ package lsp
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.lsp.dev/protocol"
 )
@@ -38,5 +40,45 @@ func TestListLocationsCap(t *testing.T) {
 	}
 	if got := countLine("symbols", 3, 200); got != "symbols: 3" {
 		t.Errorf("under the cap: %q", got)
+	}
+}
+
+// A long list's files are checked on disk while the server works
+// (recheck): a file changed since the last list is read again, and one
+// checked after the query began is not looked at again, so its line is
+// the one it had when the query ran.
+func TestRecheckKeepsLongListsFresh(t *testing.T) {
+	dir := t.TempDir()
+	abs := filepath.Join(dir, "a.go")
+	write := func(text string) {
+		if err := os.WriteFile(abs, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &server{workdir: dir, enc: utf16Enc, docs: map[string]*document{}, files: map[string]cachedFile{}}
+	spots := []spot{{abs: abs, pos: protocol.Position{Line: 1}}}
+	list := func(change func()) string {
+		r := s.lineReader()
+		r.since = time.Now()
+		s.recheck(r.since)
+		if change != nil {
+			change()
+		}
+		defer r.remember()
+		return r.listLocations(slices.Clone(spots), 50, "x")
+	}
+	write("one\ntwo\n")
+	if got := list(nil); !strings.Contains(got, "a.go:2:1: two") {
+		t.Fatalf("first list: %q", got)
+	}
+	write("one\ntwo, changed\n")
+	if got := list(nil); !strings.Contains(got, "a.go:2:1: two, changed") {
+		t.Fatalf("after a change: %q", got)
+	}
+	if got := list(func() { write("one\nthree, written after the check\n") }); !strings.Contains(got, "a.go:2:1: two, changed") {
+		t.Fatalf("a file checked during the query was looked at again: %q", got)
+	}
+	if got := list(nil); !strings.Contains(got, "three, written after the check") {
+		t.Fatalf("the next query missed the change: %q", got)
 	}
 }

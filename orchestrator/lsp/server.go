@@ -44,6 +44,7 @@ type server struct {
 	docs        map[string]*document  // by absolute host path
 	diags       map[string]*publish   // by absolute host path
 	files       map[string]cachedFile // lines of files read for locations
+	recent      []string              // the files the last long list read (recheck)
 	seq         uint64                // counts publishes
 	changed     chan struct{}
 	active      map[string]bool // progress tokens begun and not ended
@@ -64,6 +65,7 @@ type document struct {
 	syncSeq uint64    // s.seq when this version was sent
 	size    int64     // the file's size and modification time when read,
 	mod     time.Time // to skip reading it again while they hold
+	lines   []string  // text split into lines, made when first asked (docLines)
 }
 
 // publish is the newest diagnostics a server published for a file.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.lsp.dev/protocol"
 
@@ -57,7 +58,7 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 		s.docs[abs] = d
 	case d.text != text:
 		d.version++
-		d.text, d.syncSeq, changed = text, s.seq, true
+		d.text, d.syncSeq, d.lines, changed = text, s.seq, nil, true
 	}
 	d.size, d.mod = st.Size(), st.ModTime()
 	cp := *d
@@ -123,6 +124,21 @@ func (s *server) text(abs string) (string, bool) {
 	return d.text, true
 }
 
+// docLines returns an open file's text, as the server was sent it, split
+// into lines (split once per version), and whether it is open.
+func (s *server) docLines(abs string) ([]string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.docs[abs]
+	if !ok {
+		return nil, false
+	}
+	if d.lines == nil {
+		d.lines = strings.Split(d.text, "\n")
+	}
+	return d.lines, true
+}
+
 // linesOf returns the text of a file for converting positions in it: as
 // the server was sent it when open, else as on disk (another file the
 // server reported on).
@@ -130,7 +146,7 @@ func (s *server) linesOf(abs string) string {
 	if text, open := s.text(abs); open {
 		return text
 	}
-	return strings.Join(s.fileLines(abs), "\n")
+	return strings.Join(s.fileLines(abs, time.Time{}), "\n")
 }
 
 // errGone says a file no longer exists: it was deleted, and the server
