@@ -176,6 +176,9 @@ func (d decoded) withErr(e *Error) decoded {
 func (d decoded) isResponse() bool { return d.err == nil && d.msg.Method == "" }
 
 func validID(id json.RawMessage) bool {
+	if _, ok := plainInt(id); ok {
+		return true
+	}
 	var v any
 	if json.Unmarshal(id, &v) != nil {
 		return false
@@ -187,6 +190,21 @@ func validID(id json.RawMessage) bool {
 		return n == float64(int64(n))
 	}
 	return false
+}
+
+// plainInt says an id is a plain non-negative integer as JSON writes it
+// (no sign, exponent, fraction or leading zero, at most 15 digits: exact
+// in a float64) and returns it; the usual id, read without a parse.
+func plainInt(id json.RawMessage) (string, bool) {
+	if len(id) == 0 || len(id) > 15 || (id[0] == '0' && len(id) > 1) {
+		return "", false
+	}
+	for _, c := range id {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	return string(id), true
 }
 
 // kindOf names the JSON type of a value for error messages.
@@ -216,6 +234,9 @@ func kindOf(b []byte) string {
 
 // idKey normalises an id for map lookups (1 and 1.0 are the same id).
 func idKey(id json.RawMessage) string {
+	if n, ok := plainInt(id); ok {
+		return "n" + n
+	}
 	var v any
 	if json.Unmarshal(id, &v) != nil {
 		return string(id)

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -59,4 +60,23 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("accepted a message that is neither request nor response: %q", b)
 		}
 	})
+}
+
+// Ids read without a parse name the same request as ids read with one.
+func TestIDKeysAgree(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{{"7", "7.0"}, {"0", "-0"}, {"123456789012345", "1.23456789012345e14"}, {"42", "4.2e1"}} {
+		if idKey(json.RawMessage(tc.a)) != idKey(json.RawMessage(tc.b)) {
+			t.Errorf("%s and %s have different keys: %q, %q", tc.a, tc.b, idKey(json.RawMessage(tc.a)), idKey(json.RawMessage(tc.b)))
+		}
+	}
+	for _, id := range []string{"7", "0", `"x"`, "1.0"} {
+		if !validID(json.RawMessage(id)) {
+			t.Errorf("%s: not a valid id", id)
+		}
+	}
+	for _, id := range []string{"1.5", "null", "[]", "{}", "true", "007"} {
+		if validID(json.RawMessage(id)) {
+			t.Errorf("%s: taken for a valid id", id)
+		}
+	}
 }
