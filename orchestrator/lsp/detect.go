@@ -22,15 +22,17 @@ type match struct {
 
 // detect finds the server for a file (absolute, inside the workdir). It
 // returns the first entry that can serve it, or an error result that names
-// the missing half of every entry that could have.
-func detect(ctx context.Context, run *orchestrator.Run, cfg Config, abs string) (match, *orchestrator.Result) {
+// the missing half of every entry that could have. running (may be nil)
+// says a server already runs for a root: its executable evidently
+// resolved, so it is not searched for again (a PATH walk on every query).
+func detect(ctx context.Context, run *orchestrator.Run, cfg Config, abs string, running func(root, name string) bool) (match, *orchestrator.Result) {
 	ext := strings.ToLower(filepath.Ext(abs))
 	var tried []match
 	for _, s := range cfg.Servers {
 		if _, ok := s.Extensions[ext]; !ok {
 			continue
 		}
-		m := probe(ctx, run, s, filepath.Dir(abs))
+		m := probe(ctx, run, s, filepath.Dir(abs), running)
 		if m.missing == "" {
 			return m, nil
 		}
@@ -51,8 +53,11 @@ func detect(ctx context.Context, run *orchestrator.Run, cfg Config, abs string) 
 
 // probe checks one entry for a directory: root marker at or above dir
 // (inside the workdir) and executable.
-func probe(ctx context.Context, run *orchestrator.Run, s ServerConfig, dir string) match {
+func probe(ctx context.Context, run *orchestrator.Run, s ServerConfig, dir string, running func(root, name string) bool) match {
 	m := match{cfg: s, root: findRoot(run.Workdir, dir, s.RootMarkers)}
+	if m.root != "" && running != nil && running(m.root, s.Name) {
+		return m // its slot starts it again, if need be, with the match it began with
+	}
 	m.exe, m.exeErr = run.Enclosure.LookPath(ctx, s.Command[0])
 	var missing []string
 	if m.root == "" {

@@ -98,10 +98,7 @@ func (p *Provider) fileServer(ctx context.Context, run *orchestrator.Run, file s
 // serverFor finds and starts the server for a file.
 func (p *Provider) serverFor(ctx context.Context, run *orchestrator.Run, abs string) (*server, *orchestrator.Result) {
 	sv := p.state(run).sv
-	if s := sv.serving(run, p.conf, abs); s != nil {
-		return s, nil
-	}
-	m, bad := detect(ctx, run, p.conf, abs)
+	m, bad := detect(ctx, run, p.conf, abs, sv.running)
 	if bad != nil {
 		return nil, bad
 	}

@@ -72,7 +72,7 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 		if bad != nil {
 			return bad
 		}
-		m, bad := detect(ctx, run, p.conf, abs)
+		m, bad := detect(ctx, run, p.conf, abs, nil)
 		if bad != nil {
 			b.WriteString(bad.FirstText())
 		} else {
@@ -91,7 +91,7 @@ func (p *Provider) reload(ctx context.Context, run *orchestrator.Run, a args) *o
 		if bad != nil {
 			return bad
 		}
-		m, bad := detect(ctx, run, p.conf, abs)
+		m, bad := detect(ctx, run, p.conf, abs, nil)
 		if bad != nil {
 			return bad
 		}

@@ -53,6 +53,16 @@ func TestDetection(t *testing.T) {
 	if _, err := f.p.DidWrite(ctx, f.run, []string{"../outside.go"}); err == nil || !strings.Contains(err.Error(), "outside the working directory") {
 		t.Errorf("a path outside the workdir: %v", err)
 	}
+	// A server already running for the root needs no new search of its
+	// executable; without one, the missing executable is named.
+	abs := filepath.Join(f.dir, "rust/src/main.rs")
+	running := func(root, name string) bool { return name == "rust-analyzer" && root == filepath.Join(f.dir, "rust") }
+	if m, bad := detect(ctx, f.run, f.p.conf, abs, running); bad != nil || m.cfg.Name != "rust-analyzer" {
+		t.Errorf("a running server was not chosen: %+v %v", m, bad)
+	}
+	if _, bad := detect(ctx, f.run, f.p.conf, abs, func(string, string) bool { return false }); bad == nil {
+		t.Error("with no server running, the missing executable was not named")
+	}
 	f.run.SetFeatures(map[string]bool{orchestrator.FeatureLSP: false})
 	if rep, _ := f.p.DidWrite(ctx, f.run, []string{"README.md"}); rep.State != orchestrator.WriteUnknown || !strings.Contains(rep.Text, "off for this run") {
 		t.Errorf("lsp off: %+v", rep)

@@ -3,9 +3,7 @@ package lsp
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -94,33 +92,15 @@ func (sv *supervisor) get(ctx context.Context, m match) (*server, error) {
 	return sl.srv, nil
 }
 
-// serving returns the live server that detect would choose for a file:
-// the first entry for its extension whose root marker is found at or
-// above it and whose server already runs for that root. A running
-// server needs no new search of its executable (a PATH walk on every
-// query). nil means detect and get decide.
-func (sv *supervisor) serving(run *orchestrator.Run, conf Config, abs string) *server {
-	ext := strings.ToLower(filepath.Ext(abs))
-	for _, s := range conf.Servers {
-		if _, ok := s.Extensions[ext]; !ok {
-			continue
-		}
-		root := findRoot(run.Workdir, filepath.Dir(abs), s.RootMarkers)
-		if root == "" {
-			return nil // detect names what is missing, or tries the next entry
-		}
-		var srv *server
-		sv.mu.Lock()
-		if sl := sv.slots[slotKey{root, s.Name}]; sl != nil && !sv.closed && done(sl.ready) {
-			srv = sl.srv
-		}
-		sv.mu.Unlock()
-		if srv == nil || !srv.alive() {
-			return nil
-		}
-		return srv
+// running says a live server runs for (root, name) (detect's running).
+func (sv *supervisor) running(root, name string) bool {
+	var srv *server
+	sv.mu.Lock()
+	if sl := sv.slots[slotKey{root, name}]; sl != nil && !sv.closed && done(sl.ready) {
+		srv = sl.srv
 	}
-	return nil
+	sv.mu.Unlock()
+	return srv != nil && srv.alive()
 }
 
 // backoff is the wait before restart n (1-based): RestartBackoff doubled

@@ -87,7 +87,7 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 			if served[langs] {
 				continue
 			}
-			m := probe(ctx, run, sc, run.Workdir)
+			m := probe(ctx, run, sc, run.Workdir, nil)
 			if m.missing != "" || m.root != run.Workdir {
 				continue
 			}
