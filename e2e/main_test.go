@@ -16,7 +16,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,12 +26,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -83,24 +82,6 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 // testCtx is ctxFor(t, 2*time.Minute): enough for a cold language server.
 func testCtx(t *testing.T) context.Context { return ctxFor(t, 2*time.Minute) }
 
-// lockedBuffer collects a child's stderr; it is logged if the test fails.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // command builds "orchestrator args..." with env added to ours.
 func command(env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(binary, args...)
@@ -122,7 +103,7 @@ func startStdio(t *testing.T, env ...string) *rpc.Client {
 func startStdioArgs(t *testing.T, env []string, args ...string) *rpc.Client {
 	t.Helper()
 	cmd := command(env, args...)
-	stderr := &lockedBuffer{}
+	stderr := newStderr()
 	cmd.Stderr = stderr
 	c, err := rpc.DialCommand(cmd, rpc.ClientOptions{})
 	if err != nil {
@@ -138,7 +119,10 @@ func startStdioArgs(t *testing.T, env []string, args ...string) *rpc.Client {
 // awaitExit calls stop, which closes the child's stdin and waits for it,
 // and fails the test unless the child exits cleanly within 30s (then it
 // is killed). The child's stderr is logged if the test failed.
-func awaitExit(t *testing.T, cmd *exec.Cmd, stderr *lockedBuffer, stop func() error) {
+// newStderr keeps the last MiB of a child's stderr, logged if a test fails.
+func newStderr() *enclosure.Tail { return enclosure.NewTail(1 << 20) }
+
+func awaitExit(t *testing.T, cmd *exec.Cmd, stderr *enclosure.Tail, stop func() error) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- stop() }()
@@ -162,7 +146,7 @@ type server struct {
 	Addr  string // host:port
 	Token string
 	// Stderr is everything the server printed so far.
-	Stderr *lockedBuffer
+	Stderr *enclosure.Tail
 	cmd    *exec.Cmd
 	// exited is closed when the process has exited, with exitErr set.
 	exited  chan struct{}
@@ -211,7 +195,7 @@ func startServeArgs(t *testing.T, env []string, token string, args ...string) *s
 	t.Helper()
 	cmd := command(env, args...)
 	pr, pw := io.Pipe()
-	stderr := &lockedBuffer{}
+	stderr := newStderr()
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func startRaw(t *testing.T, env []string, args ...string) *rawStdio {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &lockedBuffer{}
+	stderr := newStderr()
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -293,7 +293,7 @@ func TestServeGeneratesAToken(t *testing.T) {
 func TestUnixSocket(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "berth.sock")
 	cmd := command([]string{testTools}, "serve", "--unix", sock)
-	stderr := &lockedBuffer{}
+	stderr := newStderr()
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -21,7 +20,7 @@ import (
 type server struct {
 	c      *rpc.Client
 	dir    string // holds the binary and its configuration
-	stderr *lockedBuffer
+	stderr *enclosure.Tail
 	runs   int // runs started, for fresh conversation ids
 }
 
@@ -36,7 +35,7 @@ func startServer(ctx context.Context, python string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{dir: dir, stderr: &lockedBuffer{}}
+	s := &server{dir: dir, stderr: enclosure.NewTail(1 << 20)}
 	bin := filepath.Join(dir, "orchestrator")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/orchestrator")
 	build.Dir = root
@@ -130,22 +129,4 @@ func moduleRoot() (string, error) {
 		return "", fmt.Errorf("not inside the Berth module: run this from the repository (go run ./bench/debug)")
 	}
 	return filepath.Dir(mod), nil
-}
-
-// lockedBuffer collects the server's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -2,7 +2,6 @@ package lsp
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
@@ -77,19 +75,23 @@ func (p *Provider) runChecker(ctx context.Context, run *orchestrator.Run, sc Ser
 	if err != nil {
 		return fmt.Sprintf("%s: %v", cmdline, err)
 	}
-	var stderr bytes.Buffer
-	proc, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: sc.Checker[0], Args: sc.Checker[1:], Dir: dir, Stderr: &lockedBuffer{b: &stderr}})
+	stderr := enclosure.NewTail(checkerOutputBytes)
+	proc, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: sc.Checker[0], Args: sc.Checker[1:], Dir: dir, Stderr: stderr})
 	if err != nil {
 		return fmt.Sprintf("%s could not start: %v", cmdline, err)
 	}
 	proc.Stdin().Close()
 	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
-	stdout, _ := io.ReadAll(proc.Stdout())
+	stdout, _ := io.ReadAll(io.LimitReader(proc.Stdout(), checkerOutputBytes))
+	_, _ = io.Copy(io.Discard, proc.Stdout()) // the rest: the checker must not block on a full pipe
 	code, _ := proc.Wait()
 	stop()
 	encRoot, _ := run.Enclosure.MapPath(run.Workdir)
 	found := parseChecker(string(stdout)+"\n"+stderr.String(), run.Workdir, encRoot, root)
 	head := fmt.Sprintf("%s (exit %d): %d problem(s)", cmdline, code, len(found))
+	if _, dropped := stderr.Snapshot(); dropped > 0 || len(stdout) == checkerOutputBytes {
+		head += fmt.Sprintf(" (its output passed %d MiB, and only that much of it was read: run it yourself for all of it)", checkerOutputBytes>>20)
+	}
 	if ctx.Err() != nil {
 		head = fmt.Sprintf("%s was stopped after %s: %d problem(s) before that", cmdline, p.conf.CheckerTimeout.D(), len(found))
 	}
@@ -196,15 +198,6 @@ func outermost(roots []string) []string {
 	return out
 }
 
-// lockedBuffer is a bytes.Buffer safe for the writer goroutine and the
-// reader after Wait.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+// checkerOutputBytes bounds what is kept of a checker's stdout, and of
+// its stderr: a broken project can make a checker print without end.
+const checkerOutputBytes = 4 << 20

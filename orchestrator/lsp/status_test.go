@@ -123,3 +123,20 @@ func TestCheckerInASubdirectory(t *testing.T) {
 	contains(t, f.ok(t, map[string]any{"action": "diagnostics", "file": "*"}),
 		"go vet ./... in svc (exit 1): 1 problem(s)", "svc/main.go:9:17: cannot use \"three\"")
 }
+
+// A checker that prints without end is read up to the limit, ends, and
+// the answer says so.
+func TestCheckerOutputIsBounded(t *testing.T) {
+	conf := DefaultConfig()
+	for i := range conf.Servers {
+		if conf.Servers[i].Name == "gopls" {
+			conf.Servers[i].Checker = []string{"sh", "-c", "head -c 12000000 /dev/zero | tr '\\0' x; head -c 12000000 /dev/zero | tr '\\0' y >&2; exit 1"}
+		}
+	}
+	f := newFixture(t, "go", conf)
+	out, _ := f.call(t, "lsp", map[string]any{"action": "diagnostics", "file": "*"})
+	contains(t, out, "(exit 1): 0 problem(s) (its output passed 4 MiB, and only that much of it was read")
+	if len(out) > 10000 {
+		t.Errorf("the answer holds %d bytes of the checker's output", len(out))
+	}
+}
