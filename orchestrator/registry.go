@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"runtime/debug"
 	"sort"
@@ -78,60 +79,48 @@ func (g *Registry) Features() []string {
 	return f
 }
 
-// tools returns every tool offered for the run (feature connected),
-// whatever the surface, with its spec, sorted by name. Each Spec is
-// asked for once: a provider may build it.
-func (g *Registry) tools(run *Run) []specTool {
+// offered yields every tool offered for the run (feature connected),
+// whatever the surface, with its spec. Each Spec is asked for once: a
+// provider may build it.
+func (g *Registry) offered(run *Run) iter.Seq2[Tool, Spec] {
 	g.mu.Lock()
 	ps := append([]Provider(nil), g.providers...)
 	g.mu.Unlock()
-	var out []specTool
-	for _, p := range ps {
-		if !run.Feature(p.Feature()) {
-			continue
-		}
-		for _, t := range p.Tools(run) {
-			out = append(out, specTool{t, t.Spec()})
+	return func(yield func(Tool, Spec) bool) {
+		for _, p := range ps {
+			if !run.Feature(p.Feature()) {
+				continue
+			}
+			for _, t := range p.Tools(run) {
+				if !yield(t, t.Spec()) {
+					return
+				}
+			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].spec.Name < out[j].spec.Name })
-	return out
-}
-
-// specTool is a tool with the spec it gave.
-type specTool struct {
-	tool Tool
-	spec Spec
 }
 
 // find returns the run's tool of that name (feature connected) and its
 // spec; ok is false when there is none.
-func (g *Registry) find(run *Run, name string) (t Tool, spec Spec, ok bool) {
-	g.mu.Lock()
-	ps := append([]Provider(nil), g.providers...)
-	g.mu.Unlock()
-	for _, p := range ps {
-		if !run.Feature(p.Feature()) {
-			continue
-		}
-		for _, t := range p.Tools(run) {
-			if sp := t.Spec(); sp.Name == name {
-				return t, sp, true
-			}
+func (g *Registry) find(run *Run, name string) (Tool, Spec, bool) {
+	for t, sp := range g.offered(run) {
+		if sp.Name == name {
+			return t, sp, true
 		}
 	}
 	return nil, Spec{}, false
 }
 
-// List returns the specs of the tools the surface may see for the run.
+// List returns the specs of the tools the surface may see for the run,
+// sorted by name.
 func (g *Registry) List(run *Run, s Surface) []Spec {
 	var specs []Spec
-	for _, t := range g.tools(run) {
-		sp := t.spec
+	for _, sp := range g.offered(run) {
 		if sp.Tier <= s.MaxTier() {
 			specs = append(specs, sp)
 		}
 	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs
 }
 
