@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+
+	"github.com/berth-dev/berth/orchestrator"
 )
 
 // ErrClosed is returned by calls on a connection that has closed.
@@ -204,6 +206,12 @@ func (m *message) into(result any) error {
 	if m.Error != nil {
 		return m.Error
 	}
+	if r, ok := result.(*orchestrator.Result); ok {
+		if v, ok := readResult(m.Result); ok {
+			*r = v
+			return nil
+		}
+	}
 	if result == nil || len(m.Result) == 0 {
 		if m.unchecked && !json.Valid(m.Result) {
 			return errors.New("the result is not valid JSON")
@@ -230,6 +238,9 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 func encodeParams(params any) (json.RawMessage, error) {
 	if params == nil {
 		return nil, nil
+	}
+	if p, ok := params.(CallToolParams); ok {
+		return p.encode()
 	}
 	p, err := json.Marshal(params)
 	if err != nil || string(p) == "null" {
@@ -260,7 +271,9 @@ func (c *Conn) reply(id json.RawMessage, result any, e *Error) {
 		id = nullID
 	}
 	r := response{JSONRPC: "2.0", ID: id, Error: e}
-	if e == nil {
+	if res, ok := result.(*orchestrator.Result); ok && e == nil {
+		r.Result = appendResult(make([]byte, 0, resultSize(res)), res)
+	} else if e == nil {
 		b, err := json.Marshal(result)
 		if err != nil {
 			r.Error = Errorf(CodeInternalError, "internal error: encoding the result: %v", err)
@@ -337,6 +350,9 @@ func (c *Conn) readUntilTask() (func(), bool) {
 			return nil, false
 		}
 		d, ok := quickResponse(body)
+		if !ok {
+			d, ok = quickRequest(body)
+		}
 		if !ok {
 			d = decode(body)
 		}

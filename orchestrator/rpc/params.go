@@ -107,6 +107,28 @@ type CallToolParams struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
+// encode writes the params as json.Marshal does (the arguments as they
+// came, not compacted), without reflection: every tool call sends them.
+func (p CallToolParams) encode() (json.RawMessage, error) {
+	if len(p.Arguments) > 0 && !json.Valid(p.Arguments) {
+		return nil, errors.New("the arguments are not valid JSON")
+	}
+	b := make([]byte, 0, len(p.RunID)+len(p.Surface)+len(p.Name)+len(p.Arguments)+64)
+	b = append(b, `{"runId":`...)
+	b = appendString(b, p.RunID)
+	if p.Surface != "" {
+		b = append(b, `,"surface":`...)
+		b = appendString(b, p.Surface)
+	}
+	b = append(b, `,"name":`...)
+	b = appendString(b, p.Name)
+	if len(p.Arguments) > 0 {
+		b = append(b, `,"arguments":`...)
+		b = append(b, p.Arguments...)
+	}
+	return append(b, '}'), nil
+}
+
 // WriteParams are files/willWrite's and files/didWrite's parameters:
 // paths relative to the run's working directory, or absolute inside it.
 type WriteParams struct {

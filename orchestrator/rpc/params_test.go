@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -53,4 +54,31 @@ func TestRequiringANumberIsAMistake(t *testing.T) {
 		N int `json:"n"`
 	}
 	_ = decodeParams("m", json.RawMessage(`{"n":0}`), &v, "n")
+}
+
+// tools/call's params, written without reflection, read as what
+// json.Marshal writes (which also escapes <, > and & inside the arguments).
+func TestCallToolParamsEncode(t *testing.T) {
+	for _, p := range []CallToolParams{
+		{RunID: "r1", Name: "lsp", Arguments: json.RawMessage(`{"action":"references","file":"a<b>.go","line":3}`)},
+		{RunID: "r\"2", Surface: "plan", Name: "x\n"},
+		{RunID: "r3", Name: "eval", Arguments: json.RawMessage(`[]`)},
+	} {
+		got, err := p.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(p)
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("encode wrote invalid JSON %s: %v", got, err)
+		}
+		_ = json.Unmarshal(want, &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("encode:\n got %s\nwant %s", got, want)
+		}
+	}
+	if _, err := (CallToolParams{RunID: "r", Name: "x", Arguments: json.RawMessage(`{"a":`)}).encode(); err == nil {
+		t.Error("invalid arguments were sent")
+	}
 }

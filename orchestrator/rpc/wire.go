@@ -167,6 +167,54 @@ func quickResponse(body []byte) (d decoded, ok bool) {
 	return d, true
 }
 
+// quickRequest reads a request or notification in the shape
+// requestBytes writes, {"jsonrpc":"2.0","id":<integer>,"method":"<name>",
+// "params":<object or array>} (no id for a notification), without
+// decoding it into a map: the params are checked to be one valid JSON
+// value, so no other member can hide behind them, and the name and the
+// id are plain ASCII. Any other message says !ok and goes through decode.
+func quickRequest(body []byte) (d decoded, ok bool) {
+	rest, found := bytes.CutPrefix(body, []byte(`{"jsonrpc":"2.0",`))
+	if !found {
+		return d, false
+	}
+	if r, found := bytes.CutPrefix(rest, []byte(`"id":`)); found {
+		n := bytes.IndexByte(r, ',')
+		if n < 0 {
+			return d, false
+		}
+		if _, plain := plainInt(r[:n]); !plain {
+			return d, false
+		}
+		d.hasID, d.msg.ID = true, json.RawMessage(r[:n])
+		rest = r[n+1:]
+	}
+	rest, found = bytes.CutPrefix(rest, []byte(`"method":"`))
+	if !found {
+		return d, false
+	}
+	end := 0
+	for end < len(rest) && rest[end] != '"' {
+		if c := rest[end]; c < 0x20 || c >= 0x7f || c == '\\' {
+			return d, false
+		}
+		end++
+	}
+	if end == 0 || end == len(rest) {
+		return d, false
+	}
+	params, found := bytes.CutPrefix(rest[end+1:], []byte(`,"params":`))
+	if !found || len(params) < 3 || params[len(params)-1] != '}' {
+		return d, false
+	}
+	params = params[:len(params)-1]
+	if (params[0] != '{' && params[0] != '[') || !json.Valid(params) {
+		return d, false
+	}
+	d.msg.Method, d.msg.Params = string(rest[:end]), json.RawMessage(params)
+	return d, true
+}
+
 func (d decoded) withErr(e *Error) decoded {
 	d.err = e
 	return d

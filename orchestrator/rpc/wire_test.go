@@ -80,3 +80,62 @@ func TestIDKeysAgree(t *testing.T) {
 		}
 	}
 }
+
+// sameDecoded says quickRequest read body as decode does.
+func sameDecoded(t *testing.T, body []byte, q decoded) {
+	t.Helper()
+	d := decode(body)
+	if d.err != nil {
+		t.Fatalf("quickRequest took %q, which decode refuses: %v", body, d.err)
+	}
+	if q.hasID != d.hasID || string(q.msg.ID) != string(d.msg.ID) || q.msg.Method != d.msg.Method {
+		t.Fatalf("%q: quickRequest read id %s (%v) method %q; decode id %s (%v) method %q", body, q.msg.ID, q.hasID, q.msg.Method, d.msg.ID, d.hasID, d.msg.Method)
+	}
+	if strings.TrimSpace(string(q.msg.Params)) != strings.TrimSpace(string(d.msg.Params)) {
+		t.Fatalf("%q: quickRequest read params %s, decode %s", body, q.msg.Params, d.msg.Params)
+	}
+}
+
+func TestQuickRequest(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		ok   bool
+	}{
+		{string(requestBytes(json.RawMessage("12"), "tools/call", json.RawMessage(`{"runId":"r1","name":"lsp","arguments":{"a":"}"}}`))), true},
+		{string(requestBytes(nil, "$/cancelRequest", json.RawMessage(`{"id":3}`))), true},
+		{`{"jsonrpc":"2.0","id":0,"method":"m","params":[1,2]}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{} }`, true},
+		// Left to decode.
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{},"id":2}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1},"x":{"b":2}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}  `, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":"x"}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":null}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":}}`, false},
+		{`{"jsonrpc":"2.0","id":"a","method":"m","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":01,"method":"m","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"a\"b","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"m"}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{}}`, false},
+	} {
+		q, ok := quickRequest([]byte(tc.body))
+		if ok != tc.ok {
+			t.Errorf("quickRequest(%s): ok %v, want %v", tc.body, ok, tc.ok)
+			continue
+		}
+		if ok {
+			sameDecoded(t, []byte(tc.body), q)
+		}
+	}
+}
+
+func FuzzQuickRequest(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1,"}"]}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"m","params":[]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if q, ok := quickRequest(b); ok {
+			sameDecoded(t, b, q)
+		}
+	})
+}
