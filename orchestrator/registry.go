@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
@@ -227,7 +225,7 @@ func (g *Registry) unknownTool(run *Run, s Surface, name string) *Result {
 	return Errorf("unknown tool %q: this run offers %s", name, strings.Join(names, ", "))
 }
 
-func (g *Registry) schema(spec Spec) (*jsonschema.Schema, error) {
+func (g *Registry) schema(spec Spec) (*inputSchema, error) {
 	g.mu.Lock()
 	c, ok := g.schemas[spec.Name]
 	g.mu.Unlock()
@@ -249,7 +247,7 @@ func (g *Registry) schema(spec Spec) (*jsonschema.Schema, error) {
 // compiled again.
 type compiled struct {
 	text   []byte
-	schema *jsonschema.Schema
+	schema *inputSchema
 }
 
 func (g *Registry) count(tool, tier, outcome string) {

@@ -10,9 +10,17 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
+// inputSchema is a tool's input schema, compiled: the full validator,
+// and the quick check (argSchema) when the schema uses only what it
+// handles.
+type inputSchema struct {
+	full  *jsonschema.Schema
+	quick *argSchema // nil: every call goes through full
+}
+
 // compileSchema compiles a tool's input schema. A tool whose schema does
 // not compile is a programming error, reported when it is first listed.
-func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
+func compileSchema(name string, raw json.RawMessage) (*inputSchema, error) {
 	if len(raw) == 0 {
 		raw = json.RawMessage(`{"type":"object"}`)
 	}
@@ -29,15 +37,19 @@ func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
 	}
-	return s, nil
+	return &inputSchema{full: s, quick: compileArgSchema(raw)}, nil
 }
 
 // validateArgs checks args against the schema and returns a sentence that
 // names each offending field, or "" when they are valid.
-func validateArgs(s *jsonschema.Schema, args json.RawMessage) string {
+func validateArgs(sch *inputSchema, args json.RawMessage) string {
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		args = json.RawMessage("{}")
 	}
+	if sch.quick != nil && sch.quick.valid(args) {
+		return ""
+	}
+	s := sch.full
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
 		return "arguments are not valid JSON: " + err.Error()
