@@ -42,8 +42,16 @@ func (l location) writeTo(b *strings.Builder) {
 		return
 	}
 	b.WriteString(": ")
-	if utf8.RuneCountInString(text) > maxSourceLine {
-		text = string([]rune(text)[:maxSourceLine]) + "…"
+	if len(text) > maxSourceLine { // else it has no more characters than bytes
+		n := 0
+		for i := range text {
+			if n == maxSourceLine {
+				b.WriteString(text[:i])
+				b.WriteString("…")
+				return
+			}
+			n++
+		}
 	}
 	b.WriteString(text)
 }
@@ -54,49 +62,57 @@ const maxSourceLine = 160
 
 // lines shows locations' source lines: from the text the server was sent
 // for open files, else from the server's cache of files read from disk.
+// A list names few files, one after another (servers group them, and a
+// long list is sorted): each lookup first asks whether it is the file of
+// the one before.
 type lines struct {
 	s     *server
 	files map[string][]string
-	paths map[uri.URI]string // fromURI's answers: a long list names few files
-	rels  map[string]string  // relTo's answers
 	// since, when set, is when the query began: a cached file checked on
 	// disk after it (recheck, while the server worked) is not checked again.
 	since time.Time
+
+	lastURI          uri.URI // path's last answer
+	lastPath         string
+	lastAbs, lastRel string // rel's
+	lastFile         string // line's
+	lastLines        []string
 }
 
 func (s *server) lineReader() *lines {
-	return &lines{s: s, files: map[string][]string{}, paths: map[uri.URI]string{}, rels: map[string]string{}}
+	return &lines{s: s, files: map[string][]string{}}
 }
 
 // rel is a host path as locations show it, relative to the workdir.
 func (r *lines) rel(abs string) string {
-	p, ok := r.rels[abs]
-	if !ok {
-		p = relTo(r.s.workdir, abs)
-		r.rels[abs] = p
+	if abs != r.lastAbs || r.lastRel == "" {
+		r.lastAbs, r.lastRel = abs, relTo(r.s.workdir, abs)
 	}
-	return p
+	return r.lastRel
 }
 
 // path is the host path of a URI from the server.
 func (r *lines) path(u uri.URI) string {
-	p, ok := r.paths[u]
-	if !ok {
-		p = r.s.fromURI(u)
-		r.paths[u] = p
+	if u != r.lastURI || r.lastPath == "" {
+		r.lastURI, r.lastPath = u, r.s.pathOf(u)
 	}
-	return p
+	return r.lastPath
 }
 
 func (r *lines) line(abs string, n int) (string, bool) {
-	ls, ok := r.files[abs]
-	if !ok {
-		if text, open := r.s.docLines(abs); open {
-			ls = text
-		} else {
-			ls = r.s.fileLines(abs, r.since)
+	ls := r.lastLines
+	if abs != r.lastFile || r.lastFile == "" {
+		var ok bool
+		ls, ok = r.files[abs]
+		if !ok {
+			if text, open := r.s.docLines(abs); open {
+				ls = text
+			} else {
+				ls = r.s.fileLines(abs, r.since)
+			}
+			r.files[abs] = ls
 		}
-		r.files[abs] = ls
+		r.lastFile, r.lastLines = abs, ls
 	}
 	if n < 0 || n >= len(ls) {
 		return "", false
@@ -253,6 +269,7 @@ func (r *lines) listLocations(spots []spot, limit int, what string) string {
 	var b strings.Builder
 	b.WriteString(countLine(what, len(spots), limit) + "\n")
 	spots = spots[:min(len(spots), limit)]
+	b.Grow(len(spots) * 128) // a path, a position and a source line
 	for _, sp := range spots {
 		r.render(sp).writeTo(&b)
 		b.WriteByte('\n')

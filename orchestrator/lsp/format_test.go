@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.lsp.dev/protocol"
 )
@@ -80,5 +81,20 @@ func TestRecheckKeepsLongListsFresh(t *testing.T) {
 	}
 	if got := list(nil); !strings.Contains(got, "three, written after the check") {
 		t.Fatalf("the next query missed the change: %q", got)
+	}
+}
+
+// A long source line is cut at maxSourceLine characters, not bytes.
+func TestLocationCutsLongLines(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{strings.Repeat("a", maxSourceLine), strings.Repeat("a", maxSourceLine)},
+		{strings.Repeat("é", maxSourceLine), strings.Repeat("é", maxSourceLine)},
+		{strings.Repeat("é", maxSourceLine+1), strings.Repeat("é", maxSourceLine) + "…"},
+		{"  \t" + strings.Repeat("ab", maxSourceLine) + "  ", strings.Repeat("ab", maxSourceLine/2) + "…"},
+	} {
+		got := location{path: "a.go", line: 1, col: 1, text: tc.text}.String()
+		if want := "a.go:1:1: " + tc.want; got != want {
+			t.Errorf("%d characters: got %d characters, want %d", utf8.RuneCountInString(tc.text), utf8.RuneCountInString(got), utf8.RuneCountInString(want))
+		}
 	}
 }

@@ -44,6 +44,7 @@ type server struct {
 	docs        map[string]*document  // by absolute host path
 	diags       map[string]*publish   // by absolute host path
 	files       map[string]cachedFile // lines of files read for locations
+	paths       map[uri.URI]string    // fromURI's answers (pathOf)
 	recent      []string              // the files the last long list read (recheck)
 	seq         uint64                // counts publishes
 	changed     chan struct{}
@@ -260,6 +261,26 @@ func (s *server) mapPath(abs string) string {
 }
 
 func (s *server) toURI(abs string) uri.URI { return uri.File(s.mapPath(abs)) }
+
+// maxPaths bounds the server's memo of fromURI.
+const maxPaths = 4096
+
+// pathOf is fromURI, remembered: a list of locations names the same files
+// call after call, and parsing a URI is not cheap. Equal URIs get the same
+// string, which makes comparing them cheap too.
+func (s *server) pathOf(u uri.URI) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.paths[u]
+	if !ok {
+		if s.paths == nil || len(s.paths) >= maxPaths {
+			s.paths = map[uri.URI]string{}
+		}
+		p = s.fromURI(u)
+		s.paths[u] = p
+	}
+	return p
+}
 
 // fromURI turns a URI from the server into a host path.
 func (s *server) fromURI(u uri.URI) string {
