@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io/fs"
 
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -64,35 +64,33 @@ func (p *Provider) state(run *orchestrator.Run) *runState {
 }
 
 // resolveFile resolves a path the model gave to a regular file inside the
-// workdir.
-func resolveFile(run *orchestrator.Run, file string) (string, *orchestrator.Result) {
+// workdir, and returns what it found there.
+func resolveFile(run *orchestrator.Run, file string) (string, fs.FileInfo, *orchestrator.Result) {
 	root, err := run.Root()
 	if err != nil {
-		return "", orchestrator.Errorf("the run's working directory is unusable: %v", err)
+		return "", nil, orchestrator.Errorf("the run's working directory is unusable: %v", err)
 	}
-	abs, err := root.Resolve(file)
-	if err != nil {
-		return "", orchestrator.Errorf("file: %v", err)
-	}
-	st, err := os.Stat(abs)
+	abs, st, err := root.ResolveStat(file)
 	switch {
 	case err != nil:
-		return "", orchestrator.Errorf("file %q does not exist in the workdir: pass a path relative to %s", file, run.Workdir)
+		return "", nil, orchestrator.Errorf("file: %v", err)
+	case st == nil:
+		return "", nil, orchestrator.Errorf("file %q does not exist in the workdir: pass a path relative to %s", file, run.Workdir)
 	case st.IsDir():
-		return "", orchestrator.Errorf("file %q is a directory: pass a source file", file)
+		return "", nil, orchestrator.Errorf("file %q is a directory: pass a source file", file)
 	}
-	return abs, nil
+	return abs, st, nil
 }
 
 // fileServer resolves a file the model named and finds and starts its
 // server.
-func (p *Provider) fileServer(ctx context.Context, run *orchestrator.Run, file string) (string, *server, *orchestrator.Result) {
-	abs, bad := resolveFile(run, file)
+func (p *Provider) fileServer(ctx context.Context, run *orchestrator.Run, file string) (string, fs.FileInfo, *server, *orchestrator.Result) {
+	abs, st, bad := resolveFile(run, file)
 	if bad != nil {
-		return "", nil, bad
+		return "", nil, nil, bad
 	}
 	s, bad := p.serverFor(ctx, run, abs)
-	return abs, s, bad
+	return abs, st, s, bad
 }
 
 // serverFor finds and starts the server for a file.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,10 +19,19 @@ import (
 // first time, didChange with a new version when it changed, and didSave
 // when save is set. It returns the document as sent.
 func (s *server) sync(ctx context.Context, abs string, save bool) (document, error) {
+	return s.syncStat(ctx, abs, save, nil)
+}
+
+// syncStat is sync with the file's os.Stat when the caller has it (nil:
+// look).
+func (s *server) syncStat(ctx context.Context, abs string, save bool, st fs.FileInfo) (document, error) {
 	u := s.toURI(abs)
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	st, err := os.Stat(abs)
+	var err error
+	if st == nil {
+		st, err = os.Stat(abs)
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		s.mu.Lock()
 		_, open := s.docs[abs]
@@ -83,11 +93,13 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 // syncOpen re-syncs every open document whose file changed on disk since
 // it was sent (the harness may have written it without files/didWrite),
 // so a query never runs against a stale view of the workspace.
-func (s *server) syncOpen(ctx context.Context) error {
+func (s *server) syncOpen(ctx context.Context, except string) error {
 	s.mu.Lock()
 	open := make([]string, 0, len(s.docs))
 	for abs := range s.docs {
-		open = append(open, abs)
+		if abs != except {
+			open = append(open, abs)
+		}
 	}
 	s.mu.Unlock()
 	for _, abs := range open {
@@ -98,14 +110,14 @@ func (s *server) syncOpen(ctx context.Context) error {
 	return nil
 }
 
-// syncFor prepares a query about abs: every open document that changed on
-// disk is synced again, then abs itself. When the server exited meanwhile
-// the error wraps errExited.
-func (s *server) syncFor(ctx context.Context, abs string) (document, error) {
-	err := s.syncOpen(ctx)
+// syncFor prepares a query about abs, whose os.Stat the caller took (st):
+// every other open document that changed on disk is synced again, then
+// abs itself. When the server exited meanwhile the error wraps errExited.
+func (s *server) syncFor(ctx context.Context, abs string, st fs.FileInfo) (document, error) {
+	err := s.syncOpen(ctx, abs)
 	var doc document
 	if err == nil {
-		doc, err = s.sync(ctx, abs, false)
+		doc, err = s.syncStat(ctx, abs, false, st)
 	}
 	if err != nil && !errors.Is(err, errGone) {
 		err = s.markExited(err)

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,11 +46,24 @@ func (r *Root) Dir() string { return r.dir }
 // into an absolute path inside the root. The path need not exist; the part
 // of it that does is resolved through symlinks, and must stay inside.
 func (r *Root) Resolve(p string) (string, error) {
+	abs, _, err := r.ResolveStat(p)
+	return abs, err
+}
+
+// ResolveStat is Resolve that also says what is at the path: its
+// os.Lstat (never a symlink: those are followed), or nil when nothing is
+// there. The walk looked at it already; a caller that needs it would
+// otherwise look it up again.
+func (r *Root) ResolveStat(p string) (string, fs.FileInfo, error) {
 	if strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("path %q contains a NUL byte: pass a plain file path", p)
+		return "", nil, fmt.Errorf("path %q contains a NUL byte: pass a plain file path", p)
 	}
 	if p == "" || p == "." {
-		return r.dir, nil
+		st, err := os.Stat(r.dir)
+		if err != nil {
+			st = nil
+		}
+		return r.dir, st, nil
 	}
 	var abs string
 	if filepath.IsAbs(p) {
@@ -58,16 +72,16 @@ func (r *Root) Resolve(p string) (string, error) {
 		abs = filepath.Join(r.dir, p)
 	}
 	if !r.contains(abs) {
-		return "", fmt.Errorf("path %q is %w %s: pass a path inside it", p, ErrOutside, r.dir)
+		return "", nil, fmt.Errorf("path %q is %w %s: pass a path inside it", p, ErrOutside, r.dir)
 	}
-	real, err := r.resolveBelow(abs)
+	real, st, err := r.resolveBelow(abs)
 	if err != nil {
-		return "", fmt.Errorf("path %q: %w", p, err)
+		return "", nil, fmt.Errorf("path %q: %w", p, err)
 	}
 	if !r.contains(real) {
-		return "", fmt.Errorf("path %q leads through a symlink to %s, %w %s: pass a path inside it", p, real, ErrOutside, r.dir)
+		return "", nil, fmt.Errorf("path %q leads through a symlink to %s, %w %s: pass a path inside it", p, real, ErrOutside, r.dir)
 	}
-	return real, nil
+	return real, st, nil
 }
 
 // Rel is abs relative to the root, with forward slashes; a path outside
@@ -93,17 +107,18 @@ func (r *Root) contains(abs string) bool {
 // must not pass for a new file inside it); a path that leaves the root is
 // resolved the thorough way, for the caller to refuse. A component that
 // does not exist ends the walk: the rest does not exist either.
-func (r *Root) resolveBelow(abs string) (string, error) {
+func (r *Root) resolveBelow(abs string) (string, fs.FileInfo, error) {
 	for hops := 0; ; hops++ {
 		if hops > 40 {
-			return "", fmt.Errorf("too many levels of symlinks")
+			return "", nil, fmt.Errorf("too many levels of symlinks")
 		}
 		if !r.contains(abs) {
-			return resolveExisting(abs)
+			real, err := resolveExisting(abs)
+			return real, nil, err // outside: refused by the caller
 		}
-		link, target, err := r.firstSymlink(abs)
+		link, target, st, err := r.firstSymlink(abs)
 		if err != nil || link == "" {
-			return abs, err
+			return abs, st, err
 		}
 		abs = filepath.Join(target, strings.TrimPrefix(abs, link))
 	}
@@ -111,36 +126,41 @@ func (r *Root) resolveBelow(abs string) (string, error) {
 
 // firstSymlink walks abs's components below the root and returns the
 // first that is a symlink, with its target as an absolute path; "" when
-// there is none before the path ends or stops existing.
-func (r *Root) firstSymlink(abs string) (link, target string, err error) {
+// there is none before the path ends (then st is the last component's
+// Lstat) or stops existing (st nil).
+func (r *Root) firstSymlink(abs string) (link, target string, st fs.FileInfo, err error) {
 	if abs == r.dir {
-		return "", "", nil
+		st, err := os.Stat(r.dir)
+		if err != nil {
+			st = nil
+		}
+		return "", "", st, nil
 	}
 	cur, rest := r.dir, abs[len(r.dir)+1:]
 	for rest != "" {
 		var name string
 		name, rest, _ = strings.Cut(rest, string(filepath.Separator))
 		cur = filepath.Join(cur, name)
-		st, err := os.Lstat(cur)
+		st, err = os.Lstat(cur)
 		if errors.Is(err, os.ErrNotExist) {
-			return "", "", nil
+			return "", "", nil, nil
 		}
 		if err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
 		if st.Mode()&os.ModeSymlink == 0 {
 			continue
 		}
 		t, err := os.Readlink(cur)
 		if err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
 		if !filepath.IsAbs(t) {
 			t = filepath.Join(filepath.Dir(cur), t)
 		}
-		return cur, filepath.Clean(t), nil
+		return cur, filepath.Clean(t), nil, nil
 	}
-	return "", "", nil
+	return "", "", st, nil
 }
 
 // resolveExisting resolves symlinks in the longest existing prefix of abs

@@ -206,3 +206,50 @@ func TestConcurrentChangesToOneFileApplyOnce(t *testing.T) {
 		t.Fatalf("%d of 8 changes computed from the same content were applied, want 1", ok)
 	}
 }
+
+// ResolveStat says what is at the resolved path, as os.Stat would.
+func TestResolveStatSaysWhatIsThere(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "a"), 0o755)
+	os.WriteFile(filepath.Join(dir, "a", "f.txt"), []byte("xyz"), 0o644)
+	os.Symlink("a/f.txt", filepath.Join(dir, "link"))
+	os.Symlink("a", filepath.Join(dir, "dirlink"))
+	root, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		in    string
+		isDir bool
+		size  int64
+		none  bool
+	}{
+		{in: "a/f.txt", size: 3},
+		{in: "link", size: 3},
+		{in: "dirlink/f.txt", size: 3},
+		{in: "a", isDir: true},
+		{in: "dirlink", isDir: true},
+		{in: ".", isDir: true},
+		{in: "a/missing.txt", none: true},
+		{in: "missing/deeper.txt", none: true},
+	} {
+		abs, st, err := root.ResolveStat(tc.in)
+		if err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		if tc.none {
+			if st != nil {
+				t.Errorf("%s: got a FileInfo for nothing", tc.in)
+			}
+			continue
+		}
+		want, err := os.Stat(abs)
+		if err != nil || st == nil {
+			t.Fatalf("%s: %v, %v", tc.in, st, err)
+		}
+		if st.IsDir() != tc.isDir || st.Mode() != want.Mode() || !tc.isDir && st.Size() != tc.size || !st.ModTime().Equal(want.ModTime()) {
+			t.Errorf("%s: got %v %d %v, os.Stat says %v %d", tc.in, st.Mode(), st.Size(), st.ModTime(), want.Mode(), want.Size())
+		}
+	}
+}
