@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,6 +75,30 @@ func TestStdinClosingEndsEveryRun(t *testing.T) {
 		t.Fatalf("orchestrator exit: %v", err)
 	}
 	waitGone(t, pid, 10*time.Second, "stdin closed")
+}
+
+// A harness that goes away may take the orchestrator's stderr with it
+// (a pipe it read): the log lines written while stopping must not kill
+// the orchestrator by SIGPIPE before it has ended its runs.
+func TestHarnessGoneWithStderrEndsRunsCleanly(t *testing.T) {
+	cmd := command([]string{testTools}, "serve", "--stdio")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = w
+	c, err := rpc.DialCommand(cmd, rpc.ClientOptions{})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := newRun(t, c, "", nil)
+	pid := startChild(t, c, run)
+	r.Close() // the harness's end of stderr goes first, then stdin
+	if err := c.Close(); err != nil {
+		t.Fatalf("orchestrator exit: %v (a write to the closed stderr killed it)", err)
+	}
+	waitGone(t, pid, 10*time.Second, "harness gone")
 }
 
 func TestIdleRunsEnd(t *testing.T) {

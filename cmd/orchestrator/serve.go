@@ -66,6 +66,10 @@ func serveCmd(args []string, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// A harness that goes away may take our stderr with it: a log line
+	// written to it must fail, not kill the process (SIGPIPE) before it
+	// has ended its runs. Notify, not Ignore: children keep the default.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	var ready atomic.Bool
 	ready.Store(true)
 	metricsHandler := promhttp.HandlerFor(preg, promhttp.HandlerOpts{Registry: preg})
