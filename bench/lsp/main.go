@@ -151,6 +151,11 @@ func run(n int, repo string) error {
 		}
 		col := strings.Index(strings.Split(string(text), "\n")[line-1], q.symbol)
 		args := map[string]any{"action": q.action, "file": q.file, "line": line, "symbol": q.symbol}
+		// A harness passes on the model's arguments as the JSON they came in.
+		rawArgs, err := json.Marshal(args)
+		if err != nil {
+			return err
+		}
 		var answer string
 		var own, inside []time.Duration // per call: Berth's own time, and gopls's inside it
 		// The time gopls spent inside Berth so far: read after each call
@@ -163,7 +168,7 @@ func run(n int, repo string) error {
 			before := spent
 			time.Sleep(gap)
 			start := time.Now()
-			res, err := c.CallTool(ctx, r.RunID, orchestrator.SurfaceFull, "lsp", args)
+			res, err := c.CallTool(ctx, r.RunID, orchestrator.SurfaceFull, "lsp", json.RawMessage(rawArgs))
 			el := time.Since(start)
 			if err == nil && res.IsError {
 				err = fmt.Errorf("%s", res.FirstText())
