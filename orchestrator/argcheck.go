@@ -180,9 +180,9 @@ func (s *argSchema) valid(args []byte) bool {
 func (s *argSchema) value(p *jsonscan.Scanner) bool {
 	switch p.Peek() {
 	case '{':
-		return s.allows(kObject) && s.object(p)
+		return s.enum == nil && s.allows(kObject) && s.object(p)
 	case '[':
-		if !s.allows(kArray) {
+		if s.enum != nil || !s.allows(kArray) {
 			return false
 		}
 		items := s.items

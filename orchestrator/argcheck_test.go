@@ -24,15 +24,16 @@ var argSchemas = []string{
 		"any":{},
 		"maybe":{"type":["string","null"]},
 		"obj":{"type":"object","properties":{"k":{"type":"string"}},"additionalProperties":false}}}`,
+	`{"type":"object","properties":{"mode":{"enum":["a","x"]},"multi":{"type":["string","object","array"],"enum":["x"]}}}`,
 }
 
 // argCases are arguments for argSchemas: valid and invalid in every way
 // the keywords allow.
 func argCases() []string {
-	vals := []string{`1`, `0`, `-3`, `5`, `6`, `1.0`, `1e0`, `2.5`, `99999999999999999999`, `"x"`, `""`, `"é"`,
+	vals := []string{`"a"`, `1`, `0`, `-3`, `5`, `6`, `1.0`, `1e0`, `2.5`, `99999999999999999999`, `"x"`, `""`, `"é"`,
 		`"abcd"`, `"\u0061"`, `"a\"b"`, `true`, `null`, `[]`, `[1,2]`, `[0]`, `["ab","abcd"]`, `{}`, `{"k":"v"}`, `{"k":1}`, `{"z":1}`}
 	var out []string
-	for _, key := range []string{"action", "file", "line", "symbol", "query", "op", "n", "x", "lines", "names", "flag", "any", "maybe", "obj", "other"} {
+	for _, key := range []string{"action", "file", "line", "symbol", "query", "op", "n", "x", "lines", "names", "flag", "any", "maybe", "obj", "mode", "multi", "other"} {
 		for _, v := range vals {
 			out = append(out,
 				fmt.Sprintf(`{%q:%s}`, key, v),

@@ -91,18 +91,31 @@ func (p *Scanner) Object(member func(key string) bool) bool {
 	if p.Token("}") {
 		return true
 	}
-	var seen []string
+	var seen []string            // the keys so far, while few
+	var many map[string]struct{} // then a set: no quadratic walk on a huge object
 	for {
 		key, ok := p.String()
 		if !ok || !p.Token(":") {
 			return false
 		}
-		for _, k := range seen {
-			if k == key {
+		if many != nil {
+			if _, dup := many[key]; dup {
 				return false
 			}
+			many[key] = struct{}{}
+		} else {
+			for _, k := range seen {
+				if k == key {
+					return false
+				}
+			}
+			if seen = append(seen, key); len(seen) > 16 {
+				many = make(map[string]struct{}, 64)
+				for _, k := range seen {
+					many[k] = struct{}{}
+				}
+			}
 		}
-		seen = append(seen, key)
 		if !member(key) {
 			return false
 		}

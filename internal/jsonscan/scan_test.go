@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -29,6 +30,25 @@ func TestSkipRefuses(t *testing.T) {
 		p := New([]byte(v))
 		if p.Skip() && p.End() {
 			t.Errorf("Skip took %q", v)
+		}
+	}
+}
+
+// A repeated key is found in a large object too (past the few keys
+// compared one by one).
+func TestObjectFindsRepeatedKeys(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 1000 {
+		fmt.Fprintf(&b, "%q:%d,", fmt.Sprint("k", i), i)
+	}
+	whole := b.String() + `"last":0}`
+	if p := New([]byte(whole)); !p.Skip() || !p.End() {
+		t.Fatal("a large object without repeats was refused")
+	}
+	for _, again := range []string{"k0", "k15", "k16", "k999"} {
+		if p := New([]byte(b.String() + fmt.Sprintf("%q:0}", again))); p.Skip() {
+			t.Errorf("%s repeated: taken", again)
 		}
 	}
 }

@@ -35,11 +35,11 @@ type cursor struct {
 // at finds the file's server, syncs the file and resolves line + symbol.
 // crashed says the server exited while the file was being synced.
 func (p *Provider) at(ctx context.Context, run *orchestrator.Run, a args) (c *cursor, bad *orchestrator.Result, crashed bool) {
-	abs, st, s, bad := p.fileServer(ctx, run, a.File)
+	abs, s, bad := p.fileServer(ctx, run, a.File)
 	if bad != nil {
 		return nil, bad, false
 	}
-	doc, err := s.syncFor(ctx, abs, st)
+	doc, err := s.syncFor(ctx, abs)
 	if err != nil {
 		return nil, orchestrator.Errorf("%s: %v", s.cfg.Name, err), errors.Is(err, errExited)
 	}
@@ -236,11 +236,11 @@ func codeActionsText(res []protocol.CommandOrCodeAction, what string) string {
 // fileDiagnostics reports the diagnostics of the file's current content;
 // crashed says the server exited before it answered.
 func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
-	abs, st, s, bad := p.fileServer(ctx, run, a.File)
+	abs, s, bad := p.fileServer(ctx, run, a.File)
 	if bad != nil {
 		return bad, false
 	}
-	doc, err := s.syncFor(ctx, abs, st)
+	doc, err := s.syncFor(ctx, abs)
 	if err != nil {
 		return orchestrator.Errorf("%s: %v", s.cfg.Name, err), errors.Is(err, errExited)
 	}

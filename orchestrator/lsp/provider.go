@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -64,33 +63,33 @@ func (p *Provider) state(run *orchestrator.Run) *runState {
 }
 
 // resolveFile resolves a path the model gave to a regular file inside the
-// workdir, and returns what it found there.
-func resolveFile(run *orchestrator.Run, file string) (string, fs.FileInfo, *orchestrator.Result) {
+// workdir.
+func resolveFile(run *orchestrator.Run, file string) (string, *orchestrator.Result) {
 	root, err := run.Root()
 	if err != nil {
-		return "", nil, orchestrator.Errorf("the run's working directory is unusable: %v", err)
+		return "", orchestrator.Errorf("the run's working directory is unusable: %v", err)
 	}
-	abs, st, err := root.ResolveStat(file)
+	abs, st, err := root.ResolveStat(file) // the walk's own look: no second stat
 	switch {
 	case err != nil:
-		return "", nil, orchestrator.Errorf("file: %v", err)
+		return "", orchestrator.Errorf("file: %v", err)
 	case st == nil:
-		return "", nil, orchestrator.Errorf("file %q does not exist in the workdir: pass a path relative to %s", file, run.Workdir)
+		return "", orchestrator.Errorf("file %q does not exist in the workdir: pass a path relative to %s", file, run.Workdir)
 	case st.IsDir():
-		return "", nil, orchestrator.Errorf("file %q is a directory: pass a source file", file)
+		return "", orchestrator.Errorf("file %q is a directory: pass a source file", file)
 	}
-	return abs, st, nil
+	return abs, nil
 }
 
 // fileServer resolves a file the model named and finds and starts its
 // server.
-func (p *Provider) fileServer(ctx context.Context, run *orchestrator.Run, file string) (string, fs.FileInfo, *server, *orchestrator.Result) {
-	abs, st, bad := resolveFile(run, file)
+func (p *Provider) fileServer(ctx context.Context, run *orchestrator.Run, file string) (string, *server, *orchestrator.Result) {
+	abs, bad := resolveFile(run, file)
 	if bad != nil {
-		return "", nil, nil, bad
+		return "", nil, bad
 	}
 	s, bad := p.serverFor(ctx, run, abs)
-	return abs, st, s, bad
+	return abs, s, bad
 }
 
 // serverFor finds and starts the server for a file.

@@ -68,7 +68,7 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 		fmt.Fprintf(&b, "  %s (%s): %s; %s\n", sc.Name, strings.Join(sc.Languages, ", "), marker, exe)
 	}
 	if a.File != "" {
-		abs, _, bad := resolveFile(run, a.File)
+		abs, bad := resolveFile(run, a.File)
 		if bad != nil {
 			return bad
 		}
@@ -87,7 +87,7 @@ func (p *Provider) reload(ctx context.Context, run *orchestrator.Run, a args) *o
 	sv := p.state(run).sv
 	var keep func(slotKey) bool
 	if a.File != "" {
-		abs, _, bad := resolveFile(run, a.File)
+		abs, bad := resolveFile(run, a.File)
 		if bad != nil {
 			return bad
 		}

@@ -14,14 +14,14 @@ import (
 // documentSymbols lists a file's symbols as a tree; crashed says the
 // server exited during the query.
 func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
-	abs, st, s, bad := p.fileServer(ctx, run, a.File)
+	abs, s, bad := p.fileServer(ctx, run, a.File)
 	if bad != nil {
 		return bad, false
 	}
 	if !supports(s.caps.DocumentSymbolProvider) {
 		return orchestrator.Errorf("%s does not support document symbols (it did not offer them at initialization); try ast_grep, or read the file", s.cfg.Name), false
 	}
-	if _, err := s.syncFor(ctx, abs, st); err != nil {
+	if _, err := s.syncFor(ctx, abs); err != nil {
 		return orchestrator.Errorf("%s: %v", s.cfg.Name, err), errors.Is(err, errExited)
 	}
 	var res protocol.DocumentSymbolResult
@@ -74,7 +74,7 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, a args) (res *orchestrator.Result, crashed bool) {
 	var servers []*server
 	if a.File != "" {
-		_, _, s, bad := p.fileServer(ctx, run, a.File)
+		_, s, bad := p.fileServer(ctx, run, a.File)
 		if bad != nil {
 			return bad, false
 		}

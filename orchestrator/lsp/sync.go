@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,29 +18,12 @@ import (
 // first time, didChange with a new version when it changed, and didSave
 // when save is set. It returns the document as sent.
 func (s *server) sync(ctx context.Context, abs string, save bool) (document, error) {
-	return s.syncStat(ctx, abs, save, nil)
-}
-
-// syncStat is sync with the file's os.Stat when the caller has it (nil:
-// look).
-func (s *server) syncStat(ctx context.Context, abs string, save bool, st fs.FileInfo) (document, error) {
 	u := s.toURI(abs)
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	var err error
-	if st == nil {
-		st, err = os.Stat(abs)
-	}
+	st, err := os.Stat(abs)
 	if errors.Is(err, os.ErrNotExist) {
-		s.mu.Lock()
-		_, open := s.docs[abs]
-		delete(s.docs, abs)
-		delete(s.diags, abs)
-		s.mu.Unlock()
-		if open {
-			_ = s.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: u}})
-		}
-		return document{}, fmt.Errorf("%s: %w", relTo(s.workdir, abs), errGone)
+		return document{}, s.gone(ctx, abs)
 	}
 	if err != nil {
 		return document{}, fmt.Errorf("reading %s: %w", relTo(s.workdir, abs), err)
@@ -55,6 +37,9 @@ func (s *server) syncStat(ctx context.Context, abs string, save bool, st fs.File
 	}
 	s.mu.Unlock()
 	b, err := os.ReadFile(abs)
+	if errors.Is(err, os.ErrNotExist) { // deleted since the stat
+		return document{}, s.gone(ctx, abs)
+	}
 	if err != nil {
 		return document{}, fmt.Errorf("reading %s: %w", relTo(s.workdir, abs), err)
 	}
@@ -90,6 +75,20 @@ func (s *server) syncStat(ctx context.Context, abs string, save bool, st fs.File
 	return cp, err
 }
 
+// gone forgets a deleted file, tells the server it is closed if it was
+// open, and returns errGone.
+func (s *server) gone(ctx context.Context, abs string) error {
+	s.mu.Lock()
+	_, open := s.docs[abs]
+	delete(s.docs, abs)
+	delete(s.diags, abs)
+	s.mu.Unlock()
+	if open {
+		_ = s.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(abs)}})
+	}
+	return fmt.Errorf("%s: %w", relTo(s.workdir, abs), errGone)
+}
+
 // syncOpen re-syncs every open document whose file changed on disk since
 // it was sent (the harness may have written it without files/didWrite),
 // so a query never runs against a stale view of the workspace.
@@ -110,14 +109,14 @@ func (s *server) syncOpen(ctx context.Context, except string) error {
 	return nil
 }
 
-// syncFor prepares a query about abs, whose os.Stat the caller took (st):
-// every other open document that changed on disk is synced again, then
-// abs itself. When the server exited meanwhile the error wraps errExited.
-func (s *server) syncFor(ctx context.Context, abs string, st fs.FileInfo) (document, error) {
+// syncFor prepares a query about abs: every other open document that
+// changed on disk is synced again, then abs itself (a stat each). When the
+// server exited meanwhile the error wraps errExited.
+func (s *server) syncFor(ctx context.Context, abs string) (document, error) {
 	err := s.syncOpen(ctx, abs)
 	var doc document
 	if err == nil {
-		doc, err = s.syncStat(ctx, abs, false, st)
+		doc, err = s.sync(ctx, abs, false)
 	}
 	if err != nil && !errors.Is(err, errGone) {
 		err = s.markExited(err)

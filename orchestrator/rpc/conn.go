@@ -206,7 +206,7 @@ func (m *message) into(result any) error {
 	if m.Error != nil {
 		return m.Error
 	}
-	if r, ok := result.(*orchestrator.Result); ok {
+	if r, ok := result.(*orchestrator.Result); ok && r != nil {
 		if v, ok := readResult(m.Result); ok {
 			*r = v
 			return nil

@@ -107,8 +107,9 @@ type CallToolParams struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
-// encode writes the params as json.Marshal does (the arguments as they
-// came, not compacted), without reflection: every tool call sends them.
+// encode writes the params as json.Marshal does, but the arguments as
+// they came (json.Marshal compacts them and escapes <, > and &: the same
+// value), without reflection: every tool call sends them.
 func (p CallToolParams) encode() (json.RawMessage, error) {
 	if len(p.Arguments) > 0 && !json.Valid(p.Arguments) {
 		return nil, errors.New("the arguments are not valid JSON")

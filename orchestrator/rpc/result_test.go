@@ -160,6 +160,15 @@ func TestResultThroughConn(t *testing.T) {
 	}
 }
 
+// A typed nil *Result is refused as json.Unmarshal refuses it, not with
+// a panic.
+func TestCallIntoNilResult(t *testing.T) {
+	_, b := connPair(t, HandlerFunc(func(context.Context, *Request) (any, error) { return orchestrator.Text("x"), nil }), nil)
+	if err := b.Call(t.Context(), "x", nil, (*orchestrator.Result)(nil)); err == nil {
+		t.Fatal("a nil *Result took the result")
+	}
+}
+
 func FuzzResult(f *testing.F) {
 	f.Add("text", "hello\n\tworld", "", false)
 	f.Add("table", "<&>", "\xff\u2028", true)

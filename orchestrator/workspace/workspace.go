@@ -113,8 +113,17 @@ func (r *Root) resolveBelow(abs string) (string, fs.FileInfo, error) {
 			return "", nil, fmt.Errorf("too many levels of symlinks")
 		}
 		if !r.contains(abs) {
+			// Through a link outside: refused by the caller unless it
+			// comes back inside, and then this is what is there.
 			real, err := resolveExisting(abs)
-			return real, nil, err // outside: refused by the caller
+			if err != nil || !r.contains(real) {
+				return real, nil, err
+			}
+			st, err := os.Stat(real)
+			if err != nil {
+				st = nil
+			}
+			return real, st, nil
 		}
 		link, target, st, err := r.firstSymlink(abs)
 		if err != nil || link == "" {

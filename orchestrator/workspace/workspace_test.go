@@ -214,6 +214,9 @@ func TestResolveStatSaysWhatIsThere(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "a", "f.txt"), []byte("xyz"), 0o644)
 	os.Symlink("a/f.txt", filepath.Join(dir, "link"))
 	os.Symlink("a", filepath.Join(dir, "dirlink"))
+	out := t.TempDir() // a link out of the root that leads back in
+	os.Symlink(filepath.Join(dir, "a", "f.txt"), filepath.Join(out, "back"))
+	os.Symlink(filepath.Join(out, "back"), filepath.Join(dir, "roundtrip"))
 	root, err := New(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +230,7 @@ func TestResolveStatSaysWhatIsThere(t *testing.T) {
 		{in: "a/f.txt", size: 3},
 		{in: "link", size: 3},
 		{in: "dirlink/f.txt", size: 3},
+		{in: "roundtrip", size: 3},
 		{in: "a", isDir: true},
 		{in: "dirlink", isDir: true},
 		{in: ".", isDir: true},
