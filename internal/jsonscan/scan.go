@@ -332,6 +332,16 @@ func (p *Scanner) Int() (int64, bool) {
 	return n, true
 }
 
+// Raw reads any one value and returns its text.
+func (p *Scanner) Raw() ([]byte, bool) {
+	p.ws()
+	start := p.i
+	if !p.Skip() {
+		return nil, false
+	}
+	return p.b[start:p.i], true
+}
+
 // Skip reads any one value.
 func (p *Scanner) Skip() bool {
 	switch p.Peek() {

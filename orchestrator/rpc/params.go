@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/internal/jsonscan"
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -128,6 +129,31 @@ func (p CallToolParams) encode() (json.RawMessage, error) {
 		b = append(b, p.Arguments...)
 	}
 	return append(b, '}'), nil
+}
+
+// read reads the params as decodeParams does when they are plain: each
+// known field once, strings where strings go, runId and name not empty.
+// Anything else says !ok, and decodeParams decides and words the error.
+func (p *CallToolParams) read(raw []byte) bool {
+	s := jsonscan.New(raw)
+	ok := s.Object(func(key string) bool {
+		var ok bool
+		switch key {
+		case "runId":
+			p.RunID, ok = s.String()
+		case "surface":
+			p.Surface, ok = s.String()
+		case "name":
+			p.Name, ok = s.String()
+		case "arguments":
+			var args []byte
+			if args, ok = s.Raw(); ok {
+				p.Arguments = bytes.Clone(args)
+			}
+		}
+		return ok
+	})
+	return ok && s.End() && p.RunID != "" && p.Name != ""
 }
 
 // WriteParams are files/willWrite's and files/didWrite's parameters:

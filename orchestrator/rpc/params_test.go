@@ -82,3 +82,52 @@ func TestCallToolParamsEncode(t *testing.T) {
 		t.Error("invalid arguments were sent")
 	}
 }
+
+// What CallToolParams.read takes, decodeParams reads the same.
+func checkCallToolRead(t *testing.T, raw []byte) {
+	t.Helper()
+	var fast CallToolParams
+	if !fast.read(raw) {
+		return
+	}
+	var slow CallToolParams
+	if err := decodeParams("tools/call", raw, &slow, "runId", "name"); err != nil {
+		t.Fatalf("read took %q, which decodeParams refuses: %v", raw, err)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%q: read %+v, decodeParams %+v", raw, fast, slow)
+	}
+}
+
+func TestCallToolParamsRead(t *testing.T) {
+	for _, tc := range []struct {
+		raw string
+		ok  bool
+	}{
+		{`{"runId":"r1","name":"lsp","arguments":{"action":"references","line":3}}`, true},
+		{` { "runId" : "r\u0031" , "surface" : "plan" , "name" : "x" , "arguments" : [1, {"a":"}"}] } `, true},
+		{`{"runId":"r1","name":"lsp","arguments":null}`, true},
+		{`{"runId":"r1","name":"lsp"}`, true},
+		// Left to decodeParams.
+		{`{"runId":"r1","name":"lsp","extra":1}`, false},
+		{`{"RunId":"r1","name":"lsp"}`, false},
+		{`{"runId":"","name":"lsp"}`, false},
+		{`{"runId":"r1"}`, false},
+		{`{"runId":null,"name":"lsp"}`, false},
+		{`{"runId":"r1","name":"lsp","name":"x"}`, false},
+		{`{"runId":"r1","name":"lsp"} {}`, false},
+		{`{"runId":"r1","name":"lsp","arguments":{"a":}}`, false},
+		{`[]`, false},
+	} {
+		var p CallToolParams
+		if got := p.read([]byte(tc.raw)); got != tc.ok {
+			t.Errorf("read(%s) = %v, want %v", tc.raw, got, tc.ok)
+		}
+		checkCallToolRead(t, []byte(tc.raw))
+	}
+}
+
+func FuzzCallToolParamsRead(f *testing.F) {
+	f.Add([]byte(`{"runId":"r1","surface":"full","name":"lsp","arguments":{"a":[1,"b"]}}`))
+	f.Fuzz(checkCallToolRead)
+}

@@ -130,8 +130,11 @@ func (s *session) listTools(req *Request) (any, error) {
 
 func (s *session) callTool(ctx context.Context, req *Request) (any, error) {
 	var p CallToolParams
-	if err := decodeParams(req.Method, req.Params, &p, "runId", "name"); err != nil {
-		return nil, err
+	if !p.read(req.Params) {
+		p = CallToolParams{}
+		if err := decodeParams(req.Method, req.Params, &p, "runId", "name"); err != nil {
+			return nil, err
+		}
 	}
 	run, surface, err := s.runOn(req.Method, p.RunID, p.Surface)
 	if err != nil {
