@@ -112,3 +112,20 @@ func (p *Scanner) stringEnd() int {
 	p.String()
 	return p.i
 }
+
+// Raw returns a value's text, without the whitespace around it.
+func TestRaw(t *testing.T) {
+	p := New([]byte(` { "a" : [1, {"b":"}"}] , "c":2}`))
+	var got []string
+	ok := p.Object(func(key string) bool {
+		raw, ok := p.Raw()
+		got = append(got, key+"="+string(raw))
+		return ok
+	})
+	if !ok || strings.Join(got, " ") != `a=[1, {"b":"}"}] c=2` {
+		t.Fatalf("Raw: %v %q", ok, got)
+	}
+	if _, ok := New([]byte(`{"a":}`)).Raw(); ok {
+		t.Error("Raw took invalid JSON")
+	}
+}
