@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/berth-dev/berth/internal/jsonscan"
 )
 
 // ProtocolVersion is the protocol version initialize reports.
@@ -167,51 +169,40 @@ func quickResponse(body []byte) (d decoded, ok bool) {
 	return d, true
 }
 
-// quickRequest reads a request or notification in the shape
-// requestBytes writes, {"jsonrpc":"2.0","id":<integer>,"method":"<name>",
-// "params":<object or array>} (no id for a notification), without
-// decoding it into a map: the params are checked to be one valid JSON
-// value, so no other member can hide behind them, and the name and the
-// id are plain ASCII. Any other message says !ok and goes through decode.
+// quickRequest reads a request or notification, {"jsonrpc":"2.0","id":..,
+// "method":..,"params":..} in any order and spacing, with one strict pass
+// (jsonscan) instead of decoding it into a map of raw values. Anything it
+// does not take on (another member, params that are not an object or an
+// array, a response, invalid JSON) says !ok and goes through decode, which
+// decides and words the error; a message read here is read as decode
+// reads it.
 func quickRequest(body []byte) (d decoded, ok bool) {
-	rest, found := bytes.CutPrefix(body, []byte(`{"jsonrpc":"2.0",`))
-	if !found {
-		return d, false
-	}
-	if r, found := bytes.CutPrefix(rest, []byte(`"id":`)); found {
-		n := bytes.IndexByte(r, ',')
-		if n < 0 {
-			return d, false
+	p := jsonscan.New(body)
+	version := false
+	ok = p.Object(func(key string) bool {
+		switch key {
+		case "jsonrpc":
+			v, ok := p.Raw()
+			version = ok && string(v) == `"2.0"`
+			return version
+		case "id":
+			id, ok := p.Raw()
+			d.hasID, d.msg.ID = true, json.RawMessage(id)
+			return ok && validID(id)
+		case "method":
+			var ok bool
+			d.msg.Method, ok = p.String()
+			return ok
+		case "params":
+			params, ok := p.Raw()
+			d.msg.Params = json.RawMessage(params)
+			return ok && (params[0] == '{' || params[0] == '[')
 		}
-		if _, plain := plainInt(r[:n]); !plain {
-			return d, false
-		}
-		d.hasID, d.msg.ID = true, json.RawMessage(r[:n])
-		rest = r[n+1:]
+		return false
+	})
+	if !ok || !p.End() || !version || d.msg.Method == "" {
+		return decoded{}, false
 	}
-	rest, found = bytes.CutPrefix(rest, []byte(`"method":"`))
-	if !found {
-		return d, false
-	}
-	end := 0
-	for end < len(rest) && rest[end] != '"' {
-		if c := rest[end]; c < 0x20 || c >= 0x7f || c == '\\' {
-			return d, false
-		}
-		end++
-	}
-	if end == 0 || end == len(rest) {
-		return d, false
-	}
-	params, found := bytes.CutPrefix(rest[end+1:], []byte(`,"params":`))
-	if !found || len(params) < 3 || params[len(params)-1] != '}' {
-		return d, false
-	}
-	params = params[:len(params)-1]
-	if (params[0] != '{' && params[0] != '[') || !json.Valid(params) {
-		return d, false
-	}
-	d.msg.Method, d.msg.Params = string(rest[:end]), json.RawMessage(params)
 	return d, true
 }
 

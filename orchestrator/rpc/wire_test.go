@@ -104,20 +104,24 @@ func TestQuickRequest(t *testing.T) {
 		{string(requestBytes(json.RawMessage("12"), "tools/call", json.RawMessage(`{"runId":"r1","name":"lsp","arguments":{"a":"}"}}`))), true},
 		{string(requestBytes(nil, "$/cancelRequest", json.RawMessage(`{"id":3}`))), true},
 		{`{"jsonrpc":"2.0","id":0,"method":"m","params":[1,2]}`, true},
-		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{} }`, true},
+		{`{"jsonrpc": "2.0", "id": 1, "method": "m", "params": {"a": 1}}  `, true}, // Python's json.dumps
+		{`{"method":"m","params":{},"id":"a","jsonrpc":"2.0"}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"a\"b"}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"m"}`, true},
 		// Left to decode.
 		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{},"id":2}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1},"x":{"b":2}}`, false},
-		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}  `, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"m","params":"x"}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"m","params":null}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":}}`, false},
-		{`{"jsonrpc":"2.0","id":"a","method":"m","params":{}}`, false},
 		{`{"jsonrpc":"2.0","id":01,"method":"m","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1.5,"method":"m"}`, false},
+		{`{"jsonrpc":"2.0","id":{},"method":"m"}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"","params":{}}`, false},
-		{`{"jsonrpc":"2.0","id":1,"method":"a\"b","params":{}}`, false},
-		{`{"jsonrpc":"2.0","id":1,"method":"m"}`, false},
+		{`{"jsonrpc":"1.0","id":1,"method":"m"}`, false},
+		{`{"id":1,"method":"m"}`, false},
 		{`{"jsonrpc":"2.0","id":1,"result":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"m"} {}`, false},
 	} {
 		q, ok := quickRequest([]byte(tc.body))
 		if ok != tc.ok {
