@@ -43,7 +43,7 @@ func compileSchema(name string, raw json.RawMessage) (*inputSchema, error) {
 // validateArgs checks args against the schema and returns a sentence that
 // names each offending field, or "" when they are valid.
 func validateArgs(sch *inputSchema, args json.RawMessage) string {
-	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 		args = json.RawMessage("{}")
 	}
 	if sch.quick != nil && sch.quick.valid(args) {

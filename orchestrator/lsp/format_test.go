@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,8 +9,10 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"go.lsp.dev/protocol"
+	"go.lsp.dev/uri"
 )
 
 // A list longer than its cap says "showing N of M", sorted, without
@@ -96,5 +99,22 @@ func TestLocationCutsLongLines(t *testing.T) {
 		if want := "a.go:1:1: " + tc.want; got != want {
 			t.Errorf("%d characters: got %d characters, want %d", utf8.RuneCountInString(tc.text), utf8.RuneCountInString(got), utf8.RuneCountInString(want))
 		}
+	}
+}
+
+// The server's memo of URIs to paths stays within maxPaths, and equal
+// URIs get one string.
+func TestPathMemoIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	s := &server{workdir: dir, encRoot: dir}
+	for i := range maxPaths + 10 {
+		s.pathOf(uri.File(filepath.Join(dir, fmt.Sprintf("f%d.go", i))))
+		if len(s.paths) > maxPaths {
+			t.Fatalf("%d paths remembered, more than %d", len(s.paths), maxPaths)
+		}
+	}
+	u := uri.File(filepath.Join(dir, "a.go"))
+	if a, b := s.pathOf(u), s.pathOf(u); a != filepath.Join(dir, "a.go") || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Errorf("pathOf: %q and %q, not one string", a, b)
 	}
 }

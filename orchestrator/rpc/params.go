@@ -113,7 +113,7 @@ type CallToolParams struct {
 // value), without reflection: every tool call sends them.
 func (p CallToolParams) encode() (json.RawMessage, error) {
 	if len(p.Arguments) > 0 && !json.Valid(p.Arguments) {
-		return nil, errors.New("the arguments are not valid JSON")
+		return nil, errors.New("the arguments are not valid JSON: pass the tool's arguments as one JSON object")
 	}
 	b := make([]byte, 0, len(p.RunID)+len(p.Surface)+len(p.Name)+len(p.Arguments)+64)
 	b = append(b, `{"runId":`...)

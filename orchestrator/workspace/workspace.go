@@ -58,14 +58,7 @@ func (r *Root) ResolveStat(p string) (string, fs.FileInfo, error) {
 	if strings.ContainsRune(p, 0) {
 		return "", nil, fmt.Errorf("path %q contains a NUL byte: pass a plain file path", p)
 	}
-	if p == "" || p == "." {
-		st, err := os.Stat(r.dir)
-		if err != nil {
-			st = nil
-		}
-		return r.dir, st, nil
-	}
-	var abs string
+	var abs string // "" and "." are the root itself
 	if filepath.IsAbs(p) {
 		abs = filepath.Clean(p)
 	} else {
@@ -119,11 +112,7 @@ func (r *Root) resolveBelow(abs string) (string, fs.FileInfo, error) {
 			if err != nil || !r.contains(real) {
 				return real, nil, err
 			}
-			st, err := os.Stat(real)
-			if err != nil {
-				st = nil
-			}
-			return real, st, nil
+			return real, statOrNil(real), nil
 		}
 		link, target, st, err := r.firstSymlink(abs)
 		if err != nil || link == "" {
@@ -139,11 +128,7 @@ func (r *Root) resolveBelow(abs string) (string, fs.FileInfo, error) {
 // Lstat) or stops existing (st nil).
 func (r *Root) firstSymlink(abs string) (link, target string, st fs.FileInfo, err error) {
 	if abs == r.dir {
-		st, err := os.Stat(r.dir)
-		if err != nil {
-			st = nil
-		}
-		return "", "", st, nil
+		return "", "", statOrNil(r.dir), nil
 	}
 	cur, rest := r.dir, abs[len(r.dir)+1:]
 	for rest != "" {
@@ -170,6 +155,15 @@ func (r *Root) firstSymlink(abs string) (link, target string, st fs.FileInfo, er
 		return cur, filepath.Clean(t), nil, nil
 	}
 	return "", "", st, nil
+}
+
+// statOrNil is os.Stat, nil when it fails: "nothing usable there".
+func statOrNil(path string) fs.FileInfo {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	return st
 }
 
 // resolveExisting resolves symlinks in the longest existing prefix of abs
