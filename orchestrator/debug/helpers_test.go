@@ -70,6 +70,16 @@ func newEnv(t *testing.T, fixture string, tune func(*Config)) *env {
 	return e
 }
 
+// conv is the test run's conversation entry.
+func (e *env) conv() *conversation {
+	e.t.Helper()
+	c, err := e.p.join(e.run)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
 // call sends one debug call and logs it as a transcript line pair.
 func (e *env) call(args string) *orchestrator.Result {
 	e.t.Helper()

@@ -18,8 +18,6 @@ import (
 // operate runs one operation, under the conversation's lock.
 func (p *Provider) operate(ctx context.Context, run *orchestrator.Run, c *conversation, a args) (string, error) {
 	switch a.Operation {
-	case "adapters":
-		return p.adapters(ctx, run), nil
 	case "status":
 		return p.status(ctx, c), nil
 	case "breakpoints":

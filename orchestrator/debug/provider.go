@@ -30,9 +30,10 @@ var _ orchestrator.Provider = (*Provider)(nil)
 // operations (one-slot semaphore, so waiting can be cancelled); bps is
 // touched only under lock; sess, last and refs are under Provider.mu.
 type conversation struct {
-	id   string
-	lock chan struct{}
-	bps  map[string][]int // absolute host path (symlinks resolved) → lines
+	id    string
+	owner any // run.Owner of the runs that may use it: their connection
+	lock  chan struct{}
+	bps   map[string][]int // absolute host path (symlinks resolved) → lines
 
 	refs int // runs that joined it
 	sess *session
@@ -94,21 +95,30 @@ func (p *Provider) Tools(run *orchestrator.Run) []orchestrator.Tool {
 // convKey is the run.Value key of a run's membership in its conversation.
 type convKey struct{ p *Provider }
 
-// membership releases the run's hold on its conversation when the run
-// ends; the entry goes when no run holds it and no session lives.
+// membership is the run's hold on its conversation, taken on the run's
+// first debug call and released when the run ends; the entry goes when
+// no run holds it and no session lives.
 type membership struct {
-	p    *Provider
-	c    *conversation
-	once sync.Once
+	p      *Provider
+	mu     sync.Mutex
+	c      *conversation // nil until joined
+	closed bool
 }
 
 func (m *membership) Close() {
-	m.once.Do(func() {
-		m.p.mu.Lock()
-		defer m.p.mu.Unlock()
-		m.c.refs--
-		m.p.dropIfUnused(m.c)
-	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	m.closed = true
+	if m.c == nil {
+		return
+	}
+	m.p.mu.Lock()
+	defer m.p.mu.Unlock()
+	m.c.refs--
+	m.p.dropIfUnused(m.c)
 }
 
 // dropIfUnused forgets a conversation no run holds. Called with mu held.
@@ -118,25 +128,48 @@ func (p *Provider) dropIfUnused(c *conversation) {
 	}
 }
 
+// errOtherConnection refuses a run whose connection is not the one that
+// holds the conversation's debugging: a conversation id alone must not
+// let one connection read or end another's program.
+var errOtherConnection = errors.New("a debug session of this conversation belongs to another connection: " +
+	"debug from a run started on that connection, or start this run with a conversation id of its own")
+
 // join returns the run's conversation entry, creating it on first use.
-func (p *Provider) join(run *orchestrator.Run) *conversation {
+// The entry belongs to the connection (run.Owner) of the run that made
+// it, for as long as it lives: runs of that connection (a subagent's)
+// share it, a run of another connection is refused.
+func (p *Provider) join(run *orchestrator.Run) (*conversation, error) {
 	m := run.Value(convKey{p}, func() any {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		c, ok := p.convs[run.ConversationID]
-		if !ok {
-			c = &conversation{id: run.ConversationID, lock: make(chan struct{}, 1), bps: map[string][]int{}}
-			p.convs[run.ConversationID] = c
-		}
-		c.refs++
-		m := &membership{p: p, c: c}
+		m := &membership{p: p}
 		// A call that raced the run's end joins after End ran the run's
 		// closers, too late for Value's Close: the context's end still
 		// releases it.
 		context.AfterFunc(run.Context(), m.Close)
 		return m
 	}).(*membership)
-	return m.c
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.c != nil {
+		return m.c, nil
+	}
+	if m.closed {
+		return nil, errors.New("the run has ended: start a new run")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.convs[run.ConversationID]
+	if !ok {
+		c = &conversation{id: run.ConversationID, owner: run.Owner, lock: make(chan struct{}, 1), bps: map[string][]int{}}
+		p.convs[run.ConversationID] = c
+	}
+	if c.owner != run.Owner {
+		// Not kept: once the other connection's runs and session are
+		// gone, this run may take the conversation.
+		return nil, errOtherConnection
+	}
+	c.refs++
+	m.c = c
+	return c, nil
 }
 
 // current returns the live session and the last ended one.

@@ -59,7 +59,7 @@ func TestTTLEndsSession(t *testing.T) {
 		t.Fatal("no adapter or debuggee runs in the working directory after launch")
 	}
 	for deadline := time.Now().Add(ttl + 10*time.Second); ; time.Sleep(250 * time.Millisecond) {
-		if _, last := e.p.current(e.p.join(e.run)); last == nil {
+		if _, last := e.p.current(e.conv()); last == nil {
 			if time.Now().After(deadline) {
 				t.Fatal("the session outlived its time to live")
 			}
@@ -191,7 +191,7 @@ func TestOperationsSerialised(t *testing.T) {
 	e := newEnv(t, "python", func(c *Config) { c.StopWait = 2 * time.Second })
 	e.ok(`{"operation":"launch","program":"serve.py"}`, stillRunning)
 	e.ok(`{"operation":"pause"}`, "stopped (pause)")
-	s, _ := e.p.current(e.p.join(e.run))
+	s, _ := e.p.current(e.conv())
 
 	type answer struct {
 		res *orchestrator.Result
@@ -243,7 +243,9 @@ func TestJoinAfterRunEnd(t *testing.T) {
 	}
 	run := orchestrator.NewRun("r", "conv-late", t.TempDir(), enclosure.Host(), nil, nil)
 	run.End("test over")
-	p.join(run)
+	if _, err := p.join(run); err == nil {
+		t.Fatal("join on an ended run succeeded")
+	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		p.mu.Lock()
 		left := len(p.convs)

@@ -141,7 +141,14 @@ func (t tool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessa
 	if err := check(raw, a.Operation); err != nil {
 		return orchestrator.Errorf("%v. Fix the arguments and call again.", err), nil
 	}
-	c := t.p.join(run)
+	if a.Operation == "adapters" {
+		// Detection only: it touches no conversation state.
+		return orchestrator.Text(t.p.adapters(ctx, run)), nil
+	}
+	c, err := t.p.join(run)
+	if err != nil {
+		return orchestrator.Errorf("debug %s: %v", a.Operation, err), nil
+	}
 	select {
 	case c.lock <- struct{}{}:
 		defer func() { <-c.lock }()
