@@ -1,8 +1,16 @@
 package debug
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/internal/procfs"
+	"github.com/berth-dev/berth/orchestrator/metrics"
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
@@ -72,5 +80,84 @@ func TestIssue11Item4SessionBelongsToConnection(t *testing.T) {
 	has(t, res.FirstText(), "no debug session is running in this conversation")
 	if text := res.FirstText(); strings.Contains(text, "serve.py") || strings.Contains(text, "stored breakpoints") {
 		t.Fatalf("the next connection sees the last one's session or breakpoints:\n%s", text)
+	}
+}
+
+// Issue 11 item 8: a Berth killed with -9 leaves the binaries delve built
+// for it in the temporary directory; the next Berth's start removes them,
+// and only them.
+func TestIssue11Item8StaleBuiltBinariesSwept(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadPID := gone.Process.Pid
+	if procfs.Alive(deadPID) {
+		t.Fatalf("pid %d was reused at once", deadPID)
+	}
+	cfg := DefaultConfig()
+	maxAge := cfg.SessionTTL + cfg.BuildWait
+	old := time.Now().Add(-maxAge - time.Minute)
+	files := []struct {
+		name  string
+		old   bool
+		swept bool
+	}{
+		{fmt.Sprintf("berth-debug-%d-0a1b2c", deadPID), false, true},      // its Berth is gone
+		{fmt.Sprintf("berth-debug-%d-0a1b2c", os.Getpid()), false, false}, // a live Berth's
+		{fmt.Sprintf("berth-debug-%d-3d4e5f", os.Getpid()), true, true},   // older than any session
+		{"berth-debug-0a1b2c3d4e5f", false, false},                        // a pid-less name: by age only
+		{"berth-debug-6a7b8c9d0e1f", true, true},
+		{"unrelated-file", true, false},
+	}
+	for _, f := range files {
+		path := filepath.Join(tmp, f.name)
+		if err := os.WriteFile(path, []byte("ELF"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if f.old {
+			if err := os.Chtimes(path, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.Mkdir(filepath.Join(tmp, fmt.Sprintf("berth-debug-%d-dir", deadPID)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := New(cfg, metrics.NewForTest()); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		_, err := os.Stat(filepath.Join(tmp, f.name))
+		if kept := err == nil; kept == f.swept {
+			t.Errorf("%s: kept=%v, want swept=%v", f.name, kept, f.swept)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tmp, fmt.Sprintf("berth-debug-%d-dir", deadPID))); err != nil {
+		t.Errorf("a directory was removed: %v", err)
+	}
+}
+
+// Issue 11 item 8: the binary delve builds for a launch carries the pid
+// of the Berth that asked for it, which the sweep reads.
+func TestIssue11Item8BuiltBinaryNamedWithPID(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	e := newEnv(t, "golang", nil)
+	e.ok(`{"operation":"breakpoints","file":"main.go","lines":[22]}`)
+	e.ok(`{"operation":"launch","program":"."}`, "stopped (breakpoint)")
+	matches, _ := filepath.Glob(filepath.Join(tmp, fmt.Sprintf("berth-debug-%d-*", os.Getpid())))
+	if len(matches) != 1 {
+		entries, _ := os.ReadDir(tmp)
+		t.Fatalf("want one berth-debug-%d-* binary in %s, found %v (all: %v)", os.Getpid(), tmp, matches, entries)
+	}
+	e.ok(`{"operation":"terminate"}`)
+	noProcess(t, e.dir)
+	if _, err := os.Stat(matches[0]); !os.IsNotExist(err) {
+		t.Fatalf("%s outlived its session: %v", matches[0], err)
 	}
 }

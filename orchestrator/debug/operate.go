@@ -2,8 +2,6 @@ package debug
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -226,7 +224,7 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 	built := ""
 	if a.Builds {
 		// The built binary goes to a temporary file, never into the checkout.
-		built = filepath.Join(os.TempDir(), "berth-debug-"+randomHex())
+		built = builtPath()
 		launchArgs["output"] = built
 	}
 
@@ -364,10 +362,4 @@ func (s *session) adapterSaid() string {
 		return "\nadapter said: " + cutValue(lastLines(t, 8))
 	}
 	return ""
-}
-
-func randomHex() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

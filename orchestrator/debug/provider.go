@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -45,6 +46,8 @@ func New(cfg Config, m *metrics.Metrics) (*Provider, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// Binaries left by a Berth that was killed before its sessions ended.
+	sweepBuilt(os.TempDir(), cfg.SessionTTL+cfg.BuildWait)
 	return &Provider{cfg: cfg, metrics: m, convs: map[string]*conversation{}, imported: map[string]bool{}}, nil
 }
 
