@@ -14,8 +14,8 @@ import (
 )
 
 // location is a place in a file as Berth shows it: the path relative to
-// the workdir (absolute outside it), a 1-based line and a 1-based column
-// in characters, and the source line.
+// the workdir, a 1-based line and a 1-based column in characters, and the
+// source line. A place outside the workdir is never shown (lines.path).
 type location struct {
 	path string
 	line int
@@ -74,9 +74,14 @@ type lines struct {
 
 	lastURI          uri.URI // path's last answer
 	lastPath         string
+	lastInside       bool
 	lastAbs, lastRel string // rel's
 	lastFile         string // line's
 	lastLines        []string
+
+	// outside holds the places the server named that resolve outside the
+	// workdir, left out of the answer and counted in its note.
+	outside map[spot]bool
 }
 
 func (s *server) lineReader() *lines {
@@ -91,12 +96,15 @@ func (r *lines) rel(abs string) string {
 	return r.lastRel
 }
 
-// path is the host path of a URI from the server.
-func (r *lines) path(u uri.URI) string {
+// path is the file a URI from the server names, resolved (server.resolve),
+// and whether it is inside the workdir. The answer is kept for this
+// query only: a link may change between queries.
+func (r *lines) path(u uri.URI) (string, bool) {
 	if u != r.lastURI || r.lastPath == "" {
-		r.lastURI, r.lastPath = u, r.s.pathOf(u)
+		r.lastURI = u
+		r.lastPath, r.lastInside = r.s.resolve(r.s.pathOf(u))
 	}
-	return r.lastPath
+	return r.lastPath, r.lastInside
 }
 
 func (r *lines) line(abs string, n int) (string, bool) {
@@ -145,7 +153,7 @@ func (s *server) fileLines(abs string, since time.Time) []string {
 	if ok && c.size == st.Size() && c.mod.Equal(st.ModTime()) {
 		return c.lines
 	}
-	b, err := os.ReadFile(abs)
+	b, err := s.readFile(abs)
 	if err != nil {
 		return nil
 	}
@@ -206,20 +214,46 @@ func (r *lines) remember() {
 	r.s.recent = recent
 }
 
-// at converts a server position in a file to a location.
-func (r *lines) at(u uri.URI, p protocol.Position) location {
-	return r.render(spot{abs: r.path(u), pos: p})
+// at converts a server position in a file to a location; ok is false,
+// and the place is counted in the note, when it is outside the workdir.
+func (r *lines) at(u uri.URI, p protocol.Position) (l location, ok bool) {
+	sp := r.spot(u, p)
+	if sp.out {
+		return location{}, false
+	}
+	return r.render(sp), true
 }
 
 // spot is a server position in a file, before it is rendered: a long
 // list is sorted and cut first, so only the files of the shown locations
-// are read.
+// are read. out marks a place outside the workdir (abs is then the path
+// as the server named it), which listLocations leaves out.
 type spot struct {
 	abs string
 	pos protocol.Position
+	out bool
 }
 
-func (r *lines) spot(u uri.URI, p protocol.Position) spot { return spot{abs: r.path(u), pos: p} }
+func (r *lines) spot(u uri.URI, p protocol.Position) spot {
+	abs, inside := r.path(u)
+	sp := spot{abs: abs, pos: p, out: !inside}
+	if sp.out {
+		if r.outside == nil {
+			r.outside = map[spot]bool{}
+		}
+		r.outside[sp] = true
+	}
+	return sp
+}
+
+// outsideNote says how many places the answer left out because they
+// are outside the workdir ("" for none).
+func (r *lines) outsideNote() string {
+	if len(r.outside) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d result(s) outside the working directory not shown)", len(r.outside))
+}
 
 // render reads the source line of a spot and counts its column in
 // characters.
@@ -250,9 +284,10 @@ func (r *lines) definitionSpots(res protocol.DefinitionResult) []spot {
 	return out
 }
 
-// listLocations sorts spots, drops duplicates, caps them and renders the
-// ones shown.
+// listLocations sorts spots, drops duplicates and the places outside the
+// workdir (saying how many), caps them and renders the ones shown.
 func (r *lines) listLocations(spots []spot, limit int, what string) string {
+	spots = slices.DeleteFunc(spots, func(sp spot) bool { return sp.out })
 	// Equal spots are alike: no need for a stable sort. Spots of one file
 	// share its path string (lines.path), so most comparisons of paths
 	// end at the pointer.
@@ -267,7 +302,7 @@ func (r *lines) listLocations(spots []spot, limit int, what string) string {
 	})
 	spots = slices.Compact(spots)
 	var b strings.Builder
-	b.WriteString(countLine(what, len(spots), limit) + "\n")
+	b.WriteString(countLine(what, len(spots), limit) + r.outsideNote() + "\n")
 	spots = spots[:min(len(spots), limit)]
 	b.Grow(len(spots) * 128) // a path, a position and a source line
 	for _, sp := range spots {

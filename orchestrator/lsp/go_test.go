@@ -165,7 +165,7 @@ func TestGopls(t *testing.T) {
 		contains(t, f.read(t, "greet/greet.go"), "// Salute greets name in English.\nfunc Salute(name string) string {")
 		contains(t, f.ok(t, q("definition", "main.go", 12, "greet.Salute(")), "greet/greet.go:21:6: func Salute(name string) string {")
 		text, _ = f.call(t, "lsp_rename", map[string]any{"file": "main.go", "line": 11, "symbol": "Println", "new_name": "Say"})
-		contains(t, text, "outside the workdir", "nothing was written")
+		contains(t, text, "outside the working directory", "print.go", "nothing was written")
 	})
 
 	t.Run("a write the harness did not report", func(t *testing.T) {

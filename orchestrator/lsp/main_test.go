@@ -16,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // fakeBin is testdata/fakelsp, built once for the package.
@@ -73,6 +74,12 @@ func newFixture(t *testing.T, project string, conf Config, hide ...string) *fixt
 	if project != "" {
 		copyTree(t, filepath.Join("testdata", project), dir)
 	}
+	return newFixtureIn(t, dir, "run-"+project, conf, hide...)
+}
+
+// newFixtureIn is newFixture on a workdir the test has laid out itself.
+func newFixtureIn(t *testing.T, dir, runID string, conf Config, hide ...string) *fixture {
+	t.Helper()
 	var enc enclosure.Enclosure = enclosure.Host()
 	if len(hide) > 0 {
 		h := hiding{Enclosure: enc, hidden: map[string]bool{}}
@@ -88,9 +95,19 @@ func newFixture(t *testing.T, project string, conf Config, hide ...string) *fixt
 	reg := orchestrator.NewRegistry(p.metrics, 0)
 	reg.Add(p)
 	reg.SetWriteObserver(p)
-	run := orchestrator.NewRun("run-"+project, "conv", dir, enc, nil, nil)
+	run := orchestrator.NewRun(runID, "conv", dir, enc, nil, nil)
 	t.Cleanup(func() { run.End(orchestrator.EndStopped) })
 	return &fixture{dir: dir, run: run, reg: reg, p: p}
+}
+
+// testRoot is the workspace root of dir, for a server built by hand.
+func testRoot(t *testing.T, dir string) *workspace.Root {
+	t.Helper()
+	root, err := workspace.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 func copyTree(t *testing.T, from, to string) {

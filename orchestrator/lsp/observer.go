@@ -170,8 +170,17 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 	// report that came after that check's debounce is not lost.
 	since, seq := s.publishedSince(min(s.checked, seq0))
 	s.checked = seq
+	outside, outsideFiles := 0, 0
 	for abs, pub := range since {
 		if written[abs] {
+			continue
+		}
+		if pub.outside {
+			// Never shown, nor read; but a write that broke it is not clean.
+			if n := newOutside(pub.items, before[abs]); n > 0 && pub.seq > seq0 {
+				outside += n
+				outsideFiles++
+			}
 			continue
 		}
 		if rel := relTo(run.Workdir, abs); pub.seq <= seq0 && !reg.has(rel) {
@@ -181,7 +190,39 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 		}
 		fresh = append(fresh, p.newOnes(reg, s, abs, pub.items, before)...)
 	}
+	if outside > 0 {
+		unknown = append(unknown, fmt.Sprintf("%s reported %d new problem(s) in %d file(s) that resolve outside the working directory (through a symlink), not shown", s.cfg.Name, outside, outsideFiles))
+	}
 	return fresh, unknown
+}
+
+// newOutside counts the errors and warnings of items beyond those of
+// before, by severity, code and message: a file outside the workdir is
+// not read to place them.
+func newOutside(items, before []protocol.Diagnostic) int {
+	key := func(d protocol.Diagnostic) diagKey {
+		k := diagKey{severity: severityName(d.Severity), message: messageText(d.Message)}
+		if d.Code != nil {
+			k.code = fmt.Sprint(d.Code)
+		}
+		return k
+	}
+	known := map[diagKey]int{}
+	for _, d := range before {
+		known[key(d)]++
+	}
+	n := 0
+	for _, d := range items {
+		if d.Severity > protocol.DiagnosticSeverityWarning {
+			continue
+		}
+		if k := key(d); known[k] > 0 {
+			known[k]--
+		} else {
+			n++
+		}
+	}
+	return n
 }
 
 // newOnes keeps a file's errors and warnings, and returns those new for

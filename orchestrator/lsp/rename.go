@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -112,12 +112,9 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	var paths []string
 	counts := map[string]int{}
 	for abs, edits := range perFile {
-		if relTo(run.Workdir, abs) == abs {
-			return orchestrator.Errorf("the rename would change %s, outside the workdir (a dependency or the standard library?): nothing was written", abs)
-		}
 		base, open := s.text(abs)
 		if !open {
-			b, err := os.ReadFile(abs)
+			b, err := s.readFile(abs)
 			if err != nil {
 				return orchestrator.Errorf("reading %s: %v; nothing was written", relTo(run.Workdir, abs), err)
 			}
@@ -174,12 +171,27 @@ type editSet struct {
 	edits   []protocol.TextEdit
 }
 
-// fileEdits flattens a WorkspaceEdit into text edits per file; a file
-// operation (create, rename, delete) is refused.
+// fileEdits flattens a WorkspaceEdit into text edits per file, keyed by
+// the file each URI resolves to (server.resolve). A URI that resolves
+// outside the workdir refuses the whole rename, naming every such file;
+// so does a file operation (create, rename, delete).
 func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, error) {
 	out := map[string]*editSet{}
+	var outside []string
+	seen := map[string]bool{}
+	place := func(u uri.URI) (string, bool) {
+		abs, inside := s.resolve(s.fromURI(u))
+		if !inside && !seen[abs] {
+			seen[abs] = true
+			outside = append(outside, s.outsideName(abs))
+		}
+		return abs, inside
+	}
 	add := func(u uri.URI, v *int32, e protocol.TextEdit) {
-		abs := s.fromURI(u)
+		abs, inside := place(u)
+		if !inside {
+			return
+		}
 		if out[abs] == nil {
 			out[abs] = &editSet{version: v}
 		}
@@ -190,10 +202,21 @@ func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, erro
 			add(u, nil, e)
 		}
 	}
+	fileOps := false
 	for _, dc := range we.DocumentChanges {
 		td, ok := dc.(*protocol.TextDocumentEdit)
 		if !ok {
-			return nil, fmt.Errorf("%s's rename also creates, renames or deletes files, which lsp_rename does not do: make that change with your own tools", s.cfg.Name)
+			fileOps = true
+			switch op := dc.(type) {
+			case *protocol.CreateFile:
+				place(op.URI)
+			case *protocol.RenameFile:
+				place(op.OldURI)
+				place(op.NewURI)
+			case *protocol.DeleteFile:
+				place(op.URI)
+			}
+			continue
 		}
 		for _, el := range td.Edits {
 			switch e := el.(type) {
@@ -206,7 +229,30 @@ func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, erro
 			}
 		}
 	}
+	if len(outside) > 0 {
+		sort.Strings(outside)
+		return nil, fmt.Errorf("the rename would change %d file(s) outside the working directory, so it is refused as a whole: %s. "+
+			"They belong to a dependency, the standard library or a folder linked into the workdir; rename only inside the workdir with ast_edit or your edit tools",
+			len(outside), strings.Join(outside, ", "))
+	}
+	if fileOps {
+		return nil, fmt.Errorf("%s's rename also creates, renames or deletes files, which lsp_rename does not do: make that change with your own tools", s.cfg.Name)
+	}
 	return out, nil
+}
+
+// outsideName names a file the server named that is outside the workdir:
+// relative to the workdir when a symlink in it leads there, with where
+// it leads.
+func (s *server) outsideName(p string) string {
+	rel := relTo(s.workdir, p)
+	if rel == p {
+		return p
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return fmt.Sprintf("%s (a symlink leads it to %s)", rel, real)
+	}
+	return rel + " (through a symlink)"
 }
 
 // applyEdits applies non-overlapping edits to text.

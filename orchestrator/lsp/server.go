@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // server is one running language server for one root. Its connection's
@@ -29,7 +30,8 @@ type server struct {
 	conf    Config
 	root    string // absolute host path
 	workdir string
-	encRoot string // the workdir as the enclosure sees it
+	ws      *workspace.Root // the workdir, to resolve the paths the server names (resolve)
+	encRoot string          // the workdir as the enclosure sees it
 	proc    enclosure.Process
 	conn    jsonrpc2.Conn
 	api     protocol.Server
@@ -75,6 +77,7 @@ type publish struct {
 	seq     uint64
 	version int32 // -1 when the server gave none
 	items   []protocol.Diagnostic
+	outside bool // the file resolved outside the workdir: never shown
 }
 
 // stdio joins a process's stdout and stdin into the stream the connection
@@ -91,8 +94,12 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 	if err != nil {
 		return nil, err
 	}
+	ws, err := run.Root()
+	if err != nil {
+		return nil, err
+	}
 	s := &server{
-		cfg: m.cfg, conf: conf, root: m.root, workdir: run.Workdir, encRoot: encRoot, metrics: mt,
+		cfg: m.cfg, conf: conf, root: m.root, workdir: run.Workdir, ws: ws, encRoot: encRoot, metrics: mt,
 		stderr: newRing(conf.StderrBytes), exited: make(chan struct{}),
 		docs: map[string]*document{}, diags: map[string]*publish{}, files: map[string]cachedFile{}, changed: make(chan struct{}),
 		active: map[string]bool{}, loaded: make(chan struct{}),
@@ -294,12 +301,32 @@ func (s *server) fromURI(u uri.URI) string {
 	return p
 }
 
+// resolve turns a path the server named into the file it is on disk,
+// symlinks resolved at every component as ast_edit resolves the paths a
+// model gives (workspace.Root). inside is false when that file lies
+// outside the workdir (or cannot be resolved): such a path is never shown,
+// read or written, whatever it looks like lexically. A server that loads a
+// folder through a symlink in the workdir names its files by the link.
+func (s *server) resolve(p string) (real string, inside bool) {
+	real, err := s.ws.Resolve(p)
+	if err != nil {
+		return p, false
+	}
+	return real, true
+}
+
+// readFile reads a file inside the workdir through the workspace root,
+// which refuses a path that leads out of it, also when a link changed
+// since the path was resolved.
+func (s *server) readFile(abs string) ([]byte, error) { return s.ws.ReadFile(abs) }
+
 // published records a publish and wakes everyone waiting for one.
 func (s *server) published(abs string, version int32, items []protocol.Diagnostic) {
+	abs, inside := s.resolve(abs) // keyed like the files the model names
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	s.diags[abs] = &publish{at: time.Now(), seq: s.seq, version: version, items: items}
+	s.diags[abs] = &publish{at: time.Now(), seq: s.seq, version: version, items: items, outside: !inside}
 	close(s.changed)
 	s.changed = make(chan struct{})
 }

@@ -129,7 +129,10 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 			continue
 		}
 		r := s.lineReader()
-		add := func(name string, kind protocol.SymbolKind, container *string, l location) {
+		add := func(name string, kind protocol.SymbolKind, container *string, l location, inside bool) {
+			if !inside {
+				return // counted in r's note
+			}
 			entry := fmt.Sprintf("%s %s", kindName(kind), name)
 			if container != nil && *container != "" {
 				entry += " in " + *container
@@ -139,19 +142,24 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 		switch v := res.(type) {
 		case protocol.SymbolInformationSlice:
 			for _, si := range v {
-				add(si.Name, si.Kind, si.ContainerName, r.at(si.Location.URI, si.Location.Range.Start))
+				l, inside := r.at(si.Location.URI, si.Location.Range.Start)
+				add(si.Name, si.Kind, si.ContainerName, l, inside)
 			}
 		case protocol.WorkspaceSymbolSlice:
 			for _, ws := range v {
 				var l location
+				inside := false
 				switch loc := ws.Location.(type) {
 				case *protocol.Location:
-					l = r.at(loc.URI, loc.Range.Start)
+					l, inside = r.at(loc.URI, loc.Range.Start)
 				case *protocol.LocationUriOnly:
-					l = r.at(loc.URI, protocol.Position{})
+					l, inside = r.at(loc.URI, protocol.Position{})
 				}
-				add(ws.Name, ws.Kind, ws.ContainerName, l)
+				add(ws.Name, ws.Kind, ws.ContainerName, l, inside)
 			}
+		}
+		if n := len(r.outside); n > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d match(es) outside the working directory not shown", s.cfg.Name, n))
 		}
 	}
 	var b strings.Builder

@@ -36,7 +36,7 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 		return cp, nil
 	}
 	s.mu.Unlock()
-	b, err := os.ReadFile(abs)
+	b, err := s.readFile(abs)
 	if errors.Is(err, os.ErrNotExist) { // deleted since the stat
 		return document{}, s.gone(ctx, abs)
 	}
