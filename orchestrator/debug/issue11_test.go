@@ -161,3 +161,41 @@ func TestIssue11Item8BuiltBinaryNamedWithPID(t *testing.T) {
 		t.Fatalf("%s outlived its session: %v", matches[0], err)
 	}
 }
+
+// Issue 11 item 11a: a Go program in a module below the working
+// directory is built from that module's root, not from the working
+// directory (where go build finds no go.mod).
+func TestIssue11Item11aNestedGoModule(t *testing.T) {
+	e := newEnv(t, "gonested", nil)
+	e.ok(`{"operation":"breakpoints","file":"svc/cmd/app/main.go","lines":[11]}`)
+	e.ok(`{"operation":"launch","program":"svc/cmd/app"}`, "launched svc/cmd/app with delve", "stopped (breakpoint)", "svc/cmd/app/main.go:11 in main.main")
+	e.ok(`{"operation":"evaluate","expression":"msg"}`, `"hello svc"`)
+	e.ok(`{"operation":"continue"}`, "the program ended (exit code 0)")
+	e.ok(`{"operation":"output"}`, "hello svc")
+
+	e.ok(`{"operation":"breakpoints","file":"tool/main.go","lines":[7]}`)
+	e.ok(`{"operation":"launch","program":"tool"}`, "launched tool with delve", "stopped (breakpoint)", "tool/main.go:7 in main.main")
+	e.ok(`{"operation":"continue"}`, "the program ended (exit code 0)")
+	e.ok(`{"operation":"launch","program":"tool/main.go"}`, "launched tool/main.go with delve", "stopped (breakpoint)", "tool/main.go:7")
+	e.ok(`{"operation":"terminate"}`)
+	noProcess(t, e.dir)
+}
+
+// Issue 11 item 11b: a launch that fails says what the adapter said (the
+// compiler's errors for delve), not "check the debug console", which the
+// model does not have.
+func TestIssue11Item11bLaunchFailureCarriesAdapterOutput(t *testing.T) {
+	e := newEnv(t, "golang", nil)
+	if err := os.Mkdir(filepath.Join(e.dir, "broken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := "package main\n\nfunc main() {\n\tundefinedName()\n}\n"
+	if err := os.WriteFile(filepath.Join(e.dir, "broken", "main.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := e.fails(`{"operation":"launch","program":"broken"}`, "launching broken with delve failed", "the adapter's last output:\nBuild Error: go build", "main.go:4:2: undefined: undefinedName")
+	if strings.Contains(text, "debug console") {
+		t.Fatalf("the error points at a debug console:\n%s", text)
+	}
+	noProcess(t, e.dir)
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -235,9 +236,12 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 	if built != "" && run.Enclosure.Driver() == "host" {
 		s.removeAfter = built
 	}
-	if err := s.startAdapter(ctx, run.Enclosure, f.exe, run.Workdir); err != nil {
+	// The adapter runs in the program's project root (the directory of
+	// its marker): delve builds in its own directory, and from the working
+	// directory go build finds no go.mod when the module is below it.
+	if err := s.startAdapter(ctx, run.Enclosure, f.exe, f.root); err != nil {
 		s.end(metrics.ReasonCrashed, "the adapter did not start: "+err.Error())
-		return "", fmt.Errorf("%v%s", err, s.adapterSaid())
+		return "", s.failed("starting "+a.ID, err)
 	}
 	wait := p.cfg.RequestWait
 	if a.Builds {
@@ -245,9 +249,9 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 	}
 	stop := s.c.watch(stopEvents...)
 	if err := s.handshake(ctx, "launch", launchArgs, c.storedBreakpoints(), wait); err != nil {
-		said := s.adapterSaid()
+		ferr := s.failed(fmt.Sprintf("launching %s with %s", root.Rel(abs), a.ID), err)
 		s.end(metrics.ReasonCrashed, "the launch failed: "+err.Error())
-		return "", fmt.Errorf("launching %s with %s failed: %v%s", root.Rel(abs), a.ID, err, said)
+		return "", ferr
 	}
 	s.markLive()
 	var b strings.Builder
@@ -289,8 +293,9 @@ func (p *Provider) attach(ctx context.Context, run *orchestrator.Run, c *convers
 		attachArgs[k] = v
 	}
 	if err := s.handshake(ctx, "attach", attachArgs, c.storedBreakpoints(), p.cfg.RequestWait); err != nil {
+		ferr := s.failed(fmt.Sprintf("attaching to port %d", port), err)
 		s.end(metrics.ReasonCrashed, "the attach failed: "+err.Error())
-		return "", fmt.Errorf("attaching to port %d failed: %v", port, err)
+		return "", ferr
 	}
 	s.markLive()
 	var b strings.Builder
@@ -356,10 +361,48 @@ func (s *session) writeBreakpoints(b *strings.Builder) {
 	}
 }
 
-// adapterSaid is the adapter's last stderr lines, for a failed start.
+// Bounds on what adapterSaid shows.
+const (
+	saidLines = 20
+	saidChars = 2000
+)
+
+// adapterSaid is the tail of what the adapter said, for a failed launch
+// or attach: its console and stderr output events (delve puts a build's
+// errors there and answers only "check the debug console", which the
+// model does not have) and its process's own stderr.
 func (s *session) adapterSaid() string {
-	if t := strings.TrimSpace(s.stderr.String()); t != "" {
-		return "\nadapter said: " + cutValue(lastLines(t, 8))
+	var parts []string
+	for _, c := range []*capped{s.console, s.stderrOut, s.stderr} {
+		if t := strings.TrimSpace(c.String()); t != "" {
+			parts = append(parts, t)
+		}
 	}
-	return ""
+	if len(parts) == 0 {
+		return ""
+	}
+	said := lastLines(strings.Join(parts, "\n"), saidLines)
+	if n := len(said); n > saidChars {
+		cut := n - saidChars
+		for cut < n && !utf8.RuneStart(said[cut]) {
+			cut++
+		}
+		said = "…" + said[cut:]
+	}
+	return "\nthe adapter's last output:\n" + said
+}
+
+// debugConsole is the pointer to a console the model does not have, in
+// the adapter's refusal; the adapter's output is shown in its place.
+const debugConsole = "Check the debug console for details."
+
+// failed words a failed launch or attach: the adapter's error and, when
+// it said anything, its output instead of a pointer to its console.
+func (s *session) failed(what string, err error) error {
+	said := s.adapterSaid()
+	msg := err.Error()
+	if said != "" {
+		msg = strings.TrimRight(strings.Replace(msg, debugConsole, "", 1), ": ")
+	}
+	return fmt.Errorf("%s failed: %s%s", what, msg, said)
 }

@@ -57,6 +57,7 @@ type session struct {
 	caps      dap.Capabilities
 	stdout    *capped // the debuggee's, from output events
 	stderrOut *capped
+	console   *capped // the adapter's own messages (console, important)
 	ttl       *time.Timer
 	// removeAfter is a host file the adapter built (delve's binary),
 	// removed when the session ends, whether or not the adapter did.
@@ -99,7 +100,8 @@ func newSession(cfg *Config, a *Adapter, m *metrics.Metrics, p paths, program st
 	return &session{
 		cfg: cfg, adapter: a, metrics: m, paths: p, program: program, started: time.Now(),
 		stderr: newCapped(16 << 10), stdout: newCapped(cfg.OutputLimit), stderrOut: newCapped(cfg.OutputLimit),
-		bps: map[string][]breakpoint{}, ended: make(chan struct{}),
+		console: newCapped(16 << 10),
+		bps:     map[string][]breakpoint{}, ended: make(chan struct{}),
 	}
 }
 
@@ -143,6 +145,8 @@ func (s *session) onEvent(e dap.EventMessage) {
 			_, _ = s.stdout.Write([]byte(ev.Body.Output))
 		case "stderr":
 			_, _ = s.stderrOut.Write([]byte(ev.Body.Output))
+		case "console", "important":
+			_, _ = s.console.Write([]byte(ev.Body.Output))
 		}
 	case *dap.ExitedEvent:
 		code := ev.Body.ExitCode

@@ -1,0 +1,6 @@
+package greet
+
+// Hello greets who.
+func Hello(who string) string {
+	return "hello " + who
+}

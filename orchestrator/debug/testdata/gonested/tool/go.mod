@@ -1,0 +1,3 @@
+module example.com/tool
+
+go 1.22
