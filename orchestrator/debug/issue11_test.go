@@ -199,3 +199,48 @@ func TestIssue11Item11bLaunchFailureCarriesAdapterOutput(t *testing.T) {
 	}
 	noProcess(t, e.dir)
 }
+
+// Issue 11 item 11c: a frame_id that is not in the current stack, and a
+// reference from before the program moved, are refused with the frames
+// there are, instead of the adapter's confusion (debugpy dropped its
+// server: "Server[1] disconnected unexpectedly"; lldb answered "0
+// children"). The session lives on.
+func TestIssue11Item11cStaleFrameAndReference(t *testing.T) {
+	for _, tc := range []struct {
+		adapter, fixture, file, program string
+		line                            int
+		build                           bool
+	}{
+		{"debugpy", "python", "app.py", "app.py", 13, false},
+		{"delve", "golang", "main.go", ".", 22, false},
+		{"lldb", "c", "prog.c", "prog", 17, true},
+	} {
+		t.Run(tc.adapter, func(t *testing.T) {
+			e := newEnv(t, tc.fixture, nil)
+			if tc.build {
+				if out, err := exec.Command("gcc", "-g", "-O0", "-o", filepath.Join(e.dir, "prog"), filepath.Join(e.dir, "prog.c")).CombinedOutput(); err != nil {
+					t.Fatalf("gcc: %v\n%s", err, out)
+				}
+			}
+			e.ok(fmt.Sprintf(`{"operation":"breakpoints","file":%q,"lines":[%d]}`, tc.file, tc.line))
+			e.ok(fmt.Sprintf(`{"operation":"launch","program":%q}`, tc.program), "stopped (breakpoint)")
+			st := e.ok(`{"operation":"stack"}`, "#0 frame_id")
+			frame := after(t, st, "#0 frame_id ")
+			sc := e.ok(`{"operation":"scopes","frame_id":`+frame+`}`, "Locals: reference")
+			locals := after(t, sc, "Locals: reference ")
+
+			e.fails(`{"operation":"scopes","frame_id":987654}`, "frame 987654 is not in the current stack; frames are", "#0 frame_id ", fmt.Sprintf("%s:%d", tc.file, tc.line))
+			e.fails(`{"operation":"evaluate","expression":"1","frame_id":987654}`, "frame 987654 is not in the current stack")
+			e.fails(`{"operation":"variables","reference":987654}`, "reference 987654 is not valid where the program is stopped now", "call scopes")
+
+			e.ok(`{"operation":"step_over"}`, "stopped (step)")
+			e.fails(`{"operation":"variables","reference":`+locals+`}`, "reference "+locals+" is not valid where the program is stopped now")
+			e.ok(`{"operation":"status"}`, "debugging", "stopped (step)")
+			st = e.ok(`{"operation":"stack"}`, "#0 frame_id")
+			sc = e.ok(`{"operation":"scopes","frame_id":`+after(t, st, "#0 frame_id ")+`}`, "Locals: reference")
+			e.ok(`{"operation":"variables","reference":`+after(t, sc, "Locals: reference ")+`}`, "name")
+			e.ok(`{"operation":"terminate"}`)
+			noProcess(t, e.dir)
+		})
+	}
+}

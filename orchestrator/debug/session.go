@@ -92,6 +92,11 @@ type stopState struct {
 	reason      string
 	description string
 	frame       *dap.StackFrame // nil until fetched
+	// shownFrames and shownRefs are the frame ids and variables
+	// references given to the model during this stop: the ones it may
+	// pass back. Under session.mu.
+	shownFrames map[int]bool
+	shownRefs   map[int]bool
 }
 
 // newSession builds a session; startAdapter (launch) or connect (attach)
@@ -134,7 +139,8 @@ func (s *session) onEvent(e dap.EventMessage) {
 	defer s.mu.Unlock()
 	switch ev := e.(type) {
 	case *dap.StoppedEvent:
-		s.stop = &stopState{threadID: ev.Body.ThreadId, reason: ev.Body.Reason, description: joinDistinct(ev.Body.Text, ev.Body.Description)}
+		s.stop = &stopState{threadID: ev.Body.ThreadId, reason: ev.Body.Reason, description: joinDistinct(ev.Body.Text, ev.Body.Description),
+			shownFrames: map[int]bool{}, shownRefs: map[int]bool{}}
 	case *dap.ContinuedEvent:
 		s.stop = nil
 	case *dap.OutputEvent:

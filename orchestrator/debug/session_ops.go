@@ -100,6 +100,7 @@ func (s *session) describeStop(ctx context.Context) string {
 		}
 		if err == nil && len(frames) > 0 {
 			st.frame = &frames[0]
+			st.shownFrames[frames[0].Id] = true
 		}
 		s.mu.Unlock()
 	}
@@ -261,6 +262,7 @@ func (s *session) stack(ctx context.Context, threadID int) (string, error) {
 	if len(frames) > maxFrames {
 		frames = frames[:maxFrames]
 	}
+	s.noteFrames(st, frames)
 	var b strings.Builder
 	fmt.Fprintf(&b, "thread %d, %s", threadID, plural(len(frames), "frame"))
 	if total > len(frames) {
@@ -275,7 +277,11 @@ func (s *session) stack(ctx context.Context, threadID int) (string, error) {
 
 // scopes lists a frame's scopes with their references.
 func (s *session) scopes(ctx context.Context, frameID int) (string, error) {
-	if _, err := s.stopped(); err != nil {
+	st, err := s.stopped()
+	if err != nil {
+		return "", err
+	}
+	if err := s.checkFrame(ctx, st, frameID); err != nil {
 		return "", err
 	}
 	resp, err := exchange[*dap.ScopesResponse](ctx, s, &dap.ScopesRequest{Request: dap.Request{Command: "scopes"}, Arguments: dap.ScopesArguments{FrameId: frameID}})
@@ -285,6 +291,7 @@ func (s *session) scopes(ctx context.Context, frameID int) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "scopes of frame %d (pass a reference to variables):\n", frameID)
 	for _, sc := range resp.Body.Scopes {
+		s.noteRef(st, sc.VariablesReference)
 		fmt.Fprintf(&b, "%s: reference %d", sc.Name, sc.VariablesReference)
 		if n := sc.NamedVariables + sc.IndexedVariables; n > 0 {
 			fmt.Fprintf(&b, " (%d variables)", n)
@@ -300,7 +307,11 @@ func (s *session) scopes(ctx context.Context, frameID int) (string, error) {
 // variables lists up to 50 children of a reference, values cut at 400
 // characters.
 func (s *session) variables(ctx context.Context, ref int) (string, error) {
-	if _, err := s.stopped(); err != nil {
+	st, err := s.stopped()
+	if err != nil {
+		return "", err
+	}
+	if err := s.checkRef(st, ref); err != nil {
 		return "", err
 	}
 	resp, err := exchange[*dap.VariablesResponse](ctx, s, &dap.VariablesRequest{Request: dap.Request{Command: "variables"}, Arguments: dap.VariablesArguments{VariablesReference: ref}})
@@ -324,6 +335,7 @@ func (s *session) variables(ctx context.Context, ref int) (string, error) {
 			fmt.Fprintf(&b, " (%s)", v.Type)
 		}
 		b.WriteString(" = " + cutValue(v.Value))
+		s.noteRef(st, v.VariablesReference)
 		if v.VariablesReference > 0 {
 			fmt.Fprintf(&b, " [reference %d]", v.VariablesReference)
 		}
@@ -335,10 +347,15 @@ func (s *session) variables(ctx context.Context, ref int) (string, error) {
 // evaluate evaluates an expression in a frame (default: the stopped
 // frame), in that frame's own scope.
 func (s *session) evaluate(ctx context.Context, expr string, frameID int) (string, error) {
-	if frameID == 0 {
-		if _, err := s.stopped(); err != nil {
+	st, err := s.stopped()
+	if err != nil {
+		return "", err
+	}
+	if frameID != 0 {
+		if err := s.checkFrame(ctx, st, frameID); err != nil {
 			return "", err
 		}
+	} else {
 		s.describeStop(ctx)
 		s.mu.Lock()
 		if s.stop != nil && s.stop.frame != nil {
@@ -352,6 +369,7 @@ func (s *session) evaluate(ctx context.Context, expr string, frameID int) (strin
 		return "", err
 	}
 	body := resp.Body
+	s.noteRef(st, body.VariablesReference)
 	text := cutValue(body.Result)
 	if body.Type != "" {
 		text += " (" + body.Type + ")"
@@ -360,6 +378,83 @@ func (s *session) evaluate(ctx context.Context, expr string, frameID int) (strin
 		text += fmt.Sprintf(" [reference %d]", body.VariablesReference)
 	}
 	return text, nil
+}
+
+// noteFrames records frames shown to the model during the stop st: the
+// frame ids it may pass back.
+func (s *session) noteFrames(st *stopState, frames []dap.StackFrame) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range frames {
+		st.shownFrames[f.Id] = true
+	}
+}
+
+// noteRef records a variables reference shown during the stop st.
+func (s *session) noteRef(st *stopState, ref int) {
+	if ref <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st.shownRefs[ref] = true
+}
+
+// checkFrame refuses a frame id that is not in the current stack, before
+// the adapter sees it: adapters answer a wrong id badly (debugpy's
+// adapter loses its server, lldb-dap answers for some other frame). A
+// frame not shown during this stop is looked for in the stopped thread's
+// stack.
+func (s *session) checkFrame(ctx context.Context, st *stopState, id int) error {
+	s.mu.Lock()
+	known, tid := st.shownFrames[id], st.threadID
+	s.mu.Unlock()
+	if known {
+		return nil
+	}
+	frames, _, err := s.frames(ctx, tid, maxFrames)
+	if err != nil {
+		return err
+	}
+	s.noteFrames(st, frames)
+	for _, f := range frames {
+		if f.Id == id {
+			return nil
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "frame %d is not in the current stack; frames are (thread %d):", id, tid)
+	const listed = 10
+	for i, f := range frames {
+		if i == listed {
+			fmt.Fprintf(&b, "\n… and %d more: call stack", len(frames)-listed)
+			break
+		}
+		where := f.Name
+		if path := sourcePath(f.Source); path != "" {
+			where = fmt.Sprintf("%s:%d in %s", s.paths.show(path), f.Line, f.Name)
+		}
+		fmt.Fprintf(&b, "\n#%d frame_id %d: %s", i, f.Id, where)
+	}
+	if len(frames) == 0 {
+		b.WriteString(" none")
+	}
+	b.WriteString("\npass one of these frame_ids (frame ids last only while the program stays stopped where it is)")
+	return errors.New(b.String())
+}
+
+// checkRef refuses a variables reference not given out during the
+// current stop: references last only until the program moves, and an
+// adapter answers an old one with nothing (lldb-dap: "0 children") or
+// with another variable's children.
+func (s *session) checkRef(st *stopState, ref int) error {
+	s.mu.Lock()
+	known := st.shownRefs[ref]
+	s.mu.Unlock()
+	if known {
+		return nil
+	}
+	return fmt.Errorf("reference %d is not valid where the program is stopped now: references last only until the program moves, and only those given by scopes, variables or evaluate since it stopped here count; call scopes with a frame_id from stack for fresh ones", ref)
 }
 
 // breakpointText reports one file's breakpoints as the adapter answered.

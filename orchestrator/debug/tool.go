@@ -23,7 +23,7 @@ Pass "operation" and that operation's arguments:
 - threads: thread ids and names.
 - stack {thread_id?}: up to 30 frames with their frame_id.
 - scopes {frame_id}: the frame's scopes, each with a reference.
-- variables {reference}: up to 50 children; values cut at 400 characters; a child with its own reference can be expanded.
+- variables {reference}: up to 50 children; values cut at 400 characters; a child with its own reference can be expanded. Frame ids and references hold only until the program moves: after a step or continue, take fresh ones from stack and scopes.
 - evaluate {expression, frame_id?}: evaluate in that frame (default: where it stopped).
 - output: what the program printed (stdout and stderr), capped.
 - terminate: end the session, the program and the adapter.`
