@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	sitter "github.com/tree-sitter/go-tree-sitter"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -82,12 +81,12 @@ func runCase(t *testing.T, l *language, c testCase) {
 	if c.Context != "" && p.context != c.Context {
 		t.Errorf("pattern %q parsed as %s, want %s", c.Pattern, p.context, c.Context)
 	}
-	parser := sitter.NewParser()
-	defer parser.Close()
-	if err := parser.SetLanguage(l.lang); err != nil {
+	parser, err := newParser(l.lang)
+	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := parse(ctx, parser, l.lang, []byte(c.Source))
+	defer parser.close()
+	tr, err := parser.parse(ctx, []byte(c.Source))
 	if err != nil {
 		t.Fatal(err)
 	}

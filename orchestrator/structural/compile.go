@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	sitter "github.com/tree-sitter/go-tree-sitter"
 )
 
 // patternParseTimeout bounds one parse of a pattern in one scaffold.
@@ -20,11 +18,11 @@ func compile(ctx context.Context, l *language, src string) (*pattern, error) {
 		return nil, fmt.Errorf("%w: the pattern is empty: pass a code snippet such as `fmt.Errorf($$$ARGS)` or `if ($X != null) $X.dispose()`", ErrPattern)
 	}
 	rewritten, vars := rewritePlaceholders(snippet, l.sigil)
-	parser := sitter.NewParser()
-	defer parser.Close()
-	if err := parser.SetLanguage(l.lang); err != nil {
+	parser, err := newParser(l.lang)
+	if err != nil {
 		return nil, err
 	}
+	defer parser.close()
 	var tried []string
 	several := ""
 	for _, sc := range l.ladder {
@@ -62,7 +60,7 @@ func compile(ctx context.Context, l *language, src string) (*pattern, error) {
 
 // parseScaffold parses the snippet in one scaffold and returns the tree,
 // the snippet's range in it, and its defects ("" if none).
-func parseScaffold(ctx context.Context, parser *sitter.Parser, l *language, sc scaffold, snippet string, vars map[string]metaVar) (t *tree, lo, hi uint32, msg string, err error) {
+func parseScaffold(ctx context.Context, parser *parser, l *language, sc scaffold, snippet string, vars map[string]metaVar) (t *tree, lo, hi uint32, msg string, err error) {
 	at := strings.Index(sc.tmpl, "%s")
 	if at < 0 {
 		return nil, 0, 0, "the scaffold has no %s", nil
@@ -83,7 +81,7 @@ func parseScaffold(ctx context.Context, parser *sitter.Parser, l *language, sc s
 			if inserted[len(inserted)-1] == len(body2)-len(l.terminator) {
 				hi2 -= uint32(len(l.terminator))
 			}
-			t2, msg2, err := parseIn(ctx, parser, l.lang, sc.tmpl[:at]+body2+sc.tmpl[at+2:], lo, hi2, sc.statement)
+			t2, msg2, err := parseIn(ctx, parser, sc.tmpl[:at]+body2+sc.tmpl[at+2:], lo, hi2, sc.statement)
 			if err != nil {
 				return nil, 0, 0, "", err
 			}
@@ -96,17 +94,17 @@ func parseScaffold(ctx context.Context, parser *sitter.Parser, l *language, sc s
 			}
 		}
 	}
-	t, msg, err = parseIn(ctx, parser, l.lang, sc.tmpl[:at]+body+sc.tmpl[at+2:], lo, hi, sc.statement)
+	t, msg, err = parseIn(ctx, parser, sc.tmpl[:at]+body+sc.tmpl[at+2:], lo, hi, sc.statement)
 	return t, lo, hi, msg, err
 }
 
 // parseIn parses a scaffold's text and reports its defects ("" if none).
-func parseIn(ctx context.Context, parser *sitter.Parser, lang *sitter.Language, text string, lo, hi uint32, statement bool) (*tree, string, error) {
+func parseIn(ctx context.Context, parser *parser, text string, lo, hi uint32, statement bool) (*tree, string, error) {
 	// A grammar can loop on odd input (tree-sitter-dart 1.0.0 does on
 	// `if (x != ) {`): a snippet that cannot parse quickly does not parse.
 	pctx, cancel := context.WithTimeout(ctx, patternParseTimeout)
 	defer cancel()
-	t, err := parse(pctx, parser, lang, []byte(text))
+	t, err := parser.parse(pctx, []byte(text))
 	if err != nil && ctx.Err() == nil {
 		return nil, fmt.Sprintf("the parser gave up after %s", patternParseTimeout), nil
 	}

@@ -3,8 +3,6 @@ package structural
 import (
 	"context"
 	"testing"
-
-	sitter "github.com/tree-sitter/go-tree-sitter"
 )
 
 func TestTokenPrefilter(t *testing.T) {
@@ -49,12 +47,12 @@ func TestNoMatchAcrossAnErrorNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		parser := sitter.NewParser()
-		defer parser.Close()
-		if err := parser.SetLanguage(goLang(t).lang); err != nil {
+		parser, err := newParser(goLang(t).lang)
+		if err != nil {
 			t.Fatal(err)
 		}
-		tr, err := parse(context.Background(), parser, goLang(t).lang, []byte(c.src))
+		defer parser.close()
+		tr, err := parser.parse(context.Background(), []byte(c.src))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	sitter "github.com/tree-sitter/go-tree-sitter"
 )
 
 // lexAll renders src's Go tokens one a space ("L" for a literal), or
@@ -213,12 +211,12 @@ func TestPrefilterNeverSkipsAMatch(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parser := sitter.NewParser()
-			defer parser.Close()
-			if err := parser.SetLanguage(l.lang); err != nil {
+			parser, err := newParser(l.lang)
+			if err != nil {
 				t.Error(err)
 				return
 			}
+			defer parser.close()
 			for path := range paths {
 				src, err := os.ReadFile(path)
 				if err != nil {
@@ -243,7 +241,7 @@ func TestPrefilterNeverSkipsAMatch(t *testing.T) {
 				if len(rejected) == 0 {
 					continue
 				}
-				tr, err := parse(context.Background(), parser, l.lang, src)
+				tr, err := parser.parse(context.Background(), src)
 				if err != nil {
 					t.Errorf("%s: %v", path, err)
 					continue

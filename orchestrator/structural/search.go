@@ -9,8 +9,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-
-	sitter "github.com/tree-sitter/go-tree-sitter"
 )
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
@@ -99,9 +97,8 @@ func (s *searcher) run(ctx context.Context, rootDir, start string, isDir bool) (
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parser := sitter.NewParser()
-			defer parser.Close()
-			if perr := parser.SetLanguage(s.l.lang); perr != nil {
+			parser, perr := newParser(s.l.lang)
+			if perr != nil {
 				mu.Lock()
 				err = perr
 				mu.Unlock()
@@ -110,6 +107,7 @@ func (s *searcher) run(ctx context.Context, rootDir, start string, isDir bool) (
 				}
 				return
 			}
+			defer parser.close()
 			for path := range paths {
 				fm, skip, ferr := s.file(ctx, parser, path)
 				mu.Lock()
@@ -149,7 +147,7 @@ func (s *searcher) run(ctx context.Context, rootDir, start string, isDir bool) (
 // before, else read, pre-filtered on the pattern's words and then its
 // token runs, parsed.
 // A non-empty skip says why the file was not searched.
-func (s *searcher) file(ctx context.Context, parser *sitter.Parser, path string) (fm *fileMatches, skip string, err error) {
+func (s *searcher) file(ctx context.Context, parser *parser, path string) (fm *fileMatches, skip string, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
@@ -197,7 +195,7 @@ func (s *searcher) file(ctx context.Context, parser *sitter.Parser, path string)
 		return nil, "", nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, fileParseTimeout)
-	t, err := parse(pctx, parser, s.l.lang, src)
+	t, err := parser.parse(pctx, src)
 	cancel()
 	if err != nil && ctx.Err() == nil {
 		return nil, fmt.Sprintf("the parser gave up after %s", fileParseTimeout), nil

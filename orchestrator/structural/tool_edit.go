@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	sitter "github.com/tree-sitter/go-tree-sitter"
-
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -70,11 +68,11 @@ func (e editTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 		return orchestrator.Textf("no matches for %s pattern (parsed as %s): nothing staged%s", sc.l.name, sc.p.context, skippedNote(found.skipped)), nil
 	}
 
-	parser := sitter.NewParser()
-	defer parser.Close()
-	if err := parser.SetLanguage(sc.l.lang); err != nil {
+	parser, err := newParser(sc.l.lang)
+	if err != nil {
 		return nil, err
 	}
+	defer parser.close()
 	var (
 		staged              []stagedFile
 		diff, flags         []string
@@ -90,7 +88,7 @@ func (e editTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 		if bytes.Equal(newSrc, f.t.src) {
 			continue
 		}
-		nt, err := parse(ctx, parser, sc.l.lang, newSrc)
+		nt, err := parser.parse(ctx, newSrc)
 		if err != nil {
 			return nil, err
 		}

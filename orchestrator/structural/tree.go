@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 
 	sitter "github.com/tree-sitter/go-tree-sitter"
@@ -67,30 +68,72 @@ func (t *tree) children(i int32, buf []int32) []int32 {
 // kindName is the grammar's name for node i's kind.
 func (t *tree) kindName(i int32) string { return t.lang.NodeKindForId(t.nodes[i].kind) }
 
-// parse parses src with p and flattens the result. It stops when ctx
-// ends: the parser checks a flag as it goes, so even a grammar that loops
-// on some input cannot hold a worker for ever.
-func parse(ctx context.Context, p *sitter.Parser, lang *sitter.Language, src []byte) (*tree, error) {
-	var cancelled atomic.Bool
-	stop := context.AfterFunc(ctx, func() { cancelled.Store(true) })
-	defer stop()
-	opts := &sitter.ParseOptions{ProgressCallback: func(sitter.ParseState) bool { return cancelled.Load() }}
-	ts := p.ParseWithOptions(func(i int, _ sitter.Point) []byte {
-		if i < len(src) {
-			return src[i:]
-		}
-		return nil
-	}, nil, opts)
+// parser is a tree-sitter parser for one language, with the flag its
+// parses are cancelled through.
+//
+// Cancellation does not use ParseOptions' progress callback: go-tree-sitter
+// v0.25.0's ParseWithOptions saves the options with go-pointer (a map
+// entry and a 1-byte C allocation) on every call and never releases them
+// (upstream tree-sitter/go-tree-sitter#55), which kept ~80 B per parse for
+// the life of the process even when one options value was reused. The
+// parser's cancellation flag is read by the C parser as it goes, costs
+// nothing per parse, and is set from the current call's context.
+type parser struct {
+	ts   *sitter.Parser
+	lang *sitter.Language
+	// flag is the word the C parser polls; non-zero stops the parse. It is
+	// pinned, since C keeps its address between calls.
+	flag *uintptr
+	pin  runtime.Pinner
+}
+
+// newParser makes a parser for lang; close it when done.
+func newParser(lang *sitter.Language) (*parser, error) {
+	ts := sitter.NewParser()
+	if err := ts.SetLanguage(lang); err != nil {
+		ts.Close()
+		return nil, err
+	}
+	p := &parser{ts: ts, lang: lang, flag: new(uintptr)}
+	p.pin.Pin(p.flag)
+	ts.SetCancellationFlag(p.flag)
+	return p, nil
+}
+
+// close frees the C parser and unpins its flag.
+func (p *parser) close() {
+	p.ts.SetCancellationFlag(nil)
+	p.ts.Close()
+	p.pin.Unpin()
+}
+
+// parse parses src and flattens the result. It stops when ctx ends: the
+// parser checks its flag as it goes, so even a grammar that loops on some
+// input cannot hold a worker for ever. One parser parses one source at a
+// time.
+func (p *parser) parse(ctx context.Context, src []byte) (*tree, error) {
+	atomic.StoreUintptr(p.flag, 0)
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		atomic.StoreUintptr(p.flag, 1)
+		close(fired)
+	})
+	ts := p.ts.Parse(src, nil)
+	if !stop() {
+		// The flag was set, or is being set: wait, so it cannot stop the
+		// next parse instead.
+		<-fired
+	}
 	if ts == nil {
 		// A cancelled parse would resume on the next call: start afresh.
-		p.Reset()
+		p.ts.Reset()
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("the parser gave up")
 	}
 	defer ts.Close()
-	t := &tree{src: src, lang: lang}
+	t := &tree{src: src, lang: p.lang}
 	t.flattenC(ts)
 	return t, nil
 }
