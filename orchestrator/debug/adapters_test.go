@@ -89,7 +89,7 @@ func TestLaunchRefusals(t *testing.T) {
 	e.fails(`{"operation":"launch","program":"app.py","port":3}`, "launch does not take port (it takes only program, args)")
 	e.fails(`{"operation":"status","file":"app.py"}`, "status does not take file (it takes no other arguments)")
 	e.fails(`{"operation":"breakpoints","file":"app.py"}`, "breakpoints needs lines")
-	e.fails(`{"operation":"breakpoints","file":"nope.py","lines":[1]}`, "nope.py is not a file")
+	e.fails(`{"operation":"breakpoints","file":"nope.py","lines":[1]}`, "nope.py is not a readable file (no such file or directory)")
 	e.fails(`{"operation":"variables"}`, "variables needs reference")
 	e.fails(`{"operation":"fly"}`, "invalid arguments for debug", "operation")
 	e.fails(`{"operation":"continue"}`, "no debug session is running in this conversation", "call launch")

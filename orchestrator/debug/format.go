@@ -2,10 +2,14 @@ package debug
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -72,7 +76,7 @@ func (p paths) sourceLine(path string, n int) string {
 	if host == "" || n <= 0 {
 		return ""
 	}
-	f, err := os.Open(host)
+	f, err := openRegular(host)
 	if err != nil {
 		return ""
 	}
@@ -102,4 +106,57 @@ func (p paths) location(path string, line int, name, note string) string {
 		loc += fmt.Sprintf("\n  %d | %s", line, src)
 	}
 	return loc
+}
+
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens a regular file for reading, and refuses anything else
+// without blocking: opening a FIFO for reading waits for a writer, so the
+// open does not wait (O_NONBLOCK) and the opened file is checked (fstat,
+// not a stat before the open, which a swap could outrun).
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, errNotRegular
+	}
+	return f, nil
+}
+
+// countLines is the number of lines of a regular file; a last line
+// without a newline counts.
+func countLines(path string) (int, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	n, last := 0, byte('\n')
+	buf := make([]byte, 32<<10)
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			last = buf[k-1]
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if last != '\n' {
+		n++
+	}
+	return n, nil
 }

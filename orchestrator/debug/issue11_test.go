@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -243,4 +244,31 @@ func TestIssue11Item11cStaleFrameAndReference(t *testing.T) {
 			noProcess(t, e.dir)
 		})
 	}
+}
+
+// Issue 11 item 11d: a breakpoint past the end of its file is refused
+// when it is set, with the file's length, before and during a session,
+// and nothing of the call is applied.
+func TestIssue11Item11dBreakpointPastEnd(t *testing.T) {
+	e := newEnv(t, "python", nil)
+	e.ok(`{"operation":"breakpoints","file":"app.py","lines":[13]}`)
+	e.fails(`{"operation":"breakpoints","file":"app.py","lines":[5, 21]}`, "app.py has 20 lines, so line 21 is past its end: pass lines from 1 to 20")
+	e.fails(`{"operation":"breakpoints","file":"app.py","lines":[400, 21]}`, "lines 400, 21 are past its end")
+	e.ok(`{"operation":"launch","program":"app.py"}`, "app.py:13 verified", "stopped (breakpoint)", "app.py:13 in main")
+	e.fails(`{"operation":"breakpoints","file":"app.py","lines":[14, 99]}`, "app.py has 20 lines, so line 99 is past its end")
+	e.ok(`{"operation":"status"}`, "app.py:13")
+	e.ok(`{"operation":"continue"}`, "the program ended (exit code 0)")
+
+	// The last line counts without a final newline, and the count is
+	// refused on something that is not a regular file.
+	if err := os.WriteFile(filepath.Join(e.dir, "tail.py"), []byte("a = 1\nb = 2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.ok(`{"operation":"breakpoints","file":"tail.py","lines":[2]}`, "stored 1 breakpoint")
+	e.fails(`{"operation":"breakpoints","file":"tail.py","lines":[3]}`, "tail.py has 2 lines, so line 3 is past its end")
+	if err := syscall.Mkfifo(filepath.Join(e.dir, "pipe.py"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.fails(`{"operation":"breakpoints","file":"pipe.py","lines":[1]}`, "pipe.py is not a readable file (not a regular file)")
+	noProcess(t, e.dir)
 }

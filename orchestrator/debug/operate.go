@@ -125,8 +125,29 @@ func (p *Provider) breakpoints(ctx context.Context, run *orchestrator.Run, c *co
 	if err != nil {
 		return "", err
 	}
-	if st, err := os.Stat(abs); err != nil || st.IsDir() {
-		return "", fmt.Errorf("%s is not a file: pass a source file inside the working directory", file)
+	// A line past the end would be stored, sent, and left unverified (or
+	// silently moved) by the adapter: refuse it here, with the length.
+	n, err := countLines(abs)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is the host's: file says it
+		}
+		return "", fmt.Errorf("%s is not a readable file (%v): pass a source file inside the working directory", file, err)
+	}
+	var past []string
+	for _, l := range lines {
+		if l > n {
+			past = append(past, fmt.Sprint(l))
+		}
+	}
+	if len(past) > 0 {
+		which := "line " + past[0] + " is"
+		if len(past) > 1 {
+			which = "lines " + strings.Join(past, ", ") + " are"
+		}
+		return "", fmt.Errorf("%s has %s, so %s past its end: pass lines from 1 to %d (no breakpoint was changed)",
+			root.Rel(abs), plural(n, "line"), which, n)
 	}
 	lines = c.setLines(abs, lines)
 	s, _ := p.current(c)
