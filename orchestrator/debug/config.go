@@ -65,6 +65,12 @@ type Adapter struct {
 	Launch map[string]any `yaml:"launch"`
 	// ExceptionFilters are enabled when the adapter offers them.
 	ExceptionFilters []string `yaml:"exception_filters"`
+	// EvaluateContext is the DAP context evaluate sends: "repl" (the
+	// default) or "watch". lldb-dap's repl answers in its command style,
+	// "(int) $1 = 4", and runs a name that is also an lldb command (c,
+	// bt) as that command; watch evaluates an expression and answers
+	// with its value.
+	EvaluateContext string `yaml:"evaluate_context,omitempty"`
 }
 
 // DefaultConfig is the built-in configuration.
@@ -99,6 +105,7 @@ func DefaultConfig() Config {
 				ID: "lldb", Executables: []string{"lldb-dap", "lldb-dap-21", "lldb-dap-20", "lldb-dap-19", "lldb-dap-18", "lldb-dap-17"},
 				Transport: "stdio", Markers: []string{"Cargo.toml", "CMakeLists.txt"},
 				Native: true, AdapterID: "lldb-dap", Launch: map[string]any{},
+				EvaluateContext: "watch",
 			},
 			{
 				ID: "dart", Executables: []string{"dart"}, Args: []string{"debug_adapter"},

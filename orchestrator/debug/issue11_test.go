@@ -272,3 +272,26 @@ func TestIssue11Item11dBreakpointPastEnd(t *testing.T) {
 	e.fails(`{"operation":"breakpoints","file":"pipe.py","lines":[1]}`, "pipe.py is not a readable file (not a regular file)")
 	noProcess(t, e.dir)
 }
+
+// Issue 11 item 13: lldb's evaluate answers with the value once
+// ("50 (int)"), not lldb's command style "(int) $1 = 50 (int)"; and a
+// name that is also an lldb command is an expression, never the command
+// (c would have continued the program).
+func TestIssue11Item13LLDBEvaluateClean(t *testing.T) {
+	e := newEnv(t, "c", nil)
+	if out, err := exec.Command("gcc", "-g", "-O0", "-o", filepath.Join(e.dir, "prog"), filepath.Join(e.dir, "prog.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	e.ok(`{"operation":"breakpoints","file":"prog.c","lines":[6]}`)
+	e.ok(`{"operation":"launch","program":"prog"}`, "stopped (breakpoint)", "prog.c:6 in square")
+	if got := e.ok(`{"operation":"evaluate","expression":"result + 1"}`); got != "50 (int)" {
+		t.Fatalf("evaluate result + 1 = %q, want %q", got, "50 (int)")
+	}
+	if got := e.ok(`{"operation":"evaluate","expression":"n"}`); got != "7 (int)" {
+		t.Fatalf("evaluate n = %q, want %q", got, "7 (int)")
+	}
+	e.fails(`{"operation":"evaluate","expression":"c"}`, "undeclared identifier 'c'")
+	e.ok(`{"operation":"status"}`, "stopped (breakpoint)", "prog.c:6 in square")
+	e.ok(`{"operation":"terminate"}`)
+	noProcess(t, e.dir)
+}

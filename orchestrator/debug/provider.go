@@ -77,6 +77,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("debug.adapters[%s].interpreter must be python or empty, not %q", a.ID, a.Interpreter)
 		case len(a.Markers) == 0:
 			return fmt.Errorf("debug.adapters[%s] needs at least one root marker", a.ID)
+		case a.EvaluateContext != "" && a.EvaluateContext != "repl" && a.EvaluateContext != "watch":
+			return fmt.Errorf("debug.adapters[%s].evaluate_context must be repl, watch or empty (repl), not %q", a.ID, a.EvaluateContext)
 		}
 		seen[a.ID] = true
 	}

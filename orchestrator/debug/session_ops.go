@@ -363,8 +363,12 @@ func (s *session) evaluate(ctx context.Context, expr string, frameID int) (strin
 		}
 		s.mu.Unlock()
 	}
+	evalCtx := s.adapter.EvaluateContext
+	if evalCtx == "" {
+		evalCtx = "repl"
+	}
 	resp, err := exchange[*dap.EvaluateResponse](ctx, s, &dap.EvaluateRequest{Request: dap.Request{Command: "evaluate"},
-		Arguments: dap.EvaluateArguments{Expression: expr, FrameId: frameID, Context: "repl"}})
+		Arguments: dap.EvaluateArguments{Expression: expr, FrameId: frameID, Context: evalCtx}})
 	if err != nil {
 		return "", err
 	}
