@@ -262,7 +262,7 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 	// directory go build finds no go.mod when the module is below it.
 	if err := s.startAdapter(ctx, run.Enclosure, f.exe, f.root); err != nil {
 		s.end(metrics.ReasonCrashed, "the adapter did not start: "+err.Error())
-		return "", s.failed("starting "+a.ID, err)
+		return "", s.failed(fmt.Sprintf("launching %s with %s", root.Rel(abs), a.ID), err)
 	}
 	wait := p.cfg.RequestWait
 	if a.Builds {
