@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -39,19 +40,24 @@ type Run struct {
 }
 
 // Root is the workdir as a workspace root, for resolving the paths tools
-// are given. It is made once: resolving the workdir again on every call
-// costs a lookup per component of its path.
+// are given and reading and writing files through its handle. It is made
+// once (resolving the workdir again on every call costs a lookup per
+// component of its path) and closed when the run ends.
 func (r *Run) Root() (*workspace.Root, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.root != nil {
 		return r.root, nil
 	}
+	if r.ended {
+		return nil, fmt.Errorf("run %s has ended (%s): start a new run", r.ID, r.endReason)
+	}
 	root, err := workspace.New(r.Workdir)
 	if err != nil {
 		return nil, err
 	}
 	r.root = root
+	r.closers = append(r.closers, &closer{f: func() { root.Close() }})
 	return root, nil
 }
 

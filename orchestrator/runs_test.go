@@ -3,6 +3,8 @@ package orchestrator_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -88,3 +90,30 @@ func TestOnEndUnregisterAndValueAfterEnd(t *testing.T) {
 type closeCounter struct{ n int }
 
 func (c *closeCounter) Close() { c.n++ }
+
+// TestRunRootClosedAtEnd: the run's workspace root holds a handle on the
+// workdir (issue 11 item 2: reads and writes go through it); the run's end
+// closes it, and a root is not made for an ended run.
+func TestRunRootClosedAtEnd(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := orchestrator.NewRun("r", "c", dir, enclosure.Host(), nil, nil)
+	root, err := run.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := root.ReadFile("f.txt"); err != nil || string(b) != "x" {
+		t.Fatalf("ReadFile = %q, %v", b, err)
+	}
+	run.End("test over")
+	if _, err := root.ReadFile("f.txt"); err == nil {
+		t.Fatal("the root still reads after the run ended")
+	}
+	fresh := orchestrator.NewRun("r2", "c", dir, enclosure.Host(), nil, nil)
+	fresh.End("test over")
+	if _, err := fresh.Root(); err == nil {
+		t.Fatal("an ended run made a root")
+	}
+}

@@ -3,8 +3,16 @@
 // "..", an absolute path or a symlink), reads files, and writes changes to
 // several files all-or-nothing.
 //
-// It must never write a file outside the root, nor leave a multi-file
-// change half-applied.
+// Resolve checks a path and says why it is refused; the reads and writes
+// themselves go through an os.Root opened on the directory, which refuses
+// at every component, at the moment of use, any path that leaves it, so a
+// folder swapped for a symlink between the check and the use cannot lead
+// out. Only regular files are read or written, opened without blocking
+// (a FIFO never hangs a call), and the file work that can block in the
+// kernel is bounded, so no input can exhaust the process's threads.
+//
+// It must never read or write a file outside the root, nor leave a
+// multi-file change half-applied.
 package workspace
 
 import (
@@ -23,10 +31,12 @@ var ErrOutside = errors.New("outside the working directory")
 
 // Root is a working directory.
 type Root struct {
-	dir string // absolute, cleaned, symlinks resolved
+	dir string   // absolute, cleaned, symlinks resolved
+	fs  *os.Root // opened on dir: every read and write goes through it
 }
 
-// New returns the root for dir, which must exist.
+// New returns the root for dir, which must exist. Close it when done
+// (a run's root is closed when the run ends).
 func New(dir string) (*Root, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -36,8 +46,16 @@ func New(dir string) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("working directory %s: %w", dir, err)
 	}
-	return &Root{dir: real}, nil
+	fsr, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, fmt.Errorf("working directory %s: %w", dir, err)
+	}
+	return &Root{dir: real, fs: fsr}, nil
 }
+
+// Close releases the root's handle on the directory; reads and writes
+// through it fail afterwards.
+func (r *Root) Close() error { return r.fs.Close() }
 
 // Dir is the root's absolute path.
 func (r *Root) Dir() string { return r.dir }
@@ -186,15 +204,6 @@ func resolveExisting(abs string) (string, error) {
 		rest = filepath.Join(filepath.Base(cur), rest)
 		cur = parent
 	}
-}
-
-// ReadFile reads a path inside the root.
-func (r *Root) ReadFile(p string) ([]byte, error) {
-	abs, err := r.Resolve(p)
-	if err != nil {
-		return nil, err
-	}
-	return os.ReadFile(abs)
 }
 
 // Hash is the content hash recorded when a change is staged.

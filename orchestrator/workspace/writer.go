@@ -3,11 +3,15 @@ package workspace
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Change replaces one file's content, provided it still has the content it
@@ -29,24 +33,39 @@ func (e *ConflictError) Error() string {
 // Writer applies changes to several files all-or-nothing: it checks every
 // file's expected hash first, writes each new content to a temporary file
 // beside its target, then renames them over the targets; if any step
-// fails it puts back every file it had already replaced.
+// fails it puts back every file it had already replaced. Every read,
+// write and rename goes through the root's os.Root, so a folder swapped
+// for a symlink out of the root part-way fails the change instead of
+// writing outside. A replaced file keeps its mode, and its owner where
+// the process may set it.
 type Writer struct {
-	// Rename replaces newpath with oldpath; nil means os.Rename. Tests set
-	// it to inject a failure part-way through.
+	// Rename, for tests only, replaces the rename of a temporary file
+	// (oldpath, absolute) over its target (newpath, absolute), to inject
+	// a failure part-way through; nil renames through the root.
 	Rename func(oldpath, newpath string) error
 }
 
 // applyMu serialises Apply across every Writer.
 var applyMu sync.Mutex
 
-// Apply writes all changes or none. root only names files in errors.
+// original is what a file held before a change: to check it and to put
+// it back.
+type original struct {
+	content  []byte
+	mode     os.FileMode
+	uid, gid int // -1: unknown
+}
+
+// Apply writes all changes or none.
 func (w *Writer) Apply(root *Root, changes []Change) error {
 	// One change at a time in this process: two changes to the same file
 	// (two staged edits accepted at once, a rename beside them) must not
 	// both pass the hash check before either writes.
 	applyMu.Lock()
 	defer applyMu.Unlock()
-	rename := os.Rename
+	rename := func(oldpath, newpath string) error {
+		return root.rename(oldpath, newpath)
+	}
 	if w != nil && w.Rename != nil {
 		rename = w.Rename
 	}
@@ -62,31 +81,25 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 	}
 
 	// 1. Every file must still hold what the change was computed from.
-	originals := make([][]byte, len(sorted))
-	modes := make([]os.FileMode, len(sorted))
+	originals := make([]original, len(sorted))
 	var conflicts []string
 	for i, c := range sorted {
-		if !root.contains(c.Path) {
-			return fmt.Errorf("file %s is %w", c.Path, ErrOutside)
+		if _, err := root.name(c.Path); err != nil {
+			return err
 		}
-		b, err := os.ReadFile(c.Path)
+		b, st, err := root.ReadRegular(c.Path, -1)
 		if err != nil {
-			why := err
-			if inner := errors.Unwrap(err); inner != nil {
-				why = inner // the *PathError's cause; the path is already named
-			}
-			conflicts = append(conflicts, root.Rel(c.Path)+" (unreadable: "+why.Error()+")")
+			conflicts = append(conflicts, root.Rel(c.Path)+" (unreadable: "+cause(err).Error()+")")
 			continue
 		}
 		if Hash(b) != c.Expected {
 			conflicts = append(conflicts, root.Rel(c.Path))
 			continue
 		}
-		st, err := os.Stat(c.Path)
-		if err != nil {
-			return err
+		originals[i] = original{content: b, mode: st.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky), uid: -1, gid: -1}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			originals[i].uid, originals[i].gid = int(sys.Uid), int(sys.Gid)
 		}
-		originals[i], modes[i] = b, st.Mode().Perm()
 	}
 	if len(conflicts) > 0 {
 		return &ConflictError{Paths: conflicts}
@@ -97,15 +110,15 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 	cleanup := func() {
 		for _, t := range temps {
 			if t != "" {
-				os.Remove(t)
+				root.remove(t)
 			}
 		}
 	}
 	for i, c := range sorted {
-		t, err := writeTemp(c.Path, c.Content, modes[i])
+		t, err := root.writeTemp(c.Path, c.Content, originals[i])
 		if err != nil {
 			cleanup()
-			return fmt.Errorf("nothing was written: %s: %w", root.Rel(c.Path), err)
+			return fmt.Errorf("nothing was written: %s: %w", root.Rel(c.Path), cause(err))
 		}
 		temps[i] = t
 	}
@@ -116,7 +129,7 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 			cleanup()
 			var lost []string
 			for j := i - 1; j >= 0; j-- {
-				if rerr := restore(sorted[j].Path, originals[j], modes[j]); rerr != nil {
+				if rerr := root.restore(sorted[j].Path, originals[j]); rerr != nil {
 					lost = append(lost, root.Rel(sorted[j].Path))
 				}
 			}
@@ -130,30 +143,92 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 	return nil
 }
 
-func writeTemp(target string, content []byte, mode os.FileMode) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".berth-*")
+// cause is the cause of an error about one file, the file being named
+// already; other errors as they are.
+func cause(err error) error {
+	var fe *fileError
+	if errors.As(err, &fe) {
+		return fe.err
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// writeTemp writes content to a new temporary file beside target (both
+// absolute, inside the root) with the original's mode and owner, and
+// returns its absolute path.
+func (r *Root) writeTemp(target string, content []byte, o original) (string, error) {
+	name, err := r.name(target)
 	if err != nil {
 		return "", err
 	}
-	name := f.Name()
+	defer blocking()()
+	var f *os.File
+	var tmp string
+	for range 100 {
+		tmp = filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".berth-"+strconv.FormatUint(rand.Uint64(), 36))
+		// O_EXCL: the root never follows a symlink to create a file.
+		f, err = r.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return "", r.explain(target, err)
+	}
 	_, werr := f.Write(content)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr, os.Chmod(name, mode)); err != nil {
-		os.Remove(name)
+	// Owner before mode: a chown clears the set-id bits. A process that
+	// may not give the file away leaves it its own.
+	if o.uid >= 0 {
+		if err := f.Chown(o.uid, o.gid); err != nil && !errors.Is(err, fs.ErrPermission) {
+			werr = errors.Join(werr, err)
+		}
+	}
+	err = errors.Join(werr, f.Chmod(o.mode), f.Sync(), f.Close())
+	if err != nil {
+		r.fs.Remove(tmp)
 		return "", err
 	}
-	return name, nil
+	return filepath.Join(r.dir, tmp), nil
 }
 
-// restore puts a file's original content back with a plain rename.
-func restore(path string, content []byte, mode os.FileMode) error {
-	t, err := writeTemp(path, content, mode)
+// rename renames oldpath over newpath, both absolute inside the root,
+// through the root.
+func (r *Root) rename(oldpath, newpath string) error {
+	from, err := r.name(oldpath)
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(t, path); err != nil {
-		os.Remove(t)
+	to, err := r.name(newpath)
+	if err != nil {
+		return err
+	}
+	defer blocking()()
+	if err := r.fs.Rename(from, to); err != nil {
+		return r.explain(newpath, err)
+	}
+	return nil
+}
+
+// remove removes abs, inside the root, through the root.
+func (r *Root) remove(abs string) {
+	if name, err := r.name(abs); err == nil {
+		defer blocking()()
+		r.fs.Remove(name)
+	}
+}
+
+// restore puts a file's original content back with a plain rename.
+func (r *Root) restore(path string, o original) error {
+	t, err := r.writeTemp(path, o.content, o)
+	if err != nil {
+		return err
+	}
+	if err := r.rename(t, path); err != nil {
+		r.remove(t)
 		return err
 	}
 	return nil
