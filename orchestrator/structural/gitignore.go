@@ -3,7 +3,6 @@ package structural
 import (
 	"bufio"
 	"bytes"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,16 +24,6 @@ type ignoreRule struct {
 // (deeper) rule wins, as in git.
 type ignorer struct {
 	rules []ignoreRule
-}
-
-// readIgnoreFile returns the rules of dir's .gitignore (none if it has
-// none).
-func readIgnoreFile(dir string) []ignoreRule {
-	b, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
-	if err != nil {
-		return nil
-	}
-	return parseIgnore(dir, b)
 }
 
 func parseIgnore(dir string, b []byte) []ignoreRule {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
@@ -85,13 +84,17 @@ func (p *Provider) prepare(ctx context.Context, run *orchestrator.Run, path, lan
 	if err != nil {
 		return nil, nil, err
 	}
-	start, err := root.Resolve(path)
+	start, st, err := root.ResolveStat(path)
 	if err != nil {
 		return nil, orchestrator.Errorf("%v", err), nil
 	}
-	st, err := os.Stat(start)
-	if err != nil {
+	if st == nil {
 		return nil, orchestrator.Errorf("path %q does not exist in the workspace: pass a file or folder inside %s, or omit path to search all of it", path, root.Dir()), nil
+	}
+	if !st.IsDir() && !st.Mode().IsRegular() {
+		// Said here from the stat; the read itself refuses it again from
+		// the open handle, whatever is there by then.
+		return nil, orchestrator.Errorf("%v", workspace.NotRegular(root.Rel(start), st.Mode())), nil
 	}
 	l, err := p.langs.pick(lang, start, st.IsDir())
 	if err != nil {
@@ -109,8 +112,19 @@ func (p *Provider) prepare(ctx context.Context, run *orchestrator.Run, path, lan
 
 // search runs the scope's pattern over its files.
 func (p *Provider) search(ctx context.Context, sc *scope) (*searchResult, error) {
-	s := &searcher{l: sc.l, p: sc.p, cache: sc.state.cache, maxBytes: p.cfg.MaxFileBytes, workers: p.cfg.Workers, rel: sc.root.Rel}
-	return s.run(ctx, sc.root.Dir(), sc.start, sc.isDir)
+	s := &searcher{l: sc.l, p: sc.p, cache: sc.state.cache, maxBytes: p.cfg.MaxFileBytes, workers: p.cfg.Workers, root: sc.root, langs: p.langs}
+	return s.run(ctx, sc.start, sc.isDir)
+}
+
+// noFiles is the answer for a folder holding no file of the pattern's
+// language, which is a wrong language or path, not an empty search.
+func noFiles(sc *scope, found string) *orchestrator.Result {
+	where := sc.root.Rel(sc.start)
+	if where == "." {
+		where = "the workspace"
+	}
+	return orchestrator.Errorf("no files of language %s under %s (found: %s): pass the language of the files you mean, or a path that holds %s files",
+		sc.l.name, where, found, sc.l.name)
 }
 
 // decode unmarshals arguments dispatch has already validated.

@@ -3,12 +3,14 @@ package structural
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
@@ -45,6 +47,9 @@ type searchResult struct {
 	files   []*fileMatches
 	skipped []skippedFile
 	total   int // matches
+	// none, for a folder holding no file of the language, says what it
+	// holds instead; "" otherwise.
+	none string
 }
 
 // searcher runs one pattern over files.
@@ -54,14 +59,17 @@ type searcher struct {
 	cache    *treeCache
 	maxBytes int64
 	workers  int
-	rel      func(string) string
+	// root reads every file and folder; langs names what a folder holds
+	// when it has no file of l.
+	root  *workspace.Root
+	langs *languages
 	// pf is the pattern's token-run filter, nil where the language has
 	// none; run sets it.
 	pf *prefilter
 }
 
 // run searches the file at start, or every file of the language under it.
-func (s *searcher) run(ctx context.Context, rootDir, start string, isDir bool) (*searchResult, error) {
+func (s *searcher) run(ctx context.Context, start string, isDir bool) (*searchResult, error) {
 	s.pf = newPrefilter(s.l.name, s.p)
 	paths := make(chan string, 256)
 	ctx, cancel := context.WithCancel(ctx)
@@ -72,15 +80,16 @@ func (s *searcher) run(ctx context.Context, rootDir, start string, isDir bool) (
 		walkErr    error
 		dirSkipped []skippedFile
 	)
+	w := &walker{root: s.root, l: s.l, out: paths, skipped: func(dir string, err error) {
+		dirSkipped = append(dirSkipped, skippedFile{s.root.Rel(dir) + "/", "unreadable folder: " + err.Error()})
+	}}
 	go func() {
 		defer close(paths)
 		if !isDir {
 			paths <- start
 			return
 		}
-		walkErr = walk(ctx, rootDir, start, s.l, paths, func(dir string, err error) {
-			dirSkipped = append(dirSkipped, skippedFile{s.rel(dir) + "/", "unreadable folder: " + err.Error()})
-		})
+		walkErr = w.walk(ctx, start)
 	}()
 
 	workers := s.workers
@@ -118,7 +127,7 @@ func (s *searcher) run(ctx context.Context, rootDir, start string, isDir bool) (
 					}
 					cancel()
 				case skip != "":
-					res.skipped = append(res.skipped, skippedFile{s.rel(path), skip})
+					res.skipped = append(res.skipped, skippedFile{s.root.Rel(path), skip})
 				case fm != nil && len(fm.matches) > 0:
 					res.files = append(res.files, fm)
 					res.total += len(fm.matches)
@@ -138,6 +147,9 @@ func (s *searcher) run(ctx context.Context, rootDir, start string, isDir bool) (
 		return nil, err
 	}
 	res.skipped = append(res.skipped, dirSkipped...)
+	if isDir && w.own == 0 && s.langs != nil {
+		res.none = w.found(s.langs)
+	}
 	sort.Slice(res.files, func(i, j int) bool { return res.files[i].rel < res.files[j].rel })
 	sort.Slice(res.skipped, func(i, j int) bool { return res.skipped[i].rel < res.skipped[j].rel })
 	return res, nil
@@ -151,9 +163,12 @@ func (s *searcher) file(ctx context.Context, parser *parser, path string) (fm *f
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
-	st, err := os.Stat(path)
+	st, err := s.root.Stat(path)
 	if err != nil {
 		return nil, "unreadable: " + err.Error(), nil
+	}
+	if !st.Mode().IsRegular() {
+		return nil, "not a regular file", nil
 	}
 	k := fileKey{size: st.Size(), mtime: st.ModTime().UnixNano(), lang: s.l.name}
 	if e := s.cache.get(path, k); e != nil {
@@ -175,10 +190,18 @@ func (s *searcher) file(ctx context.Context, parser *parser, path string) (fm *f
 	if st.Size() > s.maxBytes {
 		return nil, fmt.Sprintf("%s, over the %s limit", humanBytes(st.Size()), humanBytes(s.maxBytes)), nil
 	}
-	src, err := os.ReadFile(path)
-	if err != nil {
+	// Read through the root, and key the cache on what the open handle
+	// says: the file may have changed, or been swapped, since the stat.
+	src, st, err := s.root.ReadRegular(path, s.maxBytes)
+	switch {
+	case errors.Is(err, workspace.ErrTooLarge):
+		return nil, fmt.Sprintf("%s, over the %s limit", humanBytes(st.Size()), humanBytes(s.maxBytes)), nil
+	case errors.Is(err, workspace.ErrNotRegular):
+		return nil, "not a regular file", nil
+	case err != nil:
 		return nil, "unreadable: " + err.Error(), nil
 	}
+	k = fileKey{size: st.Size(), mtime: st.ModTime().UnixNano(), lang: s.l.name}
 	hasBOM := bytes.HasPrefix(src, bom)
 	if hasBOM {
 		src = src[len(bom):]
@@ -212,7 +235,7 @@ func (s *searcher) matchTree(path string, t *tree, hasBOM bool) *fileMatches {
 	if len(ms) == 0 {
 		return nil
 	}
-	return &fileMatches{path: path, rel: s.rel(path), t: t, bom: hasBOM, matches: ms}
+	return &fileMatches{path: path, rel: s.root.Rel(path), t: t, bom: hasBOM, matches: ms}
 }
 
 // lacksWord returns the key of the first token src does not contain, or

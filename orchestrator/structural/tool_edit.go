@@ -64,6 +64,9 @@ func (e editTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 	if err != nil {
 		return nil, err
 	}
+	if found.none != "" {
+		return noFiles(sc, found.none), nil
+	}
 	if found.total == 0 {
 		return orchestrator.Textf("no matches for %s pattern (parsed as %s): nothing staged%s", sc.l.name, sc.p.context, skippedNote(found.skipped)), nil
 	}

@@ -60,28 +60,29 @@ func (g grepTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 	if err != nil {
 		return nil, err
 	}
+	if found.none != "" {
+		return noFiles(sc, found.none), nil
+	}
 	limit := a.MaxResults
 	if limit <= 0 {
 		limit = g.p.cfg.MaxResults
 	}
-	// The text lists every match as the model reads it; the table carries
-	// the same rows for a harness that renders tables.
+	// One form: the text, which is what a model reads. A table of the same
+	// rows beside it doubled every match and added nothing.
 	var (
-		rows [][]string
-		list strings.Builder
+		shown int
+		list  strings.Builder
 	)
 	for _, f := range found.files {
 		for _, m := range f.matches {
-			if len(rows) == limit {
+			if shown == limit {
 				break
 			}
 			start, end := sc.p.extent(f.t, m)
 			line, col := position(f.t.src, start)
 			loc := fmt.Sprintf("%s:%d:%d", f.rel, line, col)
-			src := firstLines(string(f.t.src[start:end]), matchLines)
-			binds := bindingsText(f.t, m.bindings)
-			rows = append(rows, []string{loc, src, binds})
-			writeMatch(&list, loc, src, binds)
+			writeMatch(&list, loc, firstLines(string(f.t.src[start:end]), matchLines), bindingsText(f.t, m.bindings))
+			shown++
 		}
 	}
 	files := len(found.files)
@@ -89,18 +90,14 @@ func (g grepTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 	if found.total == 0 {
 		head = fmt.Sprintf("no matches for %s pattern (parsed as %s)", sc.l.name, sc.p.context)
 	}
-	truncated := found.total > len(rows)
-	if truncated {
-		head += fmt.Sprintf("; showing %d of %d: narrow path or raise max_results to see more", len(rows), found.total)
+	if found.total > shown {
+		head += fmt.Sprintf("; showing %d of %d: narrow path or raise max_results to see more", shown, found.total)
 	}
 	head += skippedNote(found.skipped)
 	if list.Len() > 0 {
 		head += "\n\n" + strings.TrimSuffix(list.String(), "\n")
 	}
-	return &orchestrator.Result{Content: []orchestrator.Block{
-		orchestrator.TextBlock(head),
-		orchestrator.TableBlock([]string{"location", "match", "bindings"}, rows, truncated),
-	}}, nil
+	return orchestrator.Text(head), nil
 }
 
 // matchLines is how many lines of a match's source a result shows;

@@ -107,25 +107,24 @@ func (f *fixture) fails(name string, args map[string]any, re string) string {
 	return res.FirstText()
 }
 
+// locLine is a match's location line in ast_grep's text.
+var locLine = regexp.MustCompile(`(?m)^(\S+:\d+:\d+)$`)
+
+// locations are the matches an ast_grep result lists, in order; the
+// result is text alone (issue 11 item 12d: no table repeating it).
 func locations(res *orchestrator.Result) []string {
+	if len(res.Content) != 1 || res.Content[0].Type != "text" {
+		panic("ast_grep answered with more than one text block")
+	}
 	var locs []string
-	for _, b := range res.Content {
-		if b.Type == "table" {
-			for _, r := range b.Rows {
-				locs = append(locs, r[0])
-			}
-		}
+	for _, m := range locLine.FindAllStringSubmatch(res.FirstText(), -1) {
+		locs = append(locs, m[1])
 	}
 	return locs
 }
 
 func truncated(res *orchestrator.Result) bool {
-	for _, b := range res.Content {
-		if b.Type == "table" {
-			return b.Truncated
-		}
-	}
-	return false
+	return strings.Contains(res.FirstText(), "; showing ")
 }
 
 const goCall = "package a\n\nfunc f() {\n\tdone(1)\n}\n"
@@ -180,8 +179,8 @@ func TestGrepWalksTheWorkspace(t *testing.T) {
 		t.Errorf("path sub/c.go: %v", got)
 	}
 	// The bindings come with each match.
-	if rows := res.Content[1].Rows; len(rows) != 1 || rows[0][2] != "$X = 1" || rows[0][1] != "done(1)" {
-		t.Errorf("row %v", rows)
+	if want := "1 match(es) in 1 file(s) for go pattern (parsed as statement)\n\nsub/c.go:4:2\n  | done(1)\n  $X = 1"; res.FirstText() != want {
+		t.Errorf("text %q, want %q", res.FirstText(), want)
 	}
 }
 
@@ -418,8 +417,8 @@ func TestCacheKeysTheLanguage(t *testing.T) {
 }
 
 // The text a model reads carries each match itself: path:line:col, the
-// first lines of its source, and what each variable captured; the table
-// beside it has the same rows.
+// first lines of its source, and what each variable captured; nothing
+// beside it repeats them (issue 11 item 12d).
 func TestGrepTextListsEachMatch(t *testing.T) {
 	long := "package a\n\nfunc g() {\n\tdone(\"" + strings.Repeat("y", 300) + "\")\n}\n"
 	f := newFixture(t, DefaultConfig(), map[string]string{

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // A folder the walk cannot read is named among the skipped files, not
@@ -17,10 +19,13 @@ func TestUnreadableFolderIsSaidSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := t.TempDir()
-	rel := func(path string) string { r, _ := filepath.Rel(root, path); return r }
-	s := &searcher{l: l, p: p, cache: newTreeCache(1 << 20), maxBytes: 1 << 20, workers: 2, rel: rel}
-	res, err := s.run(ctx, root, filepath.Join(root, "gone"), true)
+	root, err := workspace.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	s := &searcher{l: l, p: p, cache: newTreeCache(1 << 20), maxBytes: 1 << 20, workers: 2, root: root}
+	res, err := s.run(ctx, filepath.Join(root.Dir(), "gone"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
