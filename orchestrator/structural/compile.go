@@ -39,6 +39,15 @@ func compile(ctx context.Context, l *language, src string) (*pattern, error) {
 			tried = append(tried, sc.name+": the snippet does not form whole nodes here")
 			continue
 		}
+		if len(tops) > 1 && siblings(t, tops) {
+			// Several statements (or members, declarations) in a row: a
+			// pattern of N of them matches N consecutive siblings.
+			p := &pattern{t: t, root: tops[0], seq: tops, context: inARow(namedCount(t, tops), sc.name)}
+			if err := p.index(vars, lineComments[l.name]); err != nil {
+				return nil, err
+			}
+			return p, nil
+		}
 		if len(tops) > 1 {
 			if several == "" {
 				several = fmt.Sprintf("as %s it is %d nodes (%s)", sc.name, len(tops), kindList(t, tops))
@@ -89,7 +98,7 @@ func parseScaffold(ctx context.Context, parser *parser, l *language, sc scaffold
 			for _, off := range inserted {
 				ok = ok && dropTerminator(t2, uint32(at+off), l.terminator)
 			}
-			if tops, fits := topNodes(t2, 0, lo, hi2, nil); ok && fits && len(tops) == 1 {
+			if tops, fits := topNodes(t2, 0, lo, hi2, nil); ok && fits && (len(tops) == 1 || len(tops) > 1 && siblings(t2, tops)) {
 				return t2, lo, hi2, "", nil
 			}
 		}
@@ -218,6 +227,39 @@ func topNodes(t *tree, i int32, lo, hi uint32, acc []int32) ([]int32, bool) {
 		acc, ok = topNodes(t, c, lo, hi, acc)
 	}
 	return acc, ok
+}
+
+// siblings says whether nodes (in order, at least two) are children of
+// one parent, the first and last of them named: statements in a row, not
+// pieces of different constructs.
+func siblings(t *tree, nodes []int32) bool {
+	parent := parentOf(t, nodes[0])
+	for _, n := range nodes[1:] {
+		if parentOf(t, n) != parent {
+			return false
+		}
+	}
+	return t.nodes[nodes[0]].named() && t.nodes[nodes[len(nodes)-1]].named()
+}
+
+// namedCount counts the named nodes of a list (the statements of a
+// sequence, not the separators between them).
+func namedCount(t *tree, nodes []int32) int {
+	n := 0
+	for _, i := range nodes {
+		if t.nodes[i].named() {
+			n++
+		}
+	}
+	return n
+}
+
+// inARow names a sequence pattern's context: "2 statements in a row".
+func inARow(n int, context string) string {
+	if context == "statement" {
+		return fmt.Sprintf("%d statements in a row", n)
+	}
+	return fmt.Sprintf("%d nodes in a row (%s)", n, context)
 }
 
 // descend goes from a statement to what it wraps when the two span the

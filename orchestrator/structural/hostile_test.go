@@ -285,3 +285,31 @@ func TestIssue11Item12bNoFilesOfLanguage(t *testing.T) {
 		t.Errorf("go without matches: %s", text)
 	}
 }
+
+// TestIssue11Item12aStatementsInARow: a pattern of several statements
+// matches that many consecutive statements, in Python as in Go and
+// TypeScript (Python used to say "no matches (parsed as class member)").
+func TestIssue11Item12aStatementsInARow(t *testing.T) {
+	f := newFixture(t, DefaultConfig(), map[string]string{
+		"a.py": "total = 1 + 2\nprint(total)\n",
+		"a.go": "package a\n\nfunc f() {\n\ttotal := 1 + 2\n\tfmt.Println(total)\n}\n",
+		"a.ts": "const total = 1 + 2;\nconsole.log(total);\n",
+	})
+	for _, c := range []struct{ lang, pattern, at string }{
+		{"python", "total = $E\nprint(total)", "a.py:1:1"},
+		{"go", "total := $E\nfmt.Println(total)", "a.go:4:2"},
+		{"typescript", "const total = $E;\nconsole.log(total);", "a.ts:1:1"},
+	} {
+		res := f.call("ast_grep", map[string]any{"pattern": c.pattern, "language": c.lang})
+		text := res.FirstText()
+		if res.IsError || !strings.HasPrefix(text, "1 match(es) in 1 file(s) for "+c.lang+" pattern (parsed as 2 statements in a row)") ||
+			strings.Join(locations(res), " ") != c.at || !strings.Contains(text, "$E = 1 + 2") {
+			t.Errorf("%s: %s", c.lang, text)
+		}
+	}
+	f.ok("ast_edit", map[string]any{"pattern": "total = $E\nprint(total)", "rewrite": "print($E)", "path": "a.py"})
+	f.ok("resolve", map[string]any{"edit_id": "edit_1", "action": "accept"})
+	if got := f.read("a.py"); got != "print(1 + 2)\n" {
+		t.Errorf("a.py after the rewrite: %q", got)
+	}
+}

@@ -1,6 +1,9 @@
 package structural
 
-import "bytes"
+import (
+	"bytes"
+	"sort"
+)
 
 // binding is what one variable captured: a node, or a run of sibling
 // nodes (possibly empty) for $$$.
@@ -9,10 +12,11 @@ type binding struct {
 	nodes []int32
 }
 
-// match is one place a pattern matched.
+// match is one place a pattern matched: a node, or for a sequence
+// pattern the siblings from node to last.
 type match struct {
-	node     int32
-	bindings []binding
+	node, last int32
+	bindings   []binding
 }
 
 // matcher matches one pattern against one tree.
@@ -20,11 +24,18 @@ type matcher struct {
 	p   *pattern
 	t   *tree
 	env []binding
+	// open lets the top-level list of a sequence pattern end before the
+	// tree's list does; rest is then how many tree nodes were left.
+	open bool
+	rest int
 }
 
 // find returns every match in the tree, in source order. Comments are
 // never searched: a pattern does not match inside one.
 func find(p *pattern, t *tree) []match {
+	if p.seq != nil {
+		return findSeq(p, t)
+	}
 	m := &matcher{p: p, t: t}
 	var out []match
 	root := &p.t.nodes[p.root]
@@ -40,9 +51,48 @@ func find(p *pattern, t *tree) []match {
 		}
 		m.env = m.env[:0]
 		if m.node(p.root, i) {
-			out = append(out, match{node: i, bindings: append([]binding(nil), m.env...)})
+			out = append(out, match{node: i, last: i, bindings: append([]binding(nil), m.env...)})
 		}
 	}
+	return out
+}
+
+// findSeq finds a sequence pattern: in every node's children, runs of
+// consecutive siblings that match the pattern's, from a named child on,
+// in source order; a run found is not searched again from inside it.
+func findSeq(p *pattern, t *tree) []match {
+	var (
+		out []match
+		buf []int32
+	)
+	first := &p.t.nodes[p.root]
+	_, firstVar := p.vars[p.root]
+	for i := int32(0); i < int32(len(t.nodes)); i++ {
+		n := &t.nodes[i]
+		if n.extra() {
+			i += n.size - 1
+			continue
+		}
+		if n.size == 1 || n.flags&(fError|fMissing) != 0 {
+			continue
+		}
+		buf = t.children(i, buf)
+		kids := append([]int32(nil), buf...)
+		for k := 0; k < len(kids); k++ {
+			c := &t.nodes[kids[k]]
+			if !c.named() || !firstVar && c.kind != first.kind {
+				continue
+			}
+			m := &matcher{p: p, t: t, open: true}
+			if !m.seq(p.seq, kids[k:]) {
+				continue
+			}
+			used := len(kids) - k - m.rest
+			out = append(out, match{node: kids[k], last: kids[k+used-1], bindings: m.env})
+			k += used - 1
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].node < out[b].node })
 	return out
 }
 
@@ -62,7 +112,13 @@ func (m *matcher) node(pi, ti int32) bool {
 	if len(pk) == 0 {
 		return bytes.Equal(m.p.t.text(pi), m.t.text(ti))
 	}
-	return m.seq(pk, m.t.children(ti, nil))
+	// Only the top-level list of a sequence may end early: a node's
+	// children match in full.
+	open := m.open
+	m.open = false
+	ok := m.seq(pk, m.t.children(ti, nil))
+	m.open = open
+	return ok
 }
 
 // seq matches a list of pattern children against a list of tree
@@ -70,6 +126,10 @@ func (m *matcher) node(pi, ti int32) bool {
 // backtracks; an unnamed tree node (punctuation) the pattern lacks may be
 // skipped, a named one may not.
 func (m *matcher) seq(ps, ts []int32) bool {
+	if len(ps) == 0 && m.open {
+		m.rest = len(ts)
+		return true
+	}
 	if len(ps) == 0 {
 		for _, t := range ts {
 			if m.t.nodes[t].named() {
@@ -200,14 +260,14 @@ func (b binding) span(t *tree) (start, end uint32, ok bool) {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // extent is the source range a match covers. When the pattern left out
-// its statement's terminator, the match stops before the file's one.
+// its (last) statement's terminator, the match stops before the file's
+// one.
 func (p *pattern) extent(t *tree, m match) (start, end uint32) {
-	n := &t.nodes[m.node]
-	start, end = n.start, n.end
+	start, end = t.nodes[m.node].start, t.nodes[m.last].end
 	if p.trailing == "" {
 		return start, end
 	}
-	kids := t.children(m.node, nil)
+	kids := t.children(m.last, nil)
 	if k := len(kids); k >= 2 && !t.nodes[kids[k-1]].named() && string(t.text(kids[k-1])) == p.trailing {
 		end = t.nodes[kids[k-2]].end
 	}

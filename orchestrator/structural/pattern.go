@@ -12,10 +12,15 @@ import (
 var ErrPattern = errors.New("bad pattern")
 
 // pattern is a compiled pattern: a subtree of the snippet's parse inside
-// the scaffold that accepted it.
+// the scaffold that accepted it, or a run of sibling subtrees (statements
+// in a row), which matches as many consecutive siblings in a file.
 type pattern struct {
-	t       *tree
-	root    int32
+	t    *tree
+	root int32
+	// seq, for a run of siblings, lists them in order (with any
+	// separator tokens between them); nil for one node. root is then the
+	// first.
+	seq     []int32
 	context string // the scaffold that accepted the snippet
 	// vars marks the pattern nodes that are variables.
 	vars map[int32]metaVar
@@ -46,14 +51,29 @@ var lineComments = map[string]bool{
 	"c": true, "cpp": true, "csharp": true, "dart": true, "go": true, "java": true, "php": true, "rust": true,
 }
 
+// last is the pattern's last top node: its root, or the last of its
+// sequence.
+func (p *pattern) last() int32 {
+	if p.seq != nil {
+		return p.seq[len(p.seq)-1]
+	}
+	return p.root
+}
+
+// span is the source range of the pattern in its scaffold.
+func (p *pattern) span() (start, end uint32) {
+	return p.t.nodes[p.root].start, p.t.nodes[p.last()].end
+}
+
 // index finds the variables, the matchable children of each node and the
-// literal tokens of the pattern under p.root.
+// literal tokens of the pattern under p.root (every node of p.seq).
 func (p *pattern) index(vars map[string]metaVar, slashComments bool) error {
 	t := p.t
 	p.vars, p.optional, p.kids, p.bound = map[int32]metaVar{}, map[int32]bool{}, map[int32][]int32{}, map[string]metaVar{}
 	seen := map[string]bool{}
 	words := map[string]bool{} // word → whether it must stand as a whole word
-	end := p.root + t.nodes[p.root].size
+	last := p.last()
+	end := last + t.nodes[last].size
 	var parents []int32
 	for i := p.root; i < end; i++ {
 		for len(parents) > 0 && i >= parents[len(parents)-1]+t.nodes[parents[len(parents)-1]].size {
@@ -120,11 +140,11 @@ func (p *pattern) index(vars map[string]metaVar, slashComments bool) error {
 			return fmt.Errorf("%w: %s sits inside a string, comment or larger token of the pattern, where it cannot match: put it where an identifier or expression goes", ErrPattern, v)
 		}
 	}
-	for c := p.root + t.nodes[p.root].size - 1; c > p.root; c-- {
+	for c := end - 1; c > last; c-- {
 		if t.nodes[c].extra() {
 			continue
 		}
-		if t.nodes[c].missing() && !t.nodes[c].named() && parentOf(t, c) == p.root {
+		if t.nodes[c].missing() && !t.nodes[c].named() && parentOf(t, c) == last {
 			p.trailing = t.kindName(c)
 		}
 		break

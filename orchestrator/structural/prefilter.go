@@ -107,10 +107,10 @@ func newPrefilter(lang string, p *pattern) *prefilter {
 		return nil
 	}
 	t := p.t
-	root := &t.nodes[p.root]
-	if _, ok := p.vars[p.root]; ok {
+	if _, ok := p.vars[p.root]; ok && p.seq == nil {
 		return nil
 	}
+	start, end := p.span()
 	type span struct{ start, end int }
 	var varSpans []span
 	for i := range p.vars {
@@ -124,10 +124,10 @@ func newPrefilter(lang string, p *pattern) *prefilter {
 		}
 		return false
 	}
-	src := t.src[:root.end]
+	src := t.src[:end]
 	var runs [][]ptok
 	var cur []ptok
-	for i := int(root.start); ; {
+	for i := int(start); ; {
 		tk, j, ok := lx.next(src, i)
 		if !ok {
 			return nil

@@ -26,7 +26,8 @@ func (g grepTool) Spec() orchestrator.Spec {
 		Tier: orchestrator.Read,
 		Description: "Structural search: finds code by its syntax tree, not its text. pattern is a code snippet in the target language with " +
 			"$NAME for any one node, $$$NAME for a run of sibling nodes (arguments, statements), $_ and $$$ for wildcards that bind nothing; " +
-			"a variable used twice must match the same code (`if ($X != null) $X.dispose()`). Whitespace, line breaks and comments do not matter, " +
+			"a variable used twice must match the same code (`if ($X != null) $X.dispose()`); several statements match as many consecutive statements. " +
+			"Whitespace, line breaks and comments do not matter, " +
 			"and nothing inside a string or comment matches. path is a file or folder in the workspace (default: all of it; .gitignore'd and hidden files are skipped, " +
 			"and binary, very large and unreadable ones are skipped and named in the result); " +
 			"language (" + strings.Join(languageIDs(g.p), ", ") + ") is inferred from a file path and required for a folder. " +
