@@ -141,3 +141,33 @@ func TestStructuralMissingGrammarStopsTheServer(t *testing.T) {
 		t.Errorf("serve with a missing grammar: %v\n%s", err, out)
 	}
 }
+
+// TestIssue11Item12cResolveReportsNewProblems: resolve accept goes through
+// the same diagnostics-on-write path as files/didWrite and lsp_rename, with
+// a real gopls: a rewrite that breaks the types is accepted and the result
+// names the new error; writing the original back is clean.
+func TestIssue11Item12cResolveReportsNewProblems(t *testing.T) {
+	dir := copyProject(t, "go")
+	c := startStdio(t)
+	run := newRun(t, c, dir, nil)
+
+	res := callTool(t, c, run, "ast_edit", map[string]any{"pattern": "g.Greet($X)", "rewrite": "g.Greet($X, 42)", "path": "main.go"})
+	if res.IsError || !strings.Contains(text(res), `edit_id "edit_1"`) {
+		t.Fatalf("ast_edit: %s", text(res))
+	}
+	res = callTool(t, c, run, "resolve", map[string]any{"edit_id": "edit_1", "action": "accept"})
+	got := text(res)
+	if res.IsError || !strings.HasPrefix(got, "accepted edit_1: wrote 1 replacement in 1 file: main.go\nThis write introduced 1 new problem(s):") ||
+		!strings.Contains(got, "main.go:11:") || !strings.Contains(got, "too many arguments") {
+		t.Fatalf("resolve accept of a type error:\n%s", got)
+	}
+
+	res = callTool(t, c, run, "ast_edit", map[string]any{"pattern": "g.Greet($X, 42)", "rewrite": "g.Greet($X)", "path": "main.go"})
+	if res.IsError {
+		t.Fatalf("ast_edit back: %s", text(res))
+	}
+	res = callTool(t, c, run, "resolve", map[string]any{"edit_id": "edit_2", "action": "accept"})
+	if got := text(res); res.IsError || !strings.Contains(got, "\nNo new problems") {
+		t.Errorf("resolve accept of the fix:\n%s", got)
+	}
+}

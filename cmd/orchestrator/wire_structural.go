@@ -14,6 +14,7 @@ func init() {
 		for name, why := range p.Unavailable() {
 			d.Log.Warn("structural: optional grammar unavailable", "language", name, "reason", why)
 		}
+		p.Observers = d.Registry // resolve reports the problems its writes introduce
 		d.Registry.Add(p)
 		return nil
 	}})

@@ -18,6 +18,14 @@ type Provider struct {
 	// Writer applies accepted edits; tests set its Rename hook to inject a
 	// failure part-way through.
 	Writer *workspace.Writer
+	// Observers gives the write observer (the language-server side) that
+	// resolve tells of the files it writes, before and after, as a
+	// harness's files/willWrite and files/didWrite do, and whose report of
+	// new problems it shows. The registry serves it; nil (or a nil
+	// observer) leaves a write unchecked, and resolve says so.
+	Observers interface {
+		WriteObserver() orchestrator.WriteObserver
+	}
 }
 
 // New loads the grammars and builds the provider. A configured grammar

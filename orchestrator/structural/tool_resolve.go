@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/berth-dev/berth/orchestrator"
@@ -25,7 +26,8 @@ func (r resolveTool) Spec() orchestrator.Spec {
 		Tier: orchestrator.Write,
 		Description: "Accepts or discards a change staged by ast_edit. edit_id is from the (proposed) result; action is accept or discard. " +
 			"accept first checks that every file still has the content it had when the change was staged: if any changed, nothing is written " +
-			"and the changed files are named (stage the change again); otherwise every file is written, all or none. discard drops the change.",
+			"and the changed files are named (stage the change again); otherwise every file is written, all or none, and the result lists the problems " +
+			"the write introduced, as the language servers report them (as lsp_rename does). discard drops the change.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -58,6 +60,16 @@ func (r resolveTool) Call(ctx context.Context, run *orchestrator.Run, raw json.R
 		st.putBack(e)
 		return nil, err
 	}
+	var names []string
+	for _, f := range e.files {
+		names = append(names, f.rel)
+	}
+	obs := r.p.observer()
+	if obs != nil {
+		// Best effort, as a harness's files/willWrite: a baseline it
+		// cannot take only lets old problems show as new.
+		_ = obs.WillWrite(ctx, run, names)
+	}
 	werr := r.p.Writer.Apply(root, e.changes())
 	for _, f := range e.files {
 		st.cache.forget(f.path)
@@ -73,9 +85,31 @@ func (r resolveTool) Call(ctx context.Context, run *orchestrator.Run, raw json.R
 		return orchestrator.Errorf("%s was not applied: %v. It is still staged: call resolve again, or discard it.", e.id, werr), nil
 	}
 	st.done(e.id, "accepted")
-	var names []string
-	for _, f := range e.files {
-		names = append(names, f.rel)
+	return orchestrator.Textf("accepted %s: wrote %s in %s: %s\n%s", e.id, count(e.replacements, "replacement"), count(len(e.files), "file"), strings.Join(names, ", "),
+		checkWrite(ctx, run, obs, names)), nil
+}
+
+// checkWrite is what the write observer says of the files just written:
+// the problems the write introduced, or why it could not tell. Silence is
+// never clean.
+func checkWrite(ctx context.Context, run *orchestrator.Run, obs orchestrator.WriteObserver, paths []string) string {
+	if obs == nil {
+		return "Diagnostics unknown: no language-server side is connected, so the write was not checked."
 	}
-	return orchestrator.Textf("accepted %s: wrote %s in %s: %s", e.id, count(e.replacements, "replacement"), count(len(e.files), "file"), strings.Join(names, ", ")), nil
+	rep, err := obs.DidWrite(ctx, run, paths)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("Diagnostics unknown: checking the write failed: %v", err)
+	case rep == nil || rep.Text == "":
+		return "Diagnostics unknown: the language-server side gave no report."
+	}
+	return rep.Text
+}
+
+// observer is the registry's write observer, or nil.
+func (p *Provider) observer() orchestrator.WriteObserver {
+	if p.Observers == nil {
+		return nil
+	}
+	return p.Observers.WriteObserver()
 }
