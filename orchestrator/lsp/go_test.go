@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +82,20 @@ func TestGopls(t *testing.T) {
 		}
 		text, _ := f.call(t, "lsp", map[string]any{"action": "definition", "file": "main.go", "line": 11, "symbol": "x", "column": 3})
 		contains(t, text, "column")
+	})
+
+	t.Run("issue 11 item 10: whole identifiers", func(t *testing.T) {
+		// "Greet" is only inside Greeter on line 10: refused, naming it,
+		// and the hint it proposes lands on it.
+		contains(t, f.fails(t, q("definition", "main.go", 10, "Greet")),
+			`"Greet" occurs in line 10 only inside a longer identifier (Greeter)`, `column 14 (Greeter): "Greeter"`)
+		contains(t, f.ok(t, q("definition", "main.go", 10, "Greeter")), "greet/greet.go:5:6: type Greeter interface {")
+		// Each hint for the twice-called greet.Hello lands on its own call.
+		text := f.fails(t, q("references", "main.go", 13, "greet.Hello"))
+		for _, hint := range []string{"(greet.Hello", ", greet.Hello"} {
+			contains(t, text, strconv.Quote(hint))
+			contains(t, f.ok(t, q("references", "main.go", 13, hint)), "references of "+strconv.Quote(hint)+" at main.go:13: 4")
+		}
 	})
 
 	t.Run("diagnostics on write", func(t *testing.T) {

@@ -1,6 +1,8 @@
 package lsp
 
 import (
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,9 +39,88 @@ func TestSymbolColumn(t *testing.T) {
 		}
 	}
 	_, err := symbolColumn("f(ab, ab)", 3, "ab")
-	if err == nil || !strings.Contains(err.Error(), "column 3: …f(ab, ab)…") || !strings.Contains(err.Error(), "column 7:") {
-		t.Errorf("ambiguous: the error should list each occurrence with its column: %v", err)
+	if err == nil || !strings.Contains(err.Error(), `column 3 (ab): "ab,"`) || !strings.Contains(err.Error(), `column 7 (ab): "ab)"`) {
+		t.Errorf("ambiguous: the error should list each occurrence with its column and a hint: %v", err)
 	}
+}
+
+// TestIssue11Item10SymbolPositions: a symbol matching a whole identifier
+// wins over one inside a longer identifier; a symbol found only inside
+// longer identifiers is refused, naming them; and every hint an error
+// proposes, passed back, lands on the place it names.
+func TestIssue11Item10SymbolPositions(t *testing.T) {
+	resolves := []struct {
+		line, symbol string
+		col          int
+	}{
+		// Store is whole only in the type, not in NewMemStore.
+		{"\tst := NewMemStore(); var x Store", "Store", 28},
+		// A cut first identifier does not matter: the cursor goes to
+		// the last, and it is whole.
+		{"\treturn greet.Hello(x)", "et.Hello", 14},
+	}
+	for _, c := range resolves {
+		if col, err := symbolColumn(c.line, 1, c.symbol); err != nil || col != c.col {
+			t.Errorf("%q in %q: column %d, %v; want %d", c.symbol, c.line, col, err, c.col)
+		}
+	}
+
+	errs := []struct {
+		line, symbol string
+		want         []string // parts of the error
+		idents       []string // the identifiers the candidates name, in order
+	}{
+		{"\ts := store.New(s)", "s", []string{`"s" occurs 2 times in line 4`}, []string{"s", "s"}},
+		{"\ts := store.New(s)", "s := stor", []string{"only inside a longer identifier (store)"}, []string{"store"}},
+		{"\ts := store.New(s)", "stor", []string{"only inside a longer identifier (store)", `column 7 (store): "store"`}, []string{"store"}},
+		{"\tm := NewMemStore()", "Store", []string{"only inside a longer identifier (NewMemStore)", `"NewMemStore"`}, []string{"NewMemStore"}},
+		{"func (s *Server) Start() error {", "S", []string{"only inside longer identifiers (Server, Start)"}, []string{"Server", "Start"}},
+		{"fmt.Println(greet.Hello(\"again\"), greet.Hello(\"twice\"))", "greet.Hello", []string{"occurs 2 times"}, []string{"Hello", "Hello"}},
+		{"fmt.Println(\"héllo 🌍\", héllo.Hello(\"wörld\"), héllo)", "héllo", []string{"occurs 3 times"}, []string{"héllo", "héllo", "héllo"}},
+		{"foo(foo_bar, foo)", "foo", []string{"occurs 2 times"}, []string{"foo", "foo"}},
+		{"a := f(a)", "a", []string{"occurs 2 times"}, []string{"a", "a"}},
+		{"a a", "a", []string{"column 1 (a): no substring of this line picks it out alone", `column 3 (a): "a a"`}, []string{"a", "a"}},
+		{"x := y + z + w", "+", []string{"column 8 (+): no substring"}, []string{"+", "+"}},
+		{"\tv := m[k] + m[k]", "m[k]", []string{"occurs 2 times"}, []string{"k", "k"}}, // the last identifier
+	}
+	for _, c := range errs {
+		_, err := symbolColumn(c.line, 4, c.symbol)
+		var se *symbolError
+		if !errors.As(err, &se) {
+			t.Errorf("%q in %q: want a symbolError, got %v", c.symbol, c.line, err)
+			continue
+		}
+		contains(t, err.Error(), c.want...)
+		var idents []string
+		for _, cand := range se.candidates {
+			idents = append(idents, cand.ident)
+			if !cand.ok {
+				continue
+			}
+			// The round trip: the hint, passed back, lands on the
+			// candidate's column, which is the start of its identifier.
+			col, err := symbolColumn(c.line, 4, cand.hint)
+			if err != nil || col != cand.col {
+				t.Errorf("%q in %q: hint %q resolves to byte %d (%v), want %d", c.symbol, c.line, cand.hint, col, err, cand.col)
+			}
+			if !strings.HasPrefix(c.line[cand.col:], cand.ident) || identBefore(c.line, cand.col) {
+				t.Errorf("%q in %q: candidate at byte %d is not the start of %q", c.symbol, c.line, cand.col, cand.ident)
+			}
+			if !strings.Contains(err2str(symbolColumn(c.line, 4, c.symbol)), strconv.Quote(cand.hint)) {
+				t.Errorf("%q in %q: hint %q not shown", c.symbol, c.line, cand.hint)
+			}
+		}
+		if strings.Join(idents, ",") != strings.Join(c.idents, ",") {
+			t.Errorf("%q in %q: candidates %q, want %q", c.symbol, c.line, idents, c.idents)
+		}
+	}
+}
+
+func err2str(_ int, err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func TestEncodings(t *testing.T) {

@@ -28,7 +28,7 @@ var lspSpec = orchestrator.Spec{
 	Name: "lsp",
 	Tier: orchestrator.Read,
 	Description: `Ask the project's language server (gopls, pyright or pylsp, clangd, typescript-language-server, rust-analyzer, dart) about code.
-Positions are a 1-based "line" plus "symbol", a substring of that line that names the symbol (the cursor goes to the last identifier in it: "auth.login" means login). Never a column.
+Positions are a 1-based "line" plus "symbol", a substring of that line that names the symbol (the cursor goes to the last identifier in it: "auth.login" means login; that identifier must be whole there, not part of a longer one). Never a column. An ambiguous symbol is refused with a substring for each place it may mean.
 Actions:
 - diagnostics {file}: errors and warnings of the file; file "*" runs the project checker (go vet, pyright, tsc, cargo check, ...) in each project root instead.
 - definition / type_definition / implementation / references / hover / code_actions {file, line, symbol}.
