@@ -111,9 +111,7 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 	}
 	note := ""
 	if a.Action == "references" || a.Action == "implementation" {
-		if !s.waitLoaded(ctx) {
-			note = fmt.Sprintf("\n(note: %s had not finished loading the workspace; the list may be incomplete)", s.cfg.Name)
-		}
+		note = s.loadNote(ctx, c.abs)
 	}
 	r := s.lineReader()
 	if a.Action == "references" || a.Action == "implementation" {
@@ -177,7 +175,7 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 	if err != nil {
 		return orchestrator.Errorf("%s could not answer %s: %v%s", s.cfg.Name, a.Action, err, advice(err)), errors.Is(err, errExited)
 	}
-	return orchestrator.Text(render() + note), false
+	return orchestrator.Text(withNote(render(), note)), false
 }
 
 // methods names the LSP method of each position action, for metrics.

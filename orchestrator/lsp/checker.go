@@ -60,53 +60,108 @@ func (p *Provider) checker(ctx context.Context, run *orchestrator.Run) *orchestr
 	return orchestrator.Text(strings.Join(out, "\n\n"))
 }
 
-// runChecker runs one project checker in the workdir, within
-// CheckerTimeout, and returns its problems as path:line:col: message lines
-// under a head line with its exit code, or its raw output when it failed
-// without a parseable problem.
+// runChecker runs one project checker in the workdir (runCheck) and
+// returns its problems as path:line:col: message lines under a head line
+// with its exit code, or its raw output when it failed without a
+// parseable problem.
 func (p *Provider) runChecker(ctx context.Context, run *orchestrator.Run, sc ServerConfig, root string) string {
-	ctx, cancel := context.WithTimeout(ctx, p.conf.CheckerTimeout.D())
-	defer cancel()
-	cmdline := strings.Join(sc.Checker, " ")
-	if root != "." {
-		cmdline += " in " + root
+	r := p.runCheck(ctx, run, sc, root)
+	if r.err != nil {
+		return fmt.Sprintf("%s %v", r.cmdline, r.err)
 	}
-	dir, err := run.Enclosure.MapPath(filepath.Join(run.Workdir, filepath.FromSlash(root)))
-	if err != nil {
-		return fmt.Sprintf("%s: %v", cmdline, err)
-	}
-	stderr := enclosure.NewTail(checkerOutputBytes)
-	proc, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: sc.Checker[0], Args: sc.Checker[1:], Dir: dir, Stderr: stderr})
-	if err != nil {
-		return fmt.Sprintf("%s could not start: %v", cmdline, err)
-	}
-	proc.Stdin().Close()
-	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
-	stdout, _ := io.ReadAll(io.LimitReader(proc.Stdout(), checkerOutputBytes))
-	_, _ = io.Copy(io.Discard, proc.Stdout()) // the rest: the checker must not block on a full pipe
-	code, _ := proc.Wait()
-	stop()
-	encRoot, _ := run.Enclosure.MapPath(run.Workdir)
-	found := parseChecker(string(stdout)+"\n"+stderr.String(), run.Workdir, encRoot, root)
-	head := fmt.Sprintf("%s (exit %d): %d problem(s)", cmdline, code, len(found))
-	if _, dropped := stderr.Snapshot(); dropped > 0 || len(stdout) == checkerOutputBytes {
+	found := r.problems
+	head := fmt.Sprintf("%s (exit %d): %d problem(s)", r.cmdline, r.code, len(found))
+	if r.cut {
 		head += fmt.Sprintf(" (its output passed %d MiB, and only that much of it was read: run it yourself for all of it)", checkerOutputBytes>>20)
 	}
-	if ctx.Err() != nil {
-		head = fmt.Sprintf("%s was stopped after %s: %d problem(s) before that", cmdline, p.conf.CheckerTimeout.D(), len(found))
+	if r.stopped {
+		head = fmt.Sprintf("%s was stopped after %s: %d problem(s) before that", r.cmdline, p.conf.CheckerTimeout.D(), len(found))
 	}
 	if len(found) > maxFileDiagnostics {
 		head += fmt.Sprintf(", showing %d", maxFileDiagnostics)
 		found = found[:maxFileDiagnostics]
 	}
-	if len(found) == 0 && code != 0 {
+	if r.failed() {
+		return head + "; its output:\n" + r.output
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	for _, f := range found {
+		b.WriteString("\n" + f.String())
+	}
+	return b.String()
+}
+
+// checkRun is what one run of a project checker found.
+type checkRun struct {
+	cmdline  string // the command, and the root it ran in when not the workdir
+	err      error  // it could not run at all (the error says so after cmdline)
+	code     int
+	problems []checkProblem
+	output   string // the tail of its output, when it failed without a parseable problem
+	cut      bool   // its output passed checkerOutputBytes
+	stopped  bool   // it ran past CheckerTimeout, or the call ended
+}
+
+// failed says the checker ran and failed without saying where: a
+// broken setup rather than problems in the code.
+func (r checkRun) failed() bool { return r.err == nil && len(r.problems) == 0 && r.code != 0 }
+
+// checkProblem is one problem a checker reported, its path relative to
+// the workdir.
+type checkProblem struct {
+	path      string
+	line, col int
+	msg       string
+}
+
+func (c checkProblem) String() string {
+	return fmt.Sprintf("%s:%d:%d: %s", c.path, c.line, c.col, c.msg)
+}
+
+// runCheck runs one project checker of sc in root (relative to the
+// workdir) in the run's enclosure, within CheckerTimeout.
+func (p *Provider) runCheck(ctx context.Context, run *orchestrator.Run, sc ServerConfig, root string) checkRun {
+	ctx, cancel := context.WithTimeout(ctx, p.conf.CheckerTimeout.D())
+	defer cancel()
+	r := checkRun{cmdline: strings.Join(sc.Checker, " ")}
+	if root != "." {
+		r.cmdline += " in " + root
+	}
+	dir, err := run.Enclosure.MapPath(filepath.Join(run.Workdir, filepath.FromSlash(root)))
+	if err != nil {
+		r.err = fmt.Errorf("cannot run: %w", err)
+		return r
+	}
+	if _, err := run.Enclosure.LookPath(ctx, sc.Checker[0]); err != nil {
+		r.err = fmt.Errorf("cannot run: %q is not found in the %s enclosure", sc.Checker[0], run.Enclosure.Driver())
+		return r
+	}
+	stderr := enclosure.NewTail(checkerOutputBytes)
+	proc, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: sc.Checker[0], Args: sc.Checker[1:], Dir: dir, Stderr: stderr})
+	if err != nil {
+		r.err = fmt.Errorf("could not start: %w", err)
+		return r
+	}
+	proc.Stdin().Close()
+	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
+	stdout, _ := io.ReadAll(io.LimitReader(proc.Stdout(), checkerOutputBytes))
+	_, _ = io.Copy(io.Discard, proc.Stdout()) // the rest: the checker must not block on a full pipe
+	r.code, _ = proc.Wait()
+	stop()
+	encRoot, _ := run.Enclosure.MapPath(run.Workdir)
+	r.problems = parseChecker(string(stdout)+"\n"+stderr.String(), run.Workdir, encRoot, root)
+	_, dropped := stderr.Snapshot()
+	r.cut = dropped > 0 || len(stdout) == checkerOutputBytes
+	r.stopped = ctx.Err() != nil
+	if r.failed() {
 		tail := strings.TrimSpace(string(stdout) + "\n" + stderr.String())
 		if len(tail) > 2000 {
 			tail = "…" + tail[len(tail)-2000:]
 		}
-		return head + "; its output:\n" + tail
+		r.output = tail
 	}
-	return strings.TrimRight(head+"\n"+strings.Join(found, "\n"), "\n")
+	return r
 }
 
 // Checker output forms: "path:line:col: msg" (go vet, cargo --message-format
@@ -124,8 +179,8 @@ var checkerForms = []*regexp.Regexp{
 // (checkerForms), with paths made relative to the workdir: an absolute
 // path in the enclosure's or the host's terms, or one relative to root,
 // where the checker ran.
-func parseChecker(out, workdir, encRoot, root string) []string {
-	var res []string
+func parseChecker(out, workdir, encRoot, root string) []checkProblem {
+	var res []checkProblem
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for sc.Scan() {
@@ -150,7 +205,7 @@ func parseChecker(out, workdir, encRoot, root string) []string {
 			if m[3] != "" {
 				col, _ = strconv.Atoi(m[3])
 			}
-			res = append(res, fmt.Sprintf("%s:%d:%d: %s", path, ln, col, strings.TrimSpace(m[4])))
+			res = append(res, checkProblem{path: path, line: ln, col: col, msg: strings.TrimSpace(m[4])})
 			break
 		}
 	}

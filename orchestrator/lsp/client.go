@@ -30,14 +30,15 @@ func (c *client) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagno
 	return nil
 }
 
-// Progress tracks work-done progress: the initial workspace load ends
-// when every begun token has ended.
+// Progress tracks work-done progress, by which most servers say they
+// have loaded the project (server.progressed).
 func (c *client) Progress(_ context.Context, p *protocol.ProgressParams) error {
 	var v struct {
-		Kind string `json:"kind"`
+		Kind  string `json:"kind"`
+		Title string `json:"title"`
 	}
 	if json.Unmarshal(p.Value, &v) == nil {
-		c.s.progressed(fmt.Sprint(p.Token), v.Kind)
+		c.s.progressed(fmt.Sprint(p.Token), v.Kind, v.Title)
 	}
 	return nil
 }
@@ -89,6 +90,7 @@ func (c *client) ShowMessage(_ context.Context, p *protocol.ShowMessageParams) e
 }
 
 func (c *client) LogMessage(_ context.Context, p *protocol.LogMessageParams) error {
+	c.s.logged(p.Message)
 	if p.Type == protocol.MessageTypeError {
 		fmt.Fprintf(c.s.stderr, "[window/logMessage] %s\n", p.Message)
 	}

@@ -2,6 +2,8 @@ package lsp
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -17,12 +19,14 @@ type Config struct {
 	// StartTimeout bounds a server's start up to its answer to initialize.
 	// Cold servers on a busy machine are slow: keep it generous.
 	StartTimeout Duration `yaml:"start_timeout"`
-	// LoadTimeout bounds the wait for the server's initial workspace load
-	// ($/progress) before a workspace-wide query (references,
-	// implementation, workspace symbols) is sent anyway.
+	// LoadTimeout bounds the wait for a server to have loaded the project
+	// (its entry's Ready signal) before a workspace-wide query
+	// (references, implementation, workspace symbols) is answered anyway,
+	// marked as possibly incomplete; a rename is refused instead.
 	LoadTimeout Duration `yaml:"load_timeout"`
-	// ProgressGrace is how long after initialization a server that has
-	// reported no progress is taken as loaded.
+	// ProgressGrace is how long after initialization a server whose entry
+	// waits for any progress ("progress") and that has reported none is
+	// taken as loaded.
 	ProgressGrace Duration `yaml:"progress_grace"`
 	// RequestTimeout bounds one request to a server.
 	RequestTimeout Duration `yaml:"request_timeout"`
@@ -79,9 +83,15 @@ type ServerConfig struct {
 	// does not publish unchanged ones: "tsserver"
 	// (typescript-language-server's typescript.tsserverRequest).
 	PullDiagnostics string `yaml:"pull_diagnostics,omitempty"`
-	// Checker is the project checker run in the root for diagnostics "*";
-	// its output is parsed into path:line:col: message lines.
+	// Checker is the project checker run in the root for diagnostics "*"
+	// and after a rename; its output is parsed into path:line:col: message
+	// lines.
 	Checker []string `yaml:"checker,omitempty"`
+	// Ready names the signal that the server has loaded the project, so
+	// that a workspace-wide answer before it is never taken as complete
+	// (see readiness): "progress" (the default), "progress:TITLE",
+	// "log:REGEXP", "tsserver", "none" or "open-files".
+	Ready string `yaml:"ready,omitempty"`
 }
 
 // DefaultConfig is the built-in configuration.
@@ -117,13 +127,20 @@ func DefaultServers() []ServerConfig {
 			// delay (1s by default); shorter, so a broken caller is
 			// reported with the write that broke it.
 			InitializationOptions: map[string]any{"diagnosticsDelay": "100ms"},
-			Checker:               []string{"go", "vet", "./..."}},
+			Checker:               []string{"go", "vet", "./..."},
+			// gopls's initialized handler loads the packages under this
+			// progress (internal/server/general.go, addFolders).
+			Ready: "progress:Setting up workspace"},
 		{Name: "pyright", Languages: []string{"python"}, Extensions: py,
 			Command: []string{"pyright-langserver", "--stdio"}, RootMarkers: pyMarkers,
 			// By default pyright diagnoses open files only: a caller a
 			// write breaks in another file would go unreported.
 			Settings: map[string]any{"python": map[string]any{"analysis": map[string]any{"diagnosticMode": "workspace"}}},
-			Checker:  []string{"pyright"}},
+			Checker:  []string{"pyright"},
+			// Until it has enumerated the workspace's files it searches
+			// only the open ones; it logs this line when it has
+			// (console.info in its source enumerator).
+			Ready: `log:^(Found \d+ source files?|No source files found)`},
 		{Name: "pylsp", Languages: []string{"python"}, Extensions: py,
 			Command: []string{"pylsp"}, RootMarkers: pyMarkers,
 			// pylsp 1.7 negotiates nothing and counts columns in code
@@ -135,27 +152,42 @@ func DefaultServers() []ServerConfig {
 				"pycodestyle": map[string]any{"enabled": false},
 				"mccabe":      map[string]any{"enabled": false},
 			}}},
-			Checker: []string{"/usr/bin/python3", "-m", "pyflakes", "."}},
+			Checker: []string{"/usr/bin/python3", "-m", "pyflakes", "."},
+			// jedi reads the files a query needs when it runs: there is
+			// no project to load.
+			Ready: readyNone},
 		{Name: "rust-analyzer", Languages: []string{"rust"}, Extensions: map[string]string{".rs": "rust"},
 			Command: []string{"rust-analyzer"}, RootMarkers: []string{"Cargo.toml"},
-			Checker: []string{"cargo", "check", "--message-format", "short"}},
+			Checker: []string{"cargo", "check", "--message-format", "short"},
+			// Its Fetching, Loading and Indexing work is reported as
+			// progress.
+			Ready: readyProgress},
 		{Name: "clangd", Languages: []string{"c", "c++"},
 			Extensions:  map[string]string{".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp"},
 			Command:     []string{"clangd", "--background-index=false"},
 			RootMarkers: []string{"compile_commands.json", "compile_flags.txt", "CMakeLists.txt", ".clangd"},
 			Checker: []string{"sh", "-c", `flags=; [ -f compile_flags.txt ] && flags=@compile_flags.txt; ` +
 				`find . -name '*.c' -not -path './build/*' -print0 | xargs -0 -r cc -fsyntax-only $flags; ` +
-				`find . \( -name '*.cc' -o -name '*.cpp' -o -name '*.cxx' \) -not -path './build/*' -print0 | xargs -0 -r c++ -fsyntax-only $flags`}},
+				`find . \( -name '*.cc' -o -name '*.cpp' -o -name '*.cxx' \) -not -path './build/*' -print0 | xargs -0 -r c++ -fsyntax-only $flags`},
+			// Without its background index (which would write .cache into
+			// the project) it knows the files opened so far, no more.
+			Ready: readyOpenFiles},
 		{Name: "typescript-language-server", Languages: []string{"typescript", "javascript"}, Extensions: ts,
 			Command: []string{"typescript-language-server", "--stdio"}, RootMarkers: []string{"tsconfig.json", "jsconfig.json", "package.json"},
 			// The workspace's own typescript comes first; without one, the
-			// typescript that provides tsc on the PATH.
-			InitializationOptions: map[string]any{"tsserver": map[string]any{"fallbackPath": "tsc"}},
+			// typescript that provides tsc on the PATH. No syntax server:
+			// while the project loads it would answer references and
+			// rename from the one file alone (SyntaxRoutingTsServer's
+			// syntaxAllowedCommands), a partial answer that looks whole.
+			InitializationOptions: map[string]any{"tsserver": map[string]any{"fallbackPath": "tsc", "useSyntaxServer": "never"}},
 			PullDiagnostics:       pullTsserver,
-			Checker:               []string{"tsc", "--noEmit", "--pretty", "false"}},
+			Checker:               []string{"tsc", "--noEmit", "--pretty", "false"},
+			Ready:                 readyTsserver},
 		{Name: "dart", Languages: []string{"dart"}, Extensions: map[string]string{".dart": "dart"},
 			Command: []string{"dart", "language-server", "--protocol=lsp"}, RootMarkers: []string{"pubspec.yaml"},
-			Checker: []string{"dart", "analyze"}},
+			Checker: []string{"dart", "analyze"},
+			// The analysis server reports its analysis as progress.
+			Ready: readyProgress},
 	}
 }
 
@@ -195,8 +227,48 @@ func (c Config) validate() error {
 		case len(s.RootMarkers) == 0:
 			return fmt.Errorf("lsp.servers[%d] (%s): root_markers is empty: name at least one file that marks a project root", i, s.Name)
 		}
+		if _, err := parseReady(s.Ready); err != nil {
+			return fmt.Errorf("lsp.servers[%d] (%s): ready: %v", i, s.Name, err)
+		}
 	}
 	return nil
+}
+
+// The Ready signals.
+const (
+	readyProgress  = "progress"   // every $/progress begun has ended (none within progress_grace: loaded)
+	readyNone      = "none"       // no project to load: ready once initialized
+	readyOpenFiles = "open-files" // knows the opened files only: a workspace-wide answer may always be incomplete
+	readyTsserver  = "tsserver"   // tsserver answers projectInfo for a file once it has loaded its project
+	readyTitle     = "progress:"  // the $/progress begun with this title has ended
+	readyLog       = "log:"       // a window/logMessage matches
+)
+
+// readiness is a parsed Ready: its kind, and the progress title or log
+// line that marks the load's end.
+type readiness struct {
+	kind  string // one of the ready* constants
+	title string
+	log   *regexp.Regexp
+}
+
+// parseReady reads a Ready value; "" is "progress".
+func parseReady(v string) (readiness, error) {
+	switch {
+	case v == "" || v == readyProgress:
+		return readiness{kind: readyProgress}, nil
+	case v == readyNone || v == readyOpenFiles || v == readyTsserver:
+		return readiness{kind: v}, nil
+	case strings.HasPrefix(v, readyTitle) && len(v) > len(readyTitle):
+		return readiness{kind: readyTitle, title: strings.TrimPrefix(v, readyTitle)}, nil
+	case strings.HasPrefix(v, readyLog):
+		re, err := regexp.Compile(strings.TrimPrefix(v, readyLog))
+		if err != nil {
+			return readiness{}, fmt.Errorf("%q: the regular expression after log: does not compile: %v", v, err)
+		}
+		return readiness{kind: readyLog, log: re}, nil
+	}
+	return readiness{}, fmt.Errorf("%q is not a readiness signal: use progress, progress:TITLE (the $/progress with that title ends), log:REGEXP (a window/logMessage matches), tsserver, none or open-files", v)
 }
 
 func validEncoding(s string) bool {

@@ -116,6 +116,33 @@ func markerDirs(workdir string, markers []string, maxDirs int) map[string][]stri
 	return found
 }
 
+// firstFile returns a file under root with one of exts (keys with the
+// dot), skipping what markerDirs skips, or "" when it finds none among
+// the first maxMarkerDirs directories.
+func firstFile(root string, exts map[string]string) string {
+	found, seen := "", 0
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return nil
+		case d.IsDir():
+			if p != root && skipDir(d.Name()) {
+				return filepath.SkipDir
+			}
+			if seen++; seen > maxMarkerDirs {
+				return filepath.SkipAll
+			}
+		case d.Type().IsRegular():
+			if _, ok := exts[strings.ToLower(filepath.Ext(p))]; ok {
+				found = p
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	return found
+}
+
 func skipDir(name string) bool {
 	switch name {
 	case "node_modules", ".git", ".hg", ".svn", "vendor", "target", "build", "dist", "__pycache__", ".venv", "venv":

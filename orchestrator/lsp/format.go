@@ -312,6 +312,20 @@ func (r *lines) listLocations(spots []spot, limit int, what string) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// withNote adds a note to the end of text's first line, where a model
+// reads it before the list it qualifies ("" adds nothing).
+func withNote(text, note string) string {
+	if note == "" {
+		return text
+	}
+	head, rest, cut := strings.Cut(text, "\n")
+	head += " (" + note + ")"
+	if cut {
+		head += "\n" + rest
+	}
+	return head
+}
+
 // countLine heads a list: "what: n", or "what: showing limit of n" when
 // the cap cuts it.
 func countLine(what string, n, limit int) string {

@@ -107,6 +107,7 @@ func testRoot(t *testing.T, dir string) *workspace.Root {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { root.Close() })
 	return root
 }
 

@@ -57,11 +57,13 @@ func (t renameTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Ra
 	return t.p.rename(ctx, run, a), nil
 }
 
-// rename asks the server for the WorkspaceEdit of a rename, applies it
-// through the all-or-nothing writer (nothing is written when any file
-// changed meanwhile, lies outside the workdir or cannot be edited), syncs
-// the touched files and reports their edit counts and new problems. A
-// server that exits during it is reported, never asked again.
+// rename asks the server, once it has loaded the project, for the
+// WorkspaceEdit of a rename, applies it through the all-or-nothing writer
+// (nothing is written when any file changed meanwhile, lies outside the
+// workdir or cannot be edited), syncs the touched files and reports their
+// edit counts and what checking the result as a user would found
+// (verify). A server that exits during it is reported, never asked
+// again.
 func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameArgs) *orchestrator.Result {
 	c, bad, _ := p.at(ctx, run, args{File: a.File, Line: a.Line, Symbol: a.Symbol}) // a crash is reported, never retried
 	if bad != nil {
@@ -71,6 +73,15 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	if !supports(s.caps.RenameProvider) {
 		return orchestrator.Errorf("%s does not support rename (it did not offer it at initialization): rename with ast_edit or your edit tools instead", s.cfg.Name)
 	}
+	if !s.waitLoaded(ctx, c.abs) {
+		return orchestrator.Errorf("%s has not finished loading the workspace (waited up to lsp.load_timeout, %s), so a rename could miss uses: nothing was written; call again in a moment",
+			s.cfg.Name, s.conf.LoadTimeout.D())
+	}
+	old := s.nameAt(c)
+	// The project checker runs once before the write, beside the server's
+	// work, so that only what the rename broke is reported after it.
+	before := p.startCheck(ctx, run, s)
+	defer before.stop()
 	if opts, ok := s.caps.RenameProvider.(*protocol.RenameOptions); ok && opts.PrepareProvider != nil && *opts.PrepareProvider {
 		var prep protocol.PrepareRenameResult
 		err := s.request(ctx, protocol.MethodTextDocumentPrepareRename, func(ctx context.Context) error {
@@ -84,9 +95,6 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 		if prep == nil {
 			return orchestrator.Errorf("%s says %q at %s:%d cannot be renamed (not a renameable symbol): check the line and symbol", s.cfg.Name, a.Symbol, c.rel, a.Line)
 		}
-	}
-	if !s.waitLoaded(ctx) {
-		return orchestrator.Errorf("%s has not finished loading the workspace, so a rename could miss uses: call again in a moment", s.cfg.Name)
 	}
 	var edit *protocol.WorkspaceEdit
 	err := s.request(ctx, protocol.MethodTextDocumentRename, func(ctx context.Context) error {
@@ -139,6 +147,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	if len(changes) == 0 {
 		return orchestrator.Errorf("%s found nothing to change for renaming %q to %q: check that line and symbol name a symbol declared in the workdir", s.cfg.Name, a.Symbol, a.NewName)
 	}
+	baseline := before.wait() // it must not read the files being written
 	if err := p.Writer.Apply(root, changes); err != nil {
 		var conflict *workspace.ConflictError
 		if errors.As(err, &conflict) {
@@ -146,13 +155,13 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 		}
 		return orchestrator.Errorf("the rename was not written: %v", err)
 	}
-	fresh, unknown := p.check(ctx, run, s, paths)
+	v := p.verify(ctx, run, s, paths, baseline, old)
 	var b strings.Builder
 	total := 0
 	for _, n := range counts {
 		total += n
 	}
-	fmt.Fprintf(&b, "Renamed %q to %q: %d edit(s) in %d file(s)\n", a.Symbol, a.NewName, total, len(counts))
+	fmt.Fprintf(&b, "Renamed %q to %q: %d edit(s) in %d file(s). %s\n", a.Symbol, a.NewName, total, len(counts), v.verdict())
 	rels := make([]string, 0, len(counts))
 	for r := range counts {
 		rels = append(rels, r)
@@ -161,7 +170,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	for _, r := range rels {
 		fmt.Fprintf(&b, "  %s: %d edit(s)\n", r, counts[r])
 	}
-	b.WriteString(p.report(fresh, unknown, []*server{s}).Text)
+	b.WriteString(v.details(p.conf.MaxTotal))
 	return orchestrator.Text(strings.TrimRight(b.String(), "\n"))
 }
 
@@ -296,4 +305,19 @@ func applyEdits(enc encoding, text string, edits []protocol.TextEdit) (string, e
 	}
 	b.WriteString(text[last:])
 	return b.String(), nil
+}
+
+// nameAt is the identifier at the cursor, in the text the server was
+// sent: the name a rename replaces ("" when it cannot be read).
+func (s *server) nameAt(c *cursor) string {
+	text, _ := s.text(c.abs)
+	lt, _, err := lineAt(text, int(c.pos.Line)+1)
+	if err != nil {
+		return ""
+	}
+	a, b := s.enc.fromServer(lt, c.pos.Character), s.enc.fromServer(lt, c.end.Character)
+	if a >= b || b > len(lt) {
+		return ""
+	}
+	return lt[a:b]
 }

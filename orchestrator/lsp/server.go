@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,7 +29,8 @@ import (
 type server struct {
 	cfg     ServerConfig
 	conf    Config
-	root    string // absolute host path
+	ready   readiness // how it says it has loaded the project
+	root    string    // absolute host path
 	workdir string
 	ws      *workspace.Root // the workdir, to resolve the paths the server names (resolve)
 	encRoot string          // the workdir as the enclosure sees it
@@ -50,8 +52,9 @@ type server struct {
 	recent      []string              // the files the last long list read (recheck)
 	seq         uint64                // counts publishes
 	changed     chan struct{}
-	active      map[string]bool // progress tokens begun and not ended
+	active      map[string]string // progress tokens begun and not ended, with their titles
 	sawProgress bool
+	lastSynced  string // the file synced last: tsserver's probe asks about its project
 	loaded      chan struct{}
 	loadOnce    sync.Once
 	closing     bool
@@ -102,8 +105,9 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 		cfg: m.cfg, conf: conf, root: m.root, workdir: run.Workdir, ws: ws, encRoot: encRoot, metrics: mt,
 		stderr: newRing(conf.StderrBytes), exited: make(chan struct{}),
 		docs: map[string]*document{}, diags: map[string]*publish{}, files: map[string]cachedFile{}, changed: make(chan struct{}),
-		active: map[string]bool{}, loaded: make(chan struct{}),
+		active: map[string]string{}, loaded: make(chan struct{}),
 	}
+	s.ready, _ = parseReady(m.cfg.Ready) // validated with the configuration
 	dir, err := run.Enclosure.MapPath(m.root)
 	if err != nil {
 		return nil, err
@@ -191,16 +195,22 @@ func (s *server) initialize(ctx context.Context) error {
 			return err
 		}
 	}
-	// A server that reports no progress soon after initialization is taken
-	// as loaded; one that does is loaded when all its progress has ended.
-	time.AfterFunc(s.conf.ProgressGrace.D(), func() {
-		s.mu.Lock()
-		quiet := !s.sawProgress
-		s.mu.Unlock()
-		if quiet {
-			s.markLoaded()
-		}
-	})
+	switch s.ready.kind {
+	case readyNone, readyOpenFiles:
+		s.markLoaded()
+	case readyProgress:
+		// A server that reports no progress soon after initialization is
+		// taken as loaded; one that does is loaded when all its progress
+		// has ended.
+		time.AfterFunc(s.conf.ProgressGrace.D(), func() {
+			s.mu.Lock()
+			quiet := !s.sawProgress
+			s.mu.Unlock()
+			if quiet {
+				s.markLoaded()
+			}
+		})
+	}
 	return nil
 }
 
@@ -315,10 +325,13 @@ func (s *server) resolve(p string) (real string, inside bool) {
 	return real, true
 }
 
-// readFile reads a file inside the workdir through the workspace root,
-// which refuses a path that leads out of it, also when a link changed
-// since the path was resolved.
-func (s *server) readFile(abs string) ([]byte, error) { return s.ws.ReadFile(abs) }
+// readFile reads a regular file inside the workdir through the
+// workspace root, which refuses a path that leads out of it (also when a
+// link changed since the path was resolved) and never waits on a FIFO.
+func (s *server) readFile(abs string) ([]byte, error) {
+	b, _, err := s.ws.ReadRegular(abs, -1)
+	return b, err
+}
 
 // published records a publish and wakes everyone waiting for one.
 func (s *server) published(abs string, version int32, items []protocol.Diagnostic) {
@@ -331,39 +344,105 @@ func (s *server) published(abs string, version int32, items []protocol.Diagnosti
 	s.changed = make(chan struct{})
 }
 
-// progressed records a progress token's begin or end; the workspace is
-// loaded when all begun tokens have ended.
-func (s *server) progressed(token, kind string) {
+// progressed records a progress token's begin (with its title) or end.
+// The project is loaded, for "progress", when all begun tokens have
+// ended; for "progress:TITLE", when the token begun with that title has.
+func (s *server) progressed(token, kind, title string) {
 	s.mu.Lock()
+	var done bool
 	switch kind {
 	case "begin":
 		s.sawProgress = true
-		s.active[token] = true
+		s.active[token] = title
 	case "end":
+		began, ok := s.active[token]
 		delete(s.active, token)
+		done = ok && s.ready.kind == readyTitle && strings.HasPrefix(began, s.ready.title)
 	}
-	done := s.sawProgress && len(s.active) == 0
+	if s.ready.kind == readyProgress {
+		done = s.sawProgress && len(s.active) == 0
+	}
 	s.mu.Unlock()
 	if done {
 		s.markLoaded()
 	}
 }
 
+// logged marks the project loaded when the line the entry's "log:" waits
+// for comes.
+func (s *server) logged(line string) {
+	if s.ready.kind == readyLog && s.ready.log.MatchString(line) {
+		s.markLoaded()
+	}
+}
+
 func (s *server) markLoaded() { s.loadOnce.Do(func() { close(s.loaded) }) }
 
-// waitLoaded waits for the initial workspace load, up to the load
-// timeout; it says whether the load was seen to end.
-func (s *server) waitLoaded(ctx context.Context) bool {
-	t := time.NewTimer(s.conf.LoadTimeout.D())
-	defer t.Stop()
+// waitLoaded waits until the server has loaded the project (its entry's
+// Ready signal), up to the load timeout; it says whether it has.
+// abs is the file the query is about ("" for none).
+func (s *server) waitLoaded(ctx context.Context, abs string) bool {
+	ctx, cancel := context.WithTimeout(ctx, s.conf.LoadTimeout.D())
+	defer cancel()
+	if s.ready.kind == readyTsserver {
+		return s.tsserverLoaded(ctx, abs)
+	}
 	select {
 	case <-s.loaded:
 		return true
-	case <-t.C:
 	case <-ctx.Done():
 	case <-s.exited:
 	}
 	return false
+}
+
+// tsserverLoaded asks tsserver about the project of abs, the file of
+// the query (else the file synced last, else a file of the root, opened
+// first: tsserver loads a project only for an open file). tsserver
+// answers in order, so its answer comes after the load.
+func (s *server) tsserverLoaded(ctx context.Context, abs string) bool {
+	if abs == "" {
+		s.mu.Lock()
+		abs = s.lastSynced
+		s.mu.Unlock()
+	}
+	if abs == "" {
+		if abs = firstFile(s.root, s.cfg.Extensions); abs == "" {
+			s.markLoaded() // no file of its languages: nothing to load
+			return true
+		}
+		if _, err := s.sync(ctx, abs, false); err != nil {
+			return false
+		}
+	}
+	arg, err := json.Marshal(map[string]any{"file": s.mapPath(abs), "needFileNameList": false})
+	if err != nil {
+		return false
+	}
+	name, _ := json.Marshal("projectInfo")
+	err = s.call(ctx, protocol.MethodWorkspaceExecuteCommand, func(ctx context.Context) error {
+		_, err := s.api.ExecuteCommand(ctx, &protocol.ExecuteCommandParams{Command: "typescript.tsserverRequest", Arguments: []protocol.LSPAny{name, arg}})
+		return err
+	})
+	if err != nil {
+		return false
+	}
+	s.markLoaded()
+	return true
+}
+
+// loadNote waits for the load (waitLoaded) before a workspace-wide
+// query about abs ("" for none), and returns what its answer must say
+// in its first line about being complete: "" when it is as complete as
+// the server can make it.
+func (s *server) loadNote(ctx context.Context, abs string) string {
+	if s.ready.kind == readyOpenFiles {
+		return fmt.Sprintf("may be incomplete: %s knows only the files opened so far, so uses in other files can be missing", s.cfg.Name)
+	}
+	if !s.waitLoaded(ctx, abs) {
+		return fmt.Sprintf("%s had not finished loading the workspace; the list may be incomplete (waited up to lsp.load_timeout, %s)", s.cfg.Name, s.conf.LoadTimeout.D())
+	}
+	return ""
 }
 
 // alive says whether the server can still answer: its process runs and

@@ -109,13 +109,14 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 	}
 	var locs []string
 	var notes []string
+	var first []string // notes that belong in the first line
 	for _, s := range servers {
 		if !supports(s.caps.WorkspaceSymbolProvider) {
 			notes = append(notes, s.cfg.Name+" does not support workspace symbols (pass file for that file's symbols, or use ast_grep)")
 			continue
 		}
-		if !s.waitLoaded(ctx) {
-			notes = append(notes, s.cfg.Name+" had not finished loading the workspace; the list may be incomplete")
+		if n := s.loadNote(ctx, ""); n != "" {
+			first = append(first, n)
 		}
 		var res protocol.WorkspaceSymbolResult
 		err := s.request(ctx, protocol.MethodWorkspaceSymbol, func(ctx context.Context) error {
@@ -163,7 +164,7 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 		}
 	}
 	var b strings.Builder
-	b.WriteString(countLine(fmt.Sprintf("workspace symbols matching %q", a.Query), len(locs), maxWorkspaceSymbols) + "\n")
+	b.WriteString(withNote(countLine(fmt.Sprintf("workspace symbols matching %q", a.Query), len(locs), maxWorkspaceSymbols), strings.Join(first, "; ")) + "\n")
 	locs = locs[:min(len(locs), maxWorkspaceSymbols)]
 	b.WriteString(strings.Join(locs, "\n"))
 	for _, n := range notes {

@@ -32,6 +32,7 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 	d, open := s.docs[abs]
 	if open && !save && d.size == st.Size() && d.mod.Equal(st.ModTime()) {
 		cp := *d // unchanged since it was read: no need to read it again
+		s.lastSynced = abs
 		s.mu.Unlock()
 		return cp, nil
 	}
@@ -57,6 +58,7 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 	}
 	d.size, d.mod = st.Size(), st.ModTime()
 	cp := *d
+	s.lastSynced = abs
 	s.mu.Unlock()
 	switch {
 	case !open:
@@ -82,6 +84,9 @@ func (s *server) gone(ctx context.Context, abs string) error {
 	_, open := s.docs[abs]
 	delete(s.docs, abs)
 	delete(s.diags, abs)
+	if s.lastSynced == abs {
+		s.lastSynced = ""
+	}
 	s.mu.Unlock()
 	if open {
 		_ = s.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(abs)}})

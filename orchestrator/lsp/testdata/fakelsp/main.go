@@ -2,7 +2,7 @@
 // the real ones, to show what they cannot be made to do: crash mid-request,
 // fail to start, answer ContentModified, stay silent, publish stale
 // diagnostics, take its time loading the workspace, report on another file
-// late.
+// late, rename in the one file it was asked about only.
 package main
 
 import (
@@ -20,7 +20,7 @@ import (
 )
 
 var (
-	mode = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late")
+	mode = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename")
 	once = flag.String("once", "", "crash only when this file does not exist yet (it is created)")
 	load = flag.Duration("load", time.Second, "loading: how long the workspace load reported through $/progress lasts; late: how late b.fake is reported on")
 )
@@ -67,6 +67,7 @@ func main() {
 	modified := 0
 	var loaded atomic.Bool
 	var rootURI string
+	texts := map[string]string{} // open documents by URI
 	for {
 		n := 0
 		for {
@@ -99,7 +100,7 @@ func main() {
 			rootURI = p.RootURI
 			caps := map[string]any{"hoverProvider": true, "textDocumentSync": 1}
 			switch *mode {
-			case "crash-on-rename":
+			case "crash-on-rename", "partial-rename":
 				caps["renameProvider"] = true
 			case "loading":
 				caps["workspaceSymbolProvider"] = true
@@ -119,6 +120,10 @@ func main() {
 		case "textDocument/rename":
 			if *mode == "crash-on-rename" {
 				crash("crashing mid-rename on purpose")
+			}
+			if *mode == "partial-rename" {
+				reply(m.ID, partialRename(m.Params, texts))
+				continue
 			}
 			reply(m.ID, nil)
 		case "shutdown":
@@ -156,6 +161,7 @@ func main() {
 			if len(p.ContentChanges) > 0 {
 				text = p.ContentChanges[0].Text
 			}
+			texts[p.TextDocument.URI] = text
 			switch *mode {
 			case "late":
 				// The file at once, b.fake (a caller) only well after:
@@ -191,4 +197,31 @@ func main() {
 			}
 		}
 	}
+}
+
+// partialRename renames the word at the position in that document alone,
+// as a server that has not loaded the project would: uses elsewhere stay.
+func partialRename(params json.RawMessage, texts map[string]string) any {
+	var p struct {
+		TextDocument struct {
+			URI string `json:"uri"`
+		} `json:"textDocument"`
+		Position struct {
+			Line      int `json:"line"`
+			Character int `json:"character"`
+		} `json:"position"`
+		NewName string `json:"newName"`
+	}
+	json.Unmarshal(params, &p)
+	lines := strings.Split(texts[p.TextDocument.URI], "\n")
+	if p.Position.Line >= len(lines) {
+		return nil
+	}
+	line, end := lines[p.Position.Line], p.Position.Character
+	for end < len(line) && line[end] != ' ' {
+		end++
+	}
+	rng := map[string]any{"start": map[string]any{"line": p.Position.Line, "character": p.Position.Character},
+		"end": map[string]any{"line": p.Position.Line, "character": end}}
+	return map[string]any{"changes": map[string]any{p.TextDocument.URI: []any{map[string]any{"range": rng, "newText": p.NewName}}}}
 }

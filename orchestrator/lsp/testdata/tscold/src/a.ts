@@ -1,0 +1,3 @@
+import { scale } from "./lib";
+
+export const a = scale(1);

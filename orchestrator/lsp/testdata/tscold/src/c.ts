@@ -1,0 +1,3 @@
+import * as lib from "./lib";
+
+export const c = lib.scale(4);
