@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -158,16 +159,17 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	if timeout <= 0 {
 		timeout = g.callTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	caller := ctx
+	ctx, cancel := context.WithTimeout(caller, timeout)
 	defer cancel()
 	stop := context.AfterFunc(run.Context(), cancel)
 	defer stop()
 
+	var lock chan struct{}
 	if !spec.ParallelSafe {
-		lock := run.toolLock(name)
+		lock = run.toolLock(name)
 		select {
 		case lock <- struct{}{}:
-			defer func() { <-lock }()
 		case <-ctx.Done():
 			g.count(name, tier, "canceled")
 			return Errorf("%s was not started: an earlier %s call on this run is still running and this call was cancelled or timed out while waiting", name, name), nil
@@ -175,26 +177,46 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	}
 
 	start := time.Now()
-	defer func() {
-		g.metrics.ToolCallDuration.WithLabelValues(name, tier).Observe(time.Since(start).Seconds())
-		if p := recover(); p != nil {
-			g.count(name, tier, "panic")
-			slog.Error("tool panicked", "tool", name, "run", run.ID, "panic", p, "stack", string(debug.Stack()))
-			res, err = Errorf("%s failed with an internal error (%v); the run is intact: call again, and report this if it repeats", name, p), nil
-			return
-		}
+	out := g.start(ctx, run, tool, name, args, lock)
+	var o outcome
+	select {
+	case o = <-out.done:
+	case <-ctx.Done():
+		// A caller that cancelled is answered at once: it reads no
+		// answer but the cancellation. Past the deadline, or when the
+		// run ends, the tool's own answer is worth its grace.
+		grace := spec.CancelGrace
 		switch {
-		case err != nil:
-			g.count(name, tier, "error")
-		case ctx.Err() == context.DeadlineExceeded:
-			g.count(name, tier, "timeout")
-		case res != nil && res.IsError:
-			g.count(name, tier, "error")
-		default:
-			g.count(name, tier, "ok")
+		case caller.Err() != nil:
+			grace = 0
+		case grace <= 0:
+			grace = DefaultCancelGrace
 		}
-	}()
-	res, err = tool.Call(ctx, run, args)
+		var ok bool
+		if o, ok = g.await(out, grace); !ok {
+			o = abandoned(ctx, run, name, timeout)
+		}
+	}
+	g.metrics.ToolCallDuration.WithLabelValues(name, tier).Observe(time.Since(start).Seconds())
+	res, err = o.res, o.err
+	switch {
+	case o.panicked != nil:
+		g.count(name, tier, "panic")
+		slog.Error("tool panicked", "tool", name, "run", run.ID, "panic", o.panicked, "stack", string(o.stack))
+		return Errorf("%s failed with an internal error (%v); the run is intact: call again, and report this if it repeats", name, o.panicked), nil
+	case o.abandoned && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		g.count(name, tier, "timeout")
+	case o.abandoned:
+		g.count(name, tier, "canceled")
+	case err != nil:
+		g.count(name, tier, "error")
+	case ctx.Err() == context.DeadlineExceeded:
+		g.count(name, tier, "timeout")
+	case res != nil && res.IsError:
+		g.count(name, tier, "error")
+	default:
+		g.count(name, tier, "ok")
+	}
 	if err == nil && res == nil {
 		res = Text("")
 	}
@@ -202,6 +224,102 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 		return Errorf("%s timed out after %s: %v", name, timeout, err), nil
 	}
 	return res, err
+}
+
+// DefaultCancelGrace is how long a tool whose Spec names no CancelGrace
+// has, once its call is past its deadline or its run has ended, to give
+// its own answer.
+const DefaultCancelGrace = 2 * time.Second
+
+// outcome is what a tool's Call returned, or that it panicked, or that
+// the call was answered without it (abandoned).
+type outcome struct {
+	res       *Result
+	err       error
+	panicked  any
+	stack     []byte
+	abandoned bool
+}
+
+// call is one tool call's work, running on its own goroutine so that the
+// call can be answered even when the work never returns (a read of a
+// FIFO, a library call that ignores its context).
+type call struct {
+	done chan outcome // buffered: the work never waits for a reader
+	// state moves from running to finished, or to abandoned (answered
+	// without the work) and then to finished when the work returns.
+	state atomic.Int32
+}
+
+const (
+	callRunning int32 = iota
+	callAbandoned
+	callFinished
+)
+
+// start runs the tool on a goroutine of its own. The per-tool lock, when
+// held, is released when the work returns, not when the call is answered:
+// the next call of a serialised tool must not overlap work still running.
+func (g *Registry) start(ctx context.Context, run *Run, tool Tool, name string, args json.RawMessage, lock chan struct{}) *call {
+	c := &call{done: make(chan outcome, 1)}
+	go func() {
+		var o outcome
+		defer func() {
+			if p := recover(); p != nil {
+				o = outcome{panicked: p, stack: debug.Stack()}
+			}
+			if lock != nil {
+				<-lock
+			}
+			c.done <- o
+			if c.state.Swap(callFinished) == callAbandoned {
+				g.metrics.StuckCalls.Dec()
+				slog.Warn("a tool call answered at its deadline or cancellation has now returned", "tool", name, "run", run.ID)
+			}
+		}()
+		o.res, o.err = tool.Call(ctx, run, args)
+	}()
+	return c
+}
+
+// await gives the work of a call whose context has ended grace to
+// answer for itself: a cell's output so far, a session's state. ok is
+// false when it did not, and the call is now abandoned; the work is then
+// counted in berth_stuck_calls until it returns.
+func (g *Registry) await(c *call, grace time.Duration) (o outcome, ok bool) {
+	if grace > 0 {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case o = <-c.done:
+			return o, true
+		case <-t.C:
+		}
+	}
+	// Counted before the state says so, so that a return racing with
+	// this never takes the gauge below zero.
+	g.metrics.StuckCalls.Inc()
+	if !c.state.CompareAndSwap(callRunning, callAbandoned) {
+		g.metrics.StuckCalls.Dec()
+		return <-c.done, true
+	}
+	return outcome{}, false
+}
+
+// abandoned is the answer to a call whose work did not return when its
+// context ended (after its grace, when it had one).
+func abandoned(ctx context.Context, run *Run, name string, timeout time.Duration) outcome {
+	const left = "its work is left to finish in the background (counted in berth_stuck_calls)"
+	o := outcome{abandoned: true}
+	switch ended, why := run.Ended(); {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		o.res = Errorf("%s timed out after %s and did not stop when asked; %s. Do not repeat the call as it was: check what it was given (a path that names a FIFO or a device, an input that never ends)", name, timeout, left)
+	case ended:
+		o.res = Errorf("%s did not stop when its run ended (%s); %s", name, why, left)
+	default:
+		o.res = Errorf("%s was cancelled and did not stop when asked; %s", name, left)
+	}
+	return o
 }
 
 func (g *Registry) unknownTool(run *Run, s Surface, name string) *Result {

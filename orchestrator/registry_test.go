@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/berth-dev/berth/enclosure"
@@ -217,4 +218,102 @@ func TestCallTimeout(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(res.FirstText(), "timed out") {
 		t.Fatalf("timeout: %+v %v", res, err)
 	}
+}
+
+// stuckTool blocks until release is closed, whatever its context says: a
+// read of a FIFO, a library call that ignores cancellation. started is
+// closed when it is called and returned when it has returned.
+type stuckTool struct {
+	spec                       orchestrator.Spec
+	started, release, returned chan struct{}
+}
+
+func newStuckTool(spec orchestrator.Spec) *stuckTool {
+	return &stuckTool{spec: spec, started: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}
+}
+
+func (s *stuckTool) Spec() orchestrator.Spec { return s.spec }
+func (s *stuckTool) Call(context.Context, *orchestrator.Run, json.RawMessage) (*orchestrator.Result, error) {
+	defer close(s.returned)
+	close(s.started)
+	<-s.release
+	return orchestrator.Text("too late"), nil
+}
+
+// waitStuck waits until the gauge reads want: the work that returns
+// counts itself down after it has returned.
+func waitStuck(t *testing.T, reg *orchestrator.Registry, want float64) {
+	t.Helper()
+	for testutil.ToFloat64(reg.Metrics().StuckCalls) != want {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestIssue11Item3StuckToolIsAnsweredAtItsDeadline(t *testing.T) {
+	stuck := newStuckTool(orchestrator.Spec{Name: "stuck", ParallelSafe: false, Timeout: 10 * time.Millisecond, CancelGrace: time.Millisecond})
+	reg, run := newRegistry(t, provider{orchestrator.FeatureStructural, []orchestrator.Tool{stuck}})
+	res, err := reg.Call(context.Background(), run, orchestrator.SurfaceFull, "stuck", nil)
+	if err != nil || !res.IsError || !strings.Contains(res.FirstText(), "timed out after 10ms and did not stop") || !strings.Contains(res.FirstText(), "berth_stuck_calls") {
+		t.Fatalf("got %+v %v, want a timeout answered without the tool", res, err)
+	}
+	if n := testutil.ToFloat64(reg.Metrics().StuckCalls); n != 1 {
+		t.Fatalf("berth_stuck_calls is %v while the work is stuck, want 1", n)
+	}
+	if n := testutil.ToFloat64(reg.Metrics().ToolCalls.WithLabelValues("stuck", "read", "timeout")); n != 1 {
+		t.Fatalf("timeouts counted %v, want 1", n)
+	}
+	// The serialised tool's next call waits for the stuck work, which
+	// still holds the tool: it is refused at its own deadline.
+	res, _ = reg.Call(context.Background(), run, orchestrator.SurfaceFull, "stuck", nil)
+	if !res.IsError || !strings.Contains(res.FirstText(), "was not started") {
+		t.Fatalf("second call: %q, want it refused while the first one's work runs", res.FirstText())
+	}
+	close(stuck.release)
+	<-stuck.returned
+	waitStuck(t, reg, 0)
+}
+
+func TestIssue11Item3StuckToolIsAnsweredAtItsCancellation(t *testing.T) {
+	stuck := newStuckTool(orchestrator.Spec{Name: "stuck", ParallelSafe: true})
+	reg, run := newRegistry(t, provider{orchestrator.FeatureStructural, []orchestrator.Tool{stuck}})
+	ctx, cancel := context.WithCancel(context.Background())
+	type answer struct {
+		res *orchestrator.Result
+		err error
+	}
+	got := make(chan answer)
+	go func() {
+		res, err := reg.Call(ctx, run, orchestrator.SurfaceFull, "stuck", nil)
+		got <- answer{res, err}
+	}()
+	<-stuck.started
+	cancel()
+	a := <-got
+	if a.err != nil || !a.res.IsError || !strings.Contains(a.res.FirstText(), "was cancelled and did not stop") {
+		t.Fatalf("got %+v %v, want a cancellation answered without the tool", a.res, a.err)
+	}
+	if n := testutil.ToFloat64(reg.Metrics().StuckCalls); n != 1 {
+		t.Fatalf("berth_stuck_calls is %v while the work is stuck, want 1", n)
+	}
+	close(stuck.release)
+	<-stuck.returned
+	waitStuck(t, reg, 0)
+}
+
+func TestIssue11Item3StuckToolIsAnsweredWhenItsRunEnds(t *testing.T) {
+	stuck := newStuckTool(orchestrator.Spec{Name: "stuck", ParallelSafe: true, CancelGrace: time.Millisecond})
+	reg, run := newRegistry(t, provider{orchestrator.FeatureStructural, []orchestrator.Tool{stuck}})
+	got := make(chan *orchestrator.Result)
+	go func() {
+		res, _ := reg.Call(context.Background(), run, orchestrator.SurfaceFull, "stuck", nil)
+		got <- res
+	}()
+	<-stuck.started
+	run.End("test")
+	if res := <-got; !res.IsError || !strings.Contains(res.FirstText(), "did not stop when its run ended (test)") {
+		t.Fatalf("got %q", res.FirstText())
+	}
+	close(stuck.release)
+	<-stuck.returned
+	waitStuck(t, reg, 0)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -38,6 +39,10 @@ type evalArgs struct {
 	Reset       bool   `json:"reset"`
 }
 
+// killGrace is the time a killed kernel's cell takes to be reported, on
+// top of kernels.interrupt_grace.
+const killGrace = 5 * time.Second
+
 // evalTool is the eval tool; its kernels live in each run's Value.
 type evalTool struct {
 	cfg Config
@@ -45,7 +50,9 @@ type evalTool struct {
 }
 
 // Spec: exec tier, not parallel-safe (a kernel runs one cell at a time),
-// bounded by kernels.cell_timeout.
+// bounded by kernels.cell_timeout. Past it the cell is interrupted, and
+// killed after kernels.interrupt_grace: the call waits for that, so the
+// model reads what the cell printed and what became of its kernel.
 func (t *evalTool) Spec() orchestrator.Spec {
 	return orchestrator.Spec{
 		Name:         "eval",
@@ -54,6 +61,7 @@ func (t *evalTool) Spec() orchestrator.Spec {
 		InputSchema:  json.RawMessage(evalSchema),
 		ParallelSafe: false,
 		Timeout:      t.cfg.CellTimeout,
+		CancelGrace:  t.cfg.InterruptGrace + killGrace,
 	}
 }
 

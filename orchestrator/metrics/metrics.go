@@ -29,12 +29,17 @@ const (
 
 // Metrics holds Berth's collectors.
 type Metrics struct {
-	RunsActive           prometheus.Gauge
-	SessionsActive       *prometheus.GaugeVec   // kind
-	SessionStarts        *prometheus.CounterVec // kind, outcome (ok, error)
-	SessionEnds          *prometheus.CounterVec // kind, reason
-	ToolCalls            *prometheus.CounterVec // tool, tier, outcome (ok, error, refused, invalid, panic, timeout, canceled)
-	ToolCallDuration     *prometheus.HistogramVec
+	RunsActive       prometheus.Gauge
+	SessionsActive   *prometheus.GaugeVec   // kind
+	SessionStarts    *prometheus.CounterVec // kind, outcome (ok, error)
+	SessionEnds      *prometheus.CounterVec // kind, reason
+	ToolCalls        *prometheus.CounterVec // tool, tier, outcome (ok, error, refused, invalid, panic, timeout, canceled)
+	ToolCallDuration *prometheus.HistogramVec
+	// StuckCalls counts tool calls that were answered at their deadline
+	// or cancellation while their tool's work went on, until that work
+	// returns: work that ignores its context (a read that blocks for
+	// ever) shows here instead of hanging its call.
+	StuckCalls           prometheus.Gauge
 	BridgeCallsInFlight  prometheus.Gauge
 	Diagnostics          *prometheus.CounterVec // disposition (new, suppressed)
 	QuestionsPending     prometheus.Gauge
@@ -72,6 +77,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help:    "Tool call duration in seconds.",
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"tool", "tier"}),
+		StuckCalls: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "berth_stuck_calls", Help: "Tool calls answered at their deadline or cancellation whose work has not returned yet.",
+		}),
 		BridgeCallsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "berth_bridge_calls_in_flight", Help: "tool() re-entry calls from kernels waiting on the harness.",
 		}),
@@ -101,7 +109,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	}
 	m.BuildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	reg.MustRegister(m.RunsActive, m.SessionsActive, m.SessionStarts, m.SessionEnds, m.ToolCalls,
-		m.ToolCallDuration, m.BridgeCallsInFlight, m.Diagnostics, m.QuestionsPending,
+		m.ToolCallDuration, m.StuckCalls, m.BridgeCallsInFlight, m.Diagnostics, m.QuestionsPending,
 		m.ReaperLastRun, m.BuildInfo, m.RPCMessagesRejected, m.RPCConnectionsActive, m.LSPRequestDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
