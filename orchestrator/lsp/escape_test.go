@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"go.lsp.dev/protocol"
+	"go.lsp.dev/uri"
+
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -141,5 +144,27 @@ func TestIssue11Item1SymlinkOutOfWorkdirPyright(t *testing.T) {
 	contains(t, def, "1 result(s) outside the working directory not shown")
 	if strings.Contains(def, "def exported") {
 		t.Errorf("definition shows the file outside:\n%s", def)
+	}
+}
+
+// A rename's file operations are checked like its edits: one that
+// creates, renames or deletes a file through the link out of the workdir
+// refuses the rename, naming it (issue 11 item 1).
+func TestIssue11Item1FileOperationsOutside(t *testing.T) {
+	wd, _ := escapeLayout(t, map[string]string{"wd/a.go": "package a\n", "outside/pkg/p.go": "package p\n"})
+	s := &server{cfg: ServerConfig{Name: "gopls"}, workdir: wd, encRoot: wd, ws: testRoot(t, wd)}
+	for _, op := range []protocol.DocumentChange{
+		&protocol.CreateFile{URI: uri.File(filepath.Join(wd, "pkglink", "new.go"))},
+		&protocol.RenameFile{OldURI: uri.File(filepath.Join(wd, "a.go")), NewURI: uri.File(filepath.Join(wd, "pkglink", "a.go"))},
+		&protocol.DeleteFile{URI: uri.File(filepath.Join(wd, "pkglink", "p.go"))},
+	} {
+		_, err := fileEdits(s, &protocol.WorkspaceEdit{DocumentChanges: []protocol.DocumentChange{op}})
+		if err == nil || !strings.Contains(err.Error(), "outside the working directory") || !strings.Contains(err.Error(), "pkglink/") {
+			t.Errorf("%T through the link: %v", op, err)
+		}
+	}
+	_, err := fileEdits(s, &protocol.WorkspaceEdit{DocumentChanges: []protocol.DocumentChange{&protocol.CreateFile{URI: uri.File(filepath.Join(wd, "b.go"))}}})
+	if err == nil || !strings.Contains(err.Error(), "creates, renames or deletes files") {
+		t.Errorf("a file operation inside: %v", err)
 	}
 }

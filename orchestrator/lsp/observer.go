@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"go.lsp.dev/protocol"
 
@@ -81,11 +83,16 @@ func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []
 	defer cancel()
 	groups := map[*server][]string{}
 	var order []*server
-	var unknown []string
+	var unknown, unmeant []string
 	for _, abs := range files {
+		rel := relTo(run.Workdir, abs)
+		if !p.meantFor(abs) {
+			unmeant = append(unmeant, rel)
+			continue
+		}
 		s, bad := p.serverFor(ctx, run, abs)
 		if bad != nil {
-			unknown = append(unknown, fmt.Sprintf("%s: %s", relTo(run.Workdir, abs), firstLine(bad.FirstText())))
+			unknown = append(unknown, whyNot(rel, bad.FirstText()))
 			continue
 		}
 		if groups[s] == nil {
@@ -116,7 +123,62 @@ func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []
 		}()
 	}
 	wg.Wait()
-	return p.report(fresh, unknown, order), nil
+	return p.report(fresh, unknown, unmeant, order), nil
+}
+
+// meantFor says whether a server of the catalog is meant for the file's
+// extension, whether or not one can serve it here.
+func (p *Provider) meantFor(abs string) bool {
+	ext := strings.ToLower(filepath.Ext(abs))
+	for _, sc := range p.conf.Servers {
+		if _, ok := sc.Extensions[ext]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// maxWhyNot bounds the reason a file was not checked: a server's start
+// failure may carry its stderr, which lsp status shows whole.
+const maxWhyNot = 600
+
+// whyNot is the one line of a write report that says why a file was not
+// checked, led by its path: the whole reason, whose indented lines (a
+// list, one per server) are joined with "; ".
+func whyNot(rel, reason string) string {
+	var b strings.Builder
+	inList := false
+	for i, l := range strings.Split(reason, "\n") {
+		item := strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t")
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		switch {
+		case i == 0:
+		case item && inList:
+			b.WriteString("; ")
+		case strings.HasSuffix(b.String(), ":"):
+			b.WriteString(" ")
+		case strings.HasSuffix(b.String(), "."):
+			b.WriteString(" ")
+		default:
+			b.WriteString(". ")
+		}
+		inList = item
+		b.WriteString(l)
+	}
+	line := b.String()
+	if len(line) > maxWhyNot {
+		cut := maxWhyNot
+		for !utf8.RuneStart(line[cut]) {
+			cut--
+		}
+		line = line[:cut] + "… (lsp status with this file says the rest)"
+	}
+	if !strings.HasPrefix(line, rel+":") {
+		line = rel + ": " + line
+	}
+	return line
 }
 
 // check syncs and saves files on s, waits for their diagnostics and
@@ -132,14 +194,24 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 	deleted := false
 	for _, abs := range files {
 		written[abs] = true
+		rel := relTo(run.Workdir, abs)
+		s.mu.Lock()
+		_, known := s.docs[abs] // open since files/willWrite, or a query
+		s.mu.Unlock()
 		doc, err := s.sync(ctx, abs, true)
 		if errors.Is(err, errGone) {
-			reg.forget(relTo(run.Workdir, abs))
+			if !known && !reg.has(rel) {
+				// Never seen: a wrong path, or a file deleted before
+				// Berth saw it. Nothing says the write left it clean.
+				unknown = append(unknown, fmt.Sprintf("%s: the file does not exist (deleted before Berth saw it, or a wrong path), so nothing was checked", rel))
+				continue
+			}
+			reg.forget(rel)
 			deleted = true
 			continue // deleted: nothing of its own to report; its importers may break
 		}
 		if err != nil {
-			unknown = append(unknown, fmt.Sprintf("%s: %s: %v", relTo(run.Workdir, abs), s.cfg.Name, err))
+			unknown = append(unknown, whyNot(rel, fmt.Sprintf("%s: %v", s.cfg.Name, err)))
 			continue
 		}
 		docs[abs] = doc
@@ -252,8 +324,10 @@ func problems(ds []diag) []diag {
 }
 
 // report builds the answer to files/didWrite from what checking on
-// servers found.
-func (p *Provider) report(fresh []diag, unknown []string, servers []*server) *orchestrator.WriteReport {
+// servers found. Files no server is meant for (unmeant: data, docs) get
+// one line, and leave the state to the files that were checked: unknown
+// when there were none.
+func (p *Provider) report(fresh []diag, unknown, unmeant []string, servers []*server) *orchestrator.WriteReport {
 	shown, text := capped(fresh, p.conf.MaxPerFile, p.conf.MaxTotal)
 	rep := &orchestrator.WriteReport{Diagnostics: []orchestrator.Diagnostic{}}
 	for _, d := range shown {
@@ -266,7 +340,7 @@ func (p *Provider) report(fresh []diag, unknown []string, servers []*server) *or
 	case len(fresh) > 0:
 		rep.State = orchestrator.WriteIssues
 		parts = append(parts, fmt.Sprintf("This write introduced %d new problem(s):\n%s", len(fresh), text))
-	case len(unknown) > 0:
+	case len(unknown) > 0 || len(servers) == 0:
 		rep.State = orchestrator.WriteUnknown
 	default:
 		rep.State = orchestrator.WriteClean
@@ -280,8 +354,33 @@ func (p *Provider) report(fresh []diag, unknown []string, servers []*server) *or
 			parts = append(parts, fmt.Sprintf("(%s reports only on files it has open: other files that use what changed were not checked; lsp diagnostics \"*\" checks the whole project.)", s.cfg.Name))
 		}
 	}
+	if len(unmeant) > 0 {
+		parts = append(parts, unmeantLine(unmeant))
+	}
 	rep.Text = strings.Join(parts, "\n")
 	return rep
+}
+
+// unmeantLine says in one line which written files no language server
+// checks, by extension.
+func unmeantLine(rels []string) string {
+	sort.Strings(rels)
+	var exts []string
+	for _, r := range rels {
+		e := strings.ToLower(filepath.Ext(r))
+		if e == "" {
+			e = "extensionless"
+		}
+		if !slices.Contains(exts, e) {
+			exts = append(exts, e)
+		}
+	}
+	sort.Strings(exts)
+	verb := "was"
+	if len(rels) > 1 {
+		verb = "were"
+	}
+	return fmt.Sprintf("%s %s not checked: no language server is meant for %s files.", strings.Join(rels, ", "), verb, strings.Join(exts, " or "))
 }
 
 // openFilesOnly names, by executable, the servers that diagnose only the

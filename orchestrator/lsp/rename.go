@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -187,14 +188,21 @@ type editSet struct {
 func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, error) {
 	out := map[string]*editSet{}
 	var outside []string
-	seen := map[string]bool{}
+	type placed struct {
+		abs    string
+		inside bool
+	}
+	seen := map[uri.URI]placed{} // a file's many edits name it alike
 	place := func(u uri.URI) (string, bool) {
-		abs, inside := s.resolve(s.fromURI(u))
-		if !inside && !seen[abs] {
-			seen[abs] = true
-			outside = append(outside, s.outsideName(abs))
+		p, ok := seen[u]
+		if !ok {
+			p.abs, p.inside = s.resolve(s.fromURI(u))
+			seen[u] = p
+			if !p.inside && !slices.Contains(outside, s.outsideName(p.abs)) {
+				outside = append(outside, s.outsideName(p.abs))
+			}
 		}
-		return abs, inside
+		return p.abs, p.inside
 	}
 	add := func(u uri.URI, v *int32, e protocol.TextEdit) {
 		abs, inside := place(u)

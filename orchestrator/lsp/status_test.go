@@ -49,7 +49,8 @@ func TestDetection(t *testing.T) {
 	if rep.State != orchestrator.WriteUnknown || len(rep.Diagnostics) != 0 {
 		t.Errorf("a write no server can check: want unknown, got %s", rep.State)
 	}
-	contains(t, rep.Text, "Not checked (state unknown, not clean):", "README.md: no language server is configured", "rust/src/main.rs: no language server can serve")
+	contains(t, rep.Text, "Not checked (state unknown, not clean):", "README.md was not checked: no language server is meant for .md files.",
+		`rust/src/main.rs: no language server can serve rust/src/main.rs: rust-analyzer: executable "rust-analyzer" not found`)
 	if _, err := f.p.DidWrite(ctx, f.run, []string{"../outside.go"}); err == nil || !strings.Contains(err.Error(), "outside the working directory") {
 		t.Errorf("a path outside the workdir: %v", err)
 	}
