@@ -99,6 +99,7 @@ func TestIssue11Item1RenameThroughSymlinkOutOfWorkdir(t *testing.T) {
 		t.Errorf("references show the line outside:\n%s", refs)
 	}
 	syms := f.ok(t, map[string]any{"action": "symbols", "query": "Exported", "file": "main.go"})
+	contains(t, strings.SplitN(syms, "\n", 2)[0], "match(es) of gopls outside the working directory not shown")
 	if strings.Contains(syms, "p.go") {
 		t.Errorf("workspace symbols show the file outside:\n%s", syms)
 	}

@@ -160,7 +160,7 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 			}
 		}
 		if n := len(r.outside); n > 0 {
-			notes = append(notes, fmt.Sprintf("%s: %d match(es) outside the working directory not shown", s.cfg.Name, n))
+			first = append(first, fmt.Sprintf("%d match(es) of %s outside the working directory not shown", n, s.cfg.Name))
 		}
 	}
 	var b strings.Builder
