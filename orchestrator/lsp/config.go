@@ -125,8 +125,11 @@ func DefaultServers() []ServerConfig {
 			Command: []string{"gopls"}, RootMarkers: []string{"go.work", "go.mod"},
 			// gopls diagnoses a changed file's importers only after this
 			// delay (1s by default); shorter, so a broken caller is
-			// reported with the write that broke it.
-			InitializationOptions: map[string]any{"diagnosticsDelay": "100ms"},
+			// reported with the write that broke it. Workspace symbols
+			// come from the workspace's own packages: by default its 100
+			// answers are mostly the standard library's, all outside the
+			// workdir, and the workspace's own matches are crowded out.
+			InitializationOptions: map[string]any{"diagnosticsDelay": "100ms", "symbolScope": "workspace"},
 			Checker:               []string{"go", "vet", "./..."},
 			// gopls's initialized handler loads the packages under this
 			// progress (internal/server/general.go, addFolders).

@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -235,4 +236,60 @@ func TestGopls(t *testing.T) {
 			t.Errorf("lsp_rename on the plan surface: want refused, got %v %+v", err, res)
 		}
 	})
+}
+
+// TestIssue11Item13WorkspaceSymbols: a Go workspace search lists the
+// workspace's own symbols, not the standard library's (gopls answered
+// 91 of its 100 from it), best matches first, and says when the server's
+// own limit may have cut the list.
+func TestIssue11Item13WorkspaceSymbols(t *testing.T) {
+	dir := t.TempDir()
+	dir, _ = filepath.EvalSymlinks(dir)
+	copyTree(t, filepath.Join("testdata", "go"), dir)
+	many := "package greet\n\n"
+	for i := range 120 {
+		many += fmt.Sprintf("func Read%d() {}\n", i)
+	}
+	for rel, text := range map[string]string{
+		"greet/many.go":   many,
+		"greet/reader.go": "package greet\n\n// Reader is the workspace's own; the standard library has a dozen.\ntype Reader struct{}\n\nfunc NewMemReader() *Reader { return &Reader{} }\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newFixtureIn(t, dir, "run-symbols", DefaultConfig())
+
+	text := f.ok(t, map[string]any{"action": "symbols", "query": "Reader"})
+	lines := strings.Split(text, "\n")
+	if lines[0] != `workspace symbols matching "Reader": 2` {
+		t.Errorf("first line: want the workspace's 2 matches and no note, got %q", lines[0])
+	}
+	if len(lines) < 3 || !strings.HasPrefix(lines[1], "struct Reader ") || !strings.HasPrefix(lines[2], "function NewMemReader ") {
+		t.Errorf("want the exact match first, then NewMemReader:\n%s", text)
+	}
+
+	text = f.ok(t, map[string]any{"action": "symbols", "query": "Read"})
+	contains(t, strings.Split(text, "\n")[0], "gopls answers at most 100, so more may match: narrow the query")
+	if strings.Contains(text, "outside the working directory") {
+		t.Errorf("standard-library matches were searched:\n%s", text)
+	}
+}
+
+func TestSymbolRank(t *testing.T) {
+	order := []struct{ name, rel string }{
+		{"Store", "store.go"},
+		{"store", "store.go"},
+		{"MemStore.StoreAll", "mem.go"}, // a method: its own name is a prefix match
+		{"NewMemStore", "mem.go"},
+		{"S_t_o_r_e", "fuzzy.go"},
+		{"Store", "node_modules/x/index.d.ts"},
+		{"Store", "vendor/x/x.go"},
+	}
+	for i := 1; i < len(order); i++ {
+		a, b := order[i-1], order[i]
+		if ra, rb := symbolRank(a.name, "Store", a.rel), symbolRank(b.name, "Store", b.rel); ra > rb {
+			t.Errorf("%s in %s (%d) ranks after %s in %s (%d)", a.name, a.rel, ra, b.name, b.rel, rb)
+		}
+	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.lsp.dev/protocol"
@@ -107,7 +110,7 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 			return orchestrator.Errorf("%s", msg), false
 		}
 	}
-	var locs []string
+	var hits []symbolHit
 	var notes []string
 	var first []string // notes that belong in the first line
 	for _, s := range servers {
@@ -130,45 +133,100 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 			continue
 		}
 		r := s.lineReader()
-		add := func(name string, kind protocol.SymbolKind, container *string, l location, inside bool) {
-			if !inside {
+		answered := 0
+		add := func(name string, kind protocol.SymbolKind, container *string, sp spot) {
+			answered++
+			if sp.out {
 				return // counted in r's note
 			}
-			entry := fmt.Sprintf("%s %s", kindName(kind), name)
+			entry := kindName(kind) + " " + name
 			if container != nil && *container != "" {
 				entry += " in " + *container
 			}
-			locs = append(locs, fmt.Sprintf("%s — %s:%d:%d", entry, l.path, l.line, l.col))
+			rel := r.rel(sp.abs)
+			hits = append(hits, symbolHit{entry: entry, r: r, sp: sp, rank: symbolRank(name, a.Query, rel)})
 		}
 		switch v := res.(type) {
 		case protocol.SymbolInformationSlice:
 			for _, si := range v {
-				l, inside := r.at(si.Location.URI, si.Location.Range.Start)
-				add(si.Name, si.Kind, si.ContainerName, l, inside)
+				add(si.Name, si.Kind, si.ContainerName, r.spot(si.Location.URI, si.Location.Range.Start))
 			}
 		case protocol.WorkspaceSymbolSlice:
 			for _, ws := range v {
-				var l location
-				inside := false
 				switch loc := ws.Location.(type) {
 				case *protocol.Location:
-					l, inside = r.at(loc.URI, loc.Range.Start)
+					add(ws.Name, ws.Kind, ws.ContainerName, r.spot(loc.URI, loc.Range.Start))
 				case *protocol.LocationUriOnly:
-					l, inside = r.at(loc.URI, protocol.Position{})
+					add(ws.Name, ws.Kind, ws.ContainerName, r.spot(loc.URI, protocol.Position{}))
 				}
-				add(ws.Name, ws.Kind, ws.ContainerName, l, inside)
 			}
 		}
 		if n := len(r.outside); n > 0 {
 			first = append(first, fmt.Sprintf("%d match(es) of %s outside the working directory not shown", n, s.cfg.Name))
 		}
+		if limit := symbolLimits[filepath.Base(s.cfg.Command[0])]; limit > 0 && answered >= limit {
+			first = append(first, fmt.Sprintf("%s answers at most %d, so more may match: narrow the query", s.cfg.Name, limit))
+		}
 	}
+	// The workspace's own code first, the best matches first within it;
+	// otherwise in the order the servers ranked them.
+	slices.SortStableFunc(hits, func(a, b symbolHit) int { return a.rank - b.rank })
 	var b strings.Builder
-	b.WriteString(withNote(countLine(fmt.Sprintf("workspace symbols matching %q", a.Query), len(locs), maxWorkspaceSymbols), strings.Join(first, "; ")) + "\n")
-	locs = locs[:min(len(locs), maxWorkspaceSymbols)]
-	b.WriteString(strings.Join(locs, "\n"))
+	b.WriteString(withNote(countLine(fmt.Sprintf("workspace symbols matching %q", a.Query), len(hits), maxWorkspaceSymbols), strings.Join(first, "; ")) + "\n")
+	for _, h := range hits[:min(len(hits), maxWorkspaceSymbols)] {
+		l := h.r.render(h.sp)
+		fmt.Fprintf(&b, "%s — %s:%d:%d\n", h.entry, l.path, l.line, l.col)
+	}
 	for _, n := range notes {
-		b.WriteString("\n(note: " + n + ")")
+		b.WriteString("(note: " + n + ")\n")
 	}
 	return orchestrator.Text(strings.TrimRight(b.String(), "\n")), crashed
 }
+
+// symbolHit is a workspace symbol inside the workdir, rendered only if
+// it is shown.
+type symbolHit struct {
+	entry string // kind, name and container
+	r     *lines
+	sp    spot
+	rank  int
+}
+
+// symbolRank orders workspace symbols: the workspace's own code before
+// what it vendors or installs inside the workdir (node_modules, vendor,
+// .venv: the folders a project search skips), then by how well the name
+// matches the query: exactly, ignoring case, as a prefix, containing it,
+// or only as the server's fuzzy match. Lower is first.
+func symbolRank(name, query, rel string) int {
+	rank := matchRank(name, query)
+	if i := strings.LastIndexByte(name, '.'); i >= 0 { // English.Greet, pkg.Func
+		rank = min(rank, matchRank(name[i+1:], query))
+	}
+	for _, part := range strings.Split(path.Dir(rel), "/") {
+		if part != "." && skipDir(part) {
+			return rank + 10
+		}
+	}
+	return rank
+}
+
+func matchRank(name, query string) int {
+	ln, lq := strings.ToLower(name), strings.ToLower(query)
+	switch {
+	case name == query:
+		return 0
+	case ln == lq:
+		return 1
+	case strings.HasPrefix(ln, lq):
+		return 2
+	case strings.Contains(ln, lq):
+		return 3
+	}
+	return 4
+}
+
+// symbolLimits names, by executable, the servers that answer at most so
+// many workspace symbols (gopls's maxSymbols, clangd's --limit-results,
+// rust-analyzer's workspace.symbol.search.limit): an answer that reaches
+// the limit may leave matches out, and the first line says so.
+var symbolLimits = map[string]int{"gopls": 100, "clangd": 100, "rust-analyzer": 128}

@@ -32,7 +32,7 @@ Positions are a 1-based "line" plus "symbol", a substring of that line that name
 Actions:
 - diagnostics {file}: errors and warnings of the file; file "*" runs the project checker (go vet, pyright, tsc, cargo check, ...) in each project root instead.
 - definition / type_definition / implementation / references / hover / code_actions {file, line, symbol}.
-- symbols {query} searches the workspace (add file to pick its server); symbols {file} lists the file's symbols as a tree.
+- symbols {query} searches the workspace's own code, best matches first (add file to pick its server); symbols {file} lists the file's symbols as a tree.
 - status {file?}: which servers run for which roots, and for each known server whether its root marker and executable were found (use it when nothing works).
 - reload {file?}: restart the server for that file's root (all servers without file).
 Locations come back as path:line:col: source line, paths relative to the workdir; long lists say "showing N of M".`,
