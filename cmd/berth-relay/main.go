@@ -1,0 +1,102 @@
+//go:build linux
+
+// Command berth-relay is the small static helper Berth runs inside an
+// enclosure (a container, or the host) so that nothing a run starts can
+// outlive it, and so that Berth can reach a container's loopback ports.
+// It is built with CGO_ENABLED=0 and needs nothing from the enclosure but
+// a Linux kernel: no shell, no libc, no network.
+//
+// Modes:
+//
+//	berth-relay run [--grace D] [--stdin raw|framed] [--tag T] -- PROG ARGS...
+//	berth-relay signal PGID|tag=T SIGNAL
+//	berth-relay dial [127.0.0.1:]PORT
+//	berth-relay which NAME
+//	berth-relay version
+//
+// run starts PROG in a process group of its own, the relay itself in a
+// session of its own, and ends the whole tree when told:
+//
+//   - SIGTERM, SIGHUP or SIGQUIT to the relay is forwarded to the group,
+//     which then has the grace (default 2s) before SIGKILL; SIGINT is only
+//     forwarded (it interrupts a kernel, which lives on);
+//   - stdin EOF closes PROG's stdin; if PROG has not ended within the
+//     grace, it gets SIGTERM, and SIGKILL after another grace. The Engine
+//     API cannot kill an exec'd process, and a dropped connection reaches
+//     the relay only as EOF;
+//   - the death of the relay's parent ends it too (PR_SET_PDEATHSIG, and
+//     a check of the parent pid, since a Go parent's forking thread may
+//     exit while the parent lives);
+//   - when PROG exits, whatever it left behind is killed at once, in its
+//     group or not: the relay is a child subreaper, so orphans become its
+//     children and it exits only when none is left.
+//
+// The relay exits with PROG's exit code (128+N when a signal N ended it),
+// 127 when PROG is not found, 126 when it cannot be executed, and 125 when
+// the relay itself failed (bad usage included).
+//
+// stdin EOF kills, yet some programs (a vibe worker reading its
+// assignment) must see EOF and go on running. --stdin framed serves both:
+// the relay's stdin carries frames of a 4-byte big-endian length and that
+// many bytes for PROG; an empty frame closes PROG's stdin; EOF of the
+// relay's stdin still ends the group. With the default, --stdin raw, the
+// bytes are passed through as they are.
+//
+// --tag T names the run so that "signal tag=T" can find the relay without
+// knowing its pid (a container's pids are not the engine's).
+//
+// The relay never writes to its stdout, and to its stderr only when it
+// fails itself (lines starting "berth-relay:"): PROG's output is PROG's
+// alone. It never starts a shell, never touches a file outside /proc,
+// never dials anything but a loopback address, and never leaves a
+// process running behind it.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+// Exit codes of the relay's own failures, as shells and docker run use
+// them, so a caller can tell them from PROG's.
+const (
+	exitRelayFailed = 125
+	exitNotExec     = 126
+	exitNotFound    = 127
+)
+
+const usage = `usage:
+  berth-relay run [--grace D] [--stdin raw|framed] [--tag T] -- PROG ARGS...
+  berth-relay signal PGID|tag=T SIGNAL
+  berth-relay dial [127.0.0.1:]PORT
+  berth-relay which NAME
+  berth-relay version`
+
+func main() {
+	os.Exit(relay(os.Args[1:]))
+}
+
+func relay(args []string) int {
+	if len(args) == 0 {
+		return fail("%s", usage)
+	}
+	switch args[0] {
+	case "run":
+		return runMode(args[1:])
+	case "signal":
+		return signalMode(args[1:])
+	case "dial":
+		return dialMode(args[1:])
+	case "which":
+		return whichMode(args[1:])
+	case "version":
+		return versionMode(args[1:])
+	}
+	return fail("unknown mode %q\n%s", args[0], usage)
+}
+
+// fail reports the relay's own failure on stderr and returns its exit code.
+func fail(format string, a ...any) int {
+	fmt.Fprintf(os.Stderr, "berth-relay: "+format+"\n", a...)
+	return exitRelayFailed
+}

@@ -1,0 +1,248 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/berth-dev/berth/internal/procfs"
+)
+
+// parentGone is the signal the kernel sends the relay when its parent
+// dies. It is one nobody else sends, so that a spurious one (a Go parent's
+// forking thread exiting while the parent lives) can be told apart and
+// ignored.
+const parentGone = syscall.SIGUSR2
+
+// runFlags are run's options. signal parses a relay's command line with
+// the same flags to find it by tag.
+type runFlags struct {
+	grace time.Duration
+	stdin string
+	tag   string
+}
+
+func parseRunFlags(args []string) (runFlags, []string, error) {
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.DurationVar(&f.grace, "grace", 2*time.Second, "")
+	fs.StringVar(&f.stdin, "stdin", "raw", "")
+	fs.StringVar(&f.tag, "tag", "", "")
+	if err := fs.Parse(args); err != nil {
+		return f, nil, err
+	}
+	if f.stdin != "raw" && f.stdin != "framed" {
+		return f, nil, errors.New("--stdin is raw or framed, not " + f.stdin)
+	}
+	if f.grace < 0 {
+		return f, nil, errors.New("--grace must not be negative")
+	}
+	return f, fs.Args(), nil
+}
+
+// runner is one run: the relay's child (PROG, the leader of its own
+// process group) and everything it starts.
+type runner struct {
+	flags runFlags
+	child int // PROG's pid, which is also its process group id
+	in    *childInput
+
+	leaderDone chan struct{} // closed when PROG has been reaped; code is set
+	code       int
+	allDone    chan struct{} // closed when the relay has no child left
+}
+
+func runMode(args []string) int {
+	flags, argv, err := parseRunFlags(args)
+	if err != nil {
+		return fail("run: %v\n%s", err, usage)
+	}
+	if len(argv) == 0 {
+		return fail("run: no program given\n%s", usage)
+	}
+	// A session of its own, so that the caller's group signals reach the
+	// relay once and PROG only through it. EPERM means the relay already
+	// leads a group (started with Setpgid), which serves as well.
+	if _, err := unix.Setsid(); err != nil && !errors.Is(err, unix.EPERM) {
+		return fail("run: setsid: %v", err)
+	}
+	// Signals are caught before the parent-death signal is armed, whose
+	// default action would end the relay without ending the group.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, parentGone)
+	ppid := os.Getppid()
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(parentGone), 0, 0, 0); err != nil {
+		return fail("run: prctl(PR_SET_PDEATHSIG): %v", err)
+	}
+	if os.Getppid() != ppid {
+		return fail("run: the parent exited before the relay started %s", argv[0])
+	}
+	// Orphans of PROG's tree become the relay's children, so none escapes
+	// the kill and the relay knows when the last one is gone.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fail("run: prctl(PR_SET_CHILD_SUBREAPER): %v", err)
+	}
+
+	r := &runner{flags: flags, leaderDone: make(chan struct{}), allDone: make(chan struct{})}
+	if code := r.start(argv); code != 0 {
+		return code
+	}
+	go r.reap()
+	eof := make(chan struct{})
+	go func() {
+		if flags.stdin == "framed" {
+			r.in.copyFramed(os.Stdin)
+		} else {
+			r.in.copyRaw(os.Stdin)
+		}
+		close(eof)
+	}()
+	return r.loop(sigs, eof, ppid)
+}
+
+// start starts PROG with the relay's stdout and stderr and a pipe for
+// stdin, in a process group of its own. It returns an exit code when it
+// could not.
+func (r *runner) start(argv []string) int {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		code := exitNotFound
+		if errors.Is(err, os.ErrPermission) {
+			code = exitNotExec
+		}
+		fail("run: %v", err)
+		return code
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fail("run: stdin pipe: %v", err)
+	}
+	defer pr.Close()
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{pr.Fd(), os.Stdout.Fd(), os.Stderr.Fd()},
+		// PROG dies with the relay even if the relay is SIGKILLed.
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		pw.Close()
+		fail("run: start %s: %v", path, err)
+		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOEXEC) {
+			return exitNotExec
+		}
+		return exitNotFound
+	}
+	r.child = pid
+	r.in = &childInput{f: pw}
+	return 0
+}
+
+// reap waits for every child of the relay: PROG, and the orphans of its
+// tree that the kernel hands the subreaper. It records PROG's exit code
+// and ends when no child is left.
+func (r *runner) reap() {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil { // ECHILD: nothing left
+			close(r.allDone)
+			return
+		}
+		if pid == r.child {
+			r.code = exitCode(ws)
+			close(r.leaderDone)
+		}
+	}
+}
+
+func exitCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// loop waits for PROG's exit and ends its tree on stdin EOF, a signal or
+// the parent's death.
+func (r *runner) loop(sigs <-chan os.Signal, eof <-chan struct{}, ppid int) int {
+	var (
+		deadline <-chan time.Time
+		dying    bool // PROG was signalled; SIGKILL comes at the deadline
+	)
+	terminate := func(sig syscall.Signal) {
+		r.in.Close()
+		_ = syscall.Kill(-r.child, sig)
+		if !dying {
+			dying = true
+			deadline = time.After(r.flags.grace)
+		}
+	}
+	for {
+		select {
+		case <-r.leaderDone:
+			return r.finish()
+		case <-deadline:
+			if dying {
+				r.killAll()
+			} else {
+				terminate(syscall.SIGTERM)
+			}
+		case <-eof:
+			// PROG reads EOF too, and has the grace to end by itself.
+			eof = nil
+			r.in.Close()
+			if !dying {
+				deadline = time.After(r.flags.grace)
+			}
+		case s := <-sigs:
+			switch s {
+			case syscall.SIGINT:
+				_ = syscall.Kill(-r.child, syscall.SIGINT)
+			case parentGone:
+				if os.Getppid() != ppid {
+					terminate(syscall.SIGTERM)
+				}
+			default:
+				terminate(s.(syscall.Signal))
+			}
+		}
+	}
+}
+
+// finish ends what PROG left behind and returns PROG's exit code once
+// the relay has no child left. The kill is repeated until then, since a
+// process may fork while it is being killed.
+func (r *runner) finish() int {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r.killAll()
+		select {
+		case <-r.allDone:
+			return r.code
+		case <-tick.C:
+		}
+	}
+}
+
+// killAll kills PROG's group and every descendant of the relay, in PROG's
+// group or not (a debugger puts its debuggee in a group of its own).
+func (r *runner) killAll() {
+	_ = syscall.Kill(-r.child, syscall.SIGKILL)
+	for _, pid := range procfs.Descendants(os.Getpid()) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}

@@ -1,0 +1,67 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/binary"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+// childInput is the write end of PROG's stdin. Once PROG stops reading
+// (it closed its stdin or exited) or the relay closed it, writes are
+// dropped: the relay goes on reading its own stdin, since only its EOF
+// tells that the caller went away.
+type childInput struct {
+	f      *os.File
+	closed atomic.Bool
+	once   sync.Once
+}
+
+func (c *childInput) Write(p []byte) (int, error) {
+	if !c.closed.Load() {
+		if _, err := c.f.Write(p); err != nil {
+			c.Close()
+		}
+	}
+	return len(p), nil
+}
+
+// Close closes PROG's stdin, so PROG reads EOF. Safe to call more than
+// once and while a Write is blocked (that Write then fails).
+func (c *childInput) Close() error {
+	c.once.Do(func() {
+		c.closed.Store(true)
+		c.f.Close()
+	})
+	return nil
+}
+
+// copyRaw passes src to PROG as it is, until src ends. (A PROG that never
+// reads stdin and lets the pipe fill stalls the copy, and the relay then
+// learns of EOF only when PROG reads again or exits.)
+func (c *childInput) copyRaw(src io.Reader) {
+	_, _ = io.Copy(c, src)
+}
+
+// copyFramed reads frames (a 4-byte big-endian length, then that many
+// bytes) from src and passes their bytes to PROG; an empty frame closes
+// PROG's stdin. It returns when src ends, in a frame or between two.
+func (c *childInput) copyFramed(src io.Reader) {
+	var hdr [4]byte
+	for {
+		if _, err := io.ReadFull(src, hdr[:]); err != nil {
+			return
+		}
+		n := binary.BigEndian.Uint32(hdr[:])
+		if n == 0 {
+			c.Close()
+			continue
+		}
+		if _, err := io.CopyN(c, src, int64(n)); err != nil {
+			return
+		}
+	}
+}
