@@ -133,7 +133,7 @@ func TestErrorCodesKeepTheConnectionUsable(t *testing.T) {
 	// model can act on, naming the field.
 	r.send(`{"jsonrpc":"2.0","id":200,"method":"tools/call","params":{"runId":"` + runID + `","name":"test_echo","arguments":{"text":3,"extra":1}}}`)
 	res := r.recv()["result"].(map[string]any)
-	if msg := mustString(t, res); res["isError"] != true || !strings.Contains(msg, "'extra' not allowed") || !strings.Contains(msg, `field \"text\": got number, want string`) {
+	if msg := mustString(t, res); res["isError"] != true || !strings.Contains(msg, `test_echo does not take \"extra\"`) || !strings.Contains(msg, `\"text\" must be a string, not a number`) {
 		t.Errorf("bad arguments: %v", res)
 	}
 }

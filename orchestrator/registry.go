@@ -147,7 +147,7 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	if err != nil {
 		return nil, err
 	}
-	if msg := validateArgs(sch, args); msg != "" {
+	if msg := validateArgs(name, sch, args); msg != "" {
 		g.count(name, tier, "invalid")
 		return Errorf("invalid arguments for %s: %s. Fix the arguments and call again.", name, msg), nil
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"testing"
@@ -9,15 +10,20 @@ import (
 	"github.com/berth-dev/berth/orchestrator"
 )
 
-// Every built-in tool's arguments are checked in one pass (see
-// orchestrator.QuickArgCheck), not by the full validator on every call.
-func TestEveryToolHasTheQuickArgumentCheck(t *testing.T) {
+// Some model APIs refuse a whole tool list over one schema with oneOf,
+// anyOf or allOf at its top level: every built-in tool keeps to an object
+// whose per-action requirements are a nested if/then/else
+// (orchestrator.Chain).
+func TestIssue12Item2NoToolSchemaHasATopLevelCombinator(t *testing.T) {
 	cfg := defaultConfig()
 	reg, _, _, err := build(&cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	features := map[string]bool{orchestrator.FeatureQuestions: true, orchestrator.FeatureVibe: true}
+	features := orchestrator.DefaultFeatures()
+	for f := range features {
+		features[f] = true
+	}
 	run := orchestrator.NewRun("schema-test", "conversation", t.TempDir(), enclosure.Host(), nil, features)
 	defer run.End(orchestrator.EndStopped)
 	specs := reg.List(run, orchestrator.SurfaceFull)
@@ -25,8 +31,18 @@ func TestEveryToolHasTheQuickArgumentCheck(t *testing.T) {
 		t.Fatalf("only %d tools listed", len(specs))
 	}
 	for _, sp := range specs {
-		if !orchestrator.QuickArgCheck(sp.InputSchema) {
-			t.Errorf("tool %s: its input schema uses a keyword the quick check does not handle; keep to the ones orchestrator.QuickArgCheck lists", sp.Name)
+		var top map[string]any
+		if err := json.Unmarshal(sp.InputSchema, &top); err != nil {
+			t.Errorf("tool %s: input schema is not a JSON object: %v", sp.Name, err)
+			continue
+		}
+		if top["type"] != "object" {
+			t.Errorf("tool %s: input schema's type is %v, want object", sp.Name, top["type"])
+		}
+		for _, k := range []string{"oneOf", "anyOf", "allOf"} {
+			if _, ok := top[k]; ok {
+				t.Errorf("tool %s: input schema has %s at its top level; express per-action requirements with orchestrator.Chain", sp.Name, k)
+			}
 		}
 	}
 }

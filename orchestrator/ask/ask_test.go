@@ -98,7 +98,7 @@ func TestBadCardsAreRefusedBeforeReachingTheHarness(t *testing.T) {
 	f := newFixture(t, ask.DefaultConfig())
 	run := f.run(t, "r1", "c1", true)
 	for _, tc := range []struct{ name, args, want string }{
-		{"missing question", `{"allow_free_text":true}`, "missing property 'question'"},
+		{"missing question", `{"allow_free_text":true}`, `ask_user needs "question" (What to ask, as one clear question)`},
 		{"unknown field", `{"question":"q","allow_free_text":true,"colour":1}`, "colour"},
 		{"wrong type", `{"question":"q","multi_select":"yes","options":[{"label":"a"}]}`, "multi_select"},
 		{"blank question", `{"question":"  \n","allow_free_text":true}`, "question is empty"},
