@@ -167,7 +167,7 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 				Range:        protocol.Range{Start: c.pos, End: c.end},
 				Context:      protocol.CodeActionContext{Diagnostics: onLine(s.latest(c.abs), c.pos.Line)},
 			})
-			render = func() string { return codeActionsText(res, what) }
+			render = func() string { return codeActionsText(res, what, a.All) }
 			return err
 		}
 		return fmt.Errorf("unknown action %q", a.Action)
@@ -200,19 +200,24 @@ func onLine(ds []protocol.Diagnostic, line uint32) []protocol.Diagnostic {
 	return out
 }
 
-// codeActionsText lists code actions, capped, without applying them.
-func codeActionsText(res []protocol.CommandOrCodeAction, what string) string {
-	if len(res) == 0 {
-		return what + ": the server offers none here"
-	}
-	var b strings.Builder
-	b.WriteString(countLine(what, len(res), maxCodeActions) + "\n")
-	res = res[:min(len(res), maxCodeActions)]
+// codeActionsText lists code actions, quick fixes first, capped, without
+// applying them. Unless all is set, entries that change no code are left
+// out and counted (changesCode).
+func codeActionsText(res []protocol.CommandOrCodeAction, what string, all bool) string {
+	var fixes, others, hidden []string
 	for _, a := range res {
 		switch v := a.(type) {
 		case *protocol.Command:
-			fmt.Fprintf(&b, "- %s (command %s)\n", v.Title, v.Command)
+			if !all {
+				hidden = append(hidden, v.Title)
+				continue
+			}
+			others = append(others, fmt.Sprintf("- %s (command %s)", v.Title, v.Command))
 		case *protocol.CodeAction:
+			if !all && !changesCode(v) {
+				hidden = append(hidden, v.Title)
+				continue
+			}
 			line := "- " + v.Title
 			if v.Kind != nil && *v.Kind != "" {
 				line += " [" + string(*v.Kind) + "]"
@@ -224,11 +229,60 @@ func codeActionsText(res []protocol.CommandOrCodeAction, what string) string {
 				files := len(v.Edit.Changes) + len(v.Edit.DocumentChanges)
 				line += fmt.Sprintf(": edits %d file(s)", files)
 			}
-			b.WriteString(line + "\n")
+			if isKind(v.Kind, protocol.CodeActionKindQuickFix) {
+				fixes = append(fixes, line)
+			} else {
+				others = append(others, line)
+			}
 		}
+	}
+	listed := append(fixes, others...)
+	note := ""
+	if len(hidden) > 0 {
+		more := " more"
+		if len(listed) == 0 {
+			more = ""
+		}
+		note = fmt.Sprintf("%d%s with no edit, such as %q, left out: pass \"all\": true to list them", len(hidden), more, hidden[0])
+	}
+	switch {
+	case len(listed) == 0 && len(hidden) > 0:
+		return withNote(what+": none that change code", note)
+	case len(listed) == 0:
+		return what + ": the server offers none here"
+	}
+	var b strings.Builder
+	b.WriteString(withNote(countLine(what, len(listed), maxCodeActions), note) + "\n")
+	for _, l := range listed[:min(len(listed), maxCodeActions)] {
+		b.WriteString(l + "\n")
 	}
 	b.WriteString("Code actions are listed, not applied: make the change with your edit tools or lsp_rename.")
 	return b.String()
+}
+
+// changesCode says whether a code action changes code: it carries an
+// edit, or its kind is one whose command edits (a quick fix, a refactor,
+// organize imports, fix all; typescript-language-server's refactors, for
+// one, are commands). Other command-only entries, such as gopls's
+// source.doc, source.assembly and source.freesymbols ("Browse …"), show
+// something and change nothing.
+func changesCode(a *protocol.CodeAction) bool {
+	if a.Edit != nil {
+		return true
+	}
+	for _, k := range []protocol.CodeActionKind{protocol.CodeActionKindQuickFix, protocol.CodeActionKindRefactor,
+		protocol.CodeActionKindSourceOrganizeImports, protocol.CodeActionKindSourceFixAll} {
+		if isKind(a.Kind, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// isKind says whether kind is k or one of its sub-kinds
+// ("refactor.extract" is a "refactor").
+func isKind(kind *protocol.CodeActionKind, k protocol.CodeActionKind) bool {
+	return kind != nil && (*kind == k || strings.HasPrefix(string(*kind), string(k)+"."))
 }
 
 // fileDiagnostics reports the diagnostics of the file's current content;

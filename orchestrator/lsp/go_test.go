@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"go.lsp.dev/protocol"
 
 	"github.com/berth-dev/berth/orchestrator"
 )
@@ -291,5 +292,58 @@ func TestSymbolRank(t *testing.T) {
 		if ra, rb := symbolRank(a.name, "Store", a.rel), symbolRank(b.name, "Store", b.rel); ra > rb {
 			t.Errorf("%s in %s (%d) ranks after %s in %s (%d)", a.name, a.rel, ra, b.name, b.rel, rb)
 		}
+	}
+}
+
+// TestIssue11Item13CodeActions: code_actions puts gopls's quick fix
+// first and leaves out its entries that change no code ("Browse …"),
+// saying how many, unless asked for all.
+func TestIssue11Item13CodeActions(t *testing.T) {
+	dir := t.TempDir()
+	dir, _ = filepath.EvalSymlinks(dir)
+	copyTree(t, filepath.Join("testdata", "go"), dir)
+	if err := os.WriteFile(filepath.Join(dir, "greet/up.go"), []byte("package greet\n\nfunc Up(s string) string {\n\treturn strings.ToUpper(s)\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixtureIn(t, dir, "run-actions", DefaultConfig())
+	// The quick fix is offered for the diagnostic on the line.
+	contains(t, f.ok(t, map[string]any{"action": "diagnostics", "file": "greet/up.go"}), "undefined: strings")
+	q := map[string]any{"action": "code_actions", "file": "greet/up.go", "line": 4, "symbol": "strings"}
+
+	text := f.ok(t, q)
+	lines := strings.Split(text, "\n")
+	contains(t, lines[0], `code actions of "strings" at greet/up.go:4: `, `with no edit, such as "`, `left out: pass "all": true to list them`)
+	if len(lines) < 2 || !strings.HasPrefix(lines[1], `- Add import:`) || !strings.Contains(lines[1], "[quickfix]: edits 1 file(s)") {
+		t.Errorf("want the quick fix first:\n%s", text)
+	}
+	if strings.Contains(text, "Browse") || strings.Contains(text, "source.doc") {
+		t.Errorf("entries that change no code are listed:\n%s", text)
+	}
+
+	q["all"] = true
+	text = f.ok(t, q)
+	contains(t, text, "Browse documentation for func Up [source.doc]")
+	if lines := strings.Split(text, "\n"); len(lines) < 2 || !strings.HasPrefix(lines[1], `- Add import:`) || strings.Contains(lines[0], "left out") {
+		t.Errorf("all: want every entry, the quick fix first:\n%s", text)
+	}
+}
+
+// Quick fixes come first whatever the server's order.
+func TestCodeActionsOrder(t *testing.T) {
+	kind := func(k protocol.CodeActionKind) *protocol.CodeActionKind { return &k }
+	res := []protocol.CommandOrCodeAction{
+		&protocol.CodeAction{Title: "Extract function", Kind: kind(protocol.CodeActionKindRefactorExtract)},
+		&protocol.Command{Title: "Show something", Command: "x.show"},
+		&protocol.CodeAction{Title: "Browse docs", Kind: kind("source.doc")},
+		&protocol.CodeAction{Title: "Fix it", Kind: kind(protocol.CodeActionKindQuickFix), Edit: &protocol.WorkspaceEdit{}},
+	}
+	got := codeActionsText(res, "code actions", false)
+	want := "code actions: 2 (2 more with no edit, such as \"Show something\", left out: pass \"all\": true to list them)\n" +
+		"- Fix it [quickfix]: edits 0 file(s)\n- Extract function [refactor.extract]\n"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("got:\n%s\nwant it to begin:\n%s", got, want)
+	}
+	if got := codeActionsText(res[1:3], "code actions", false); !strings.HasPrefix(got, "code actions: none that change code (2 with no edit") {
+		t.Errorf("only entries with no edit: %s", got)
 	}
 }

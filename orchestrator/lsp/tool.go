@@ -18,6 +18,7 @@ type args struct {
 	Line   int    `json:"line"`
 	Symbol string `json:"symbol"`
 	Query  string `json:"query"`
+	All    bool   `json:"all"`
 }
 
 var actions = []string{"diagnostics", "definition", "type_definition", "implementation", "references",
@@ -31,7 +32,7 @@ var lspSpec = orchestrator.Spec{
 Positions are a 1-based "line" plus "symbol", a substring of that line that names the symbol (the cursor goes to the last identifier in it: "auth.login" means login; that identifier must be whole there, not part of a longer one). Never a column. An ambiguous symbol is refused with a substring for each place it may mean.
 Actions:
 - diagnostics {file}: errors and warnings of the file; file "*" runs the project checker (go vet, pyright, tsc, cargo check, ...) in each project root instead.
-- definition / type_definition / implementation / references / hover / code_actions {file, line, symbol}.
+- definition / type_definition / implementation / references / hover / code_actions {file, line, symbol}. code_actions lists quick fixes first and leaves out entries that change no code (add "all": true to list them).
 - symbols {query} searches the workspace's own code, best matches first (add file to pick its server); symbols {file} lists the file's symbols as a tree.
 - status {file?}: which servers run for which roots, and for each known server whether its root marker and executable were found (use it when nothing works).
 - reload {file?}: restart the server for that file's root (all servers without file).
@@ -46,6 +47,7 @@ Locations come back as path:line:col: source line, paths relative to the workdir
 			"line":   map[string]any{"type": "integer", "minimum": 1, "description": "1-based line of the symbol"},
 			"symbol": map[string]any{"type": "string", "minLength": 1, "description": "a substring of that line naming the symbol, occurring once in it"},
 			"query":  map[string]any{"type": "string", "description": "symbols: the name (or part of it) to search the workspace for"},
+			"all":    map[string]any{"type": "boolean", "description": "code_actions: also list the entries that change no code (browse documentation, assembly, ...)"},
 		},
 	}),
 	ParallelSafe: true,
