@@ -19,8 +19,9 @@ type hostDriver struct{}
 var _ Enclosure = hostDriver{}
 
 // Host is the host fallback enclosure: processes run directly, each in its
-// own process group so Kill reaches everything it started, and with a
-// parent-death signal so none outlives Berth.
+// own process group so Kill reaches everything it started, with a
+// parent-death signal so none outlives Berth, and with Berth's
+// environment less its secrets (SecretEnv, DropEnv).
 func Host() Enclosure { return hostDriver{} }
 
 func (hostDriver) Driver() string { return "host" }
@@ -55,7 +56,7 @@ func (d hostDriver) Start(ctx context.Context, c Cmd) (Process, error) {
 	}
 	cmd := exec.Command(path, c.Args...)
 	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Env = hostEnv(c.Env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Plain OS pipes rather than exec's Pipe helpers: exec.Cmd.Wait closes
 	// those when the process exits, which can cut off output still being

@@ -171,3 +171,30 @@ func TestHostStdoutHoldsALargeAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestIssue11Item6SecretsDoNotReachChildren(t *testing.T) {
+	t.Setenv("BERTH_TOKEN", "the-token")
+	t.Setenv("BERTH_TEST_DROPPED", "dropped")
+	t.Setenv("BERTH_TEST_KEPT", "kept")
+	DropEnv([]string{"BERTH_TEST_DROPPED"})
+	t.Cleanup(func() { DropEnv(nil) })
+	p, err := Host().Start(context.Background(), Cmd{Path: "env", Env: []string{"BERTH_TEST_GIVEN=given"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(p.Stdout())
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	env := string(out)
+	for _, gone := range []string{"BERTH_TOKEN=", "the-token", "BERTH_TEST_DROPPED="} {
+		if strings.Contains(env, gone) {
+			t.Errorf("the child sees %q", gone)
+		}
+	}
+	for _, kept := range []string{"BERTH_TEST_KEPT=kept\n", "BERTH_TEST_GIVEN=given\n"} {
+		if !strings.Contains(env, kept) {
+			t.Errorf("the child does not see %q", kept)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 type config struct {
 	RPC  rpcConfig  `yaml:"rpc"`
 	Runs runsConfig `yaml:"runs"`
+	Env  envConfig  `yaml:"env"`
 	Log  logConfig  `yaml:"log"`
 }
 
@@ -49,6 +50,12 @@ type runsConfig struct {
 	CallTimeout time.Duration `yaml:"call_timeout"`
 }
 
+type envConfig struct {
+	// Drop names variables of Berth's environment that the processes it
+	// starts do not inherit, besides BERTH_TOKEN, which never reaches them.
+	Drop []string `yaml:"drop"`
+}
+
 type logConfig struct {
 	// Level is debug, info, warn or error; logs go to stderr.
 	Level string `yaml:"level"`
@@ -63,6 +70,7 @@ func defaultConfig() config {
 			ReaperInterval:  time.Minute,
 			CallTimeout:     orchestrator.DefaultCallTimeout,
 		},
+		Env: envConfig{Drop: []string{}},
 		Log: logConfig{Level: "info"},
 	}
 }
@@ -70,11 +78,11 @@ func defaultConfig() config {
 // sections pairs each YAML key with the struct it decodes into: the core's
 // sections, then every registered component's, sorted.
 func sections(c *config) ([]string, []any, error) {
-	keys := []string{"rpc", "runs", "log"}
-	ptrs := []any{&c.RPC, &c.Runs, &c.Log}
+	keys := []string{"rpc", "runs", "env", "log"}
+	ptrs := []any{&c.RPC, &c.Runs, &c.Env, &c.Log}
 	comps := append([]component(nil), components...)
 	sort.Slice(comps, func(i, j int) bool { return comps[i].section < comps[j].section })
-	seen := map[string]bool{"rpc": true, "runs": true, "log": true}
+	seen := map[string]bool{"rpc": true, "runs": true, "env": true, "log": true}
 	for _, comp := range comps {
 		if seen[comp.section] {
 			return nil, nil, fmt.Errorf("configuration section %q is claimed twice", comp.section)
@@ -147,6 +155,11 @@ func (c *config) check() error {
 		return fmt.Errorf("runs.reaper_interval must be positive, got %s", c.Runs.ReaperInterval)
 	case c.Runs.CallTimeout <= 0:
 		return fmt.Errorf("runs.call_timeout must be positive, got %s", c.Runs.CallTimeout)
+	}
+	for _, name := range c.Env.Drop {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return fmt.Errorf("env.drop: %q is not a variable name: list names only, such as AWS_SECRET_ACCESS_KEY", name)
+		}
 	}
 	if _, err := parseLevel(c.Log.Level); err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/berth-dev/berth/cmd/orchestrator/internal/testtools"
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -141,8 +142,10 @@ func newLogger(cfg *config, stderr io.Writer) *slog.Logger {
 const testToolsEnv = "BERTH_TEST_TOOLS"
 
 // build wires the registry: metrics on a registry of our own, then every
-// component with its configuration section.
+// component with its configuration section. It also sets the variables
+// the processes Berth starts do not inherit (env.drop).
 func build(cfg *config, log *slog.Logger) (*orchestrator.Registry, *metrics.Metrics, *prometheus.Registry, error) {
+	enclosure.DropEnv(cfg.Env.Drop)
 	preg := prometheus.NewRegistry()
 	m := metrics.New(preg, buildVersion())
 	reg := orchestrator.NewRegistry(m, cfg.Runs.CallTimeout)
