@@ -71,6 +71,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	// has ended its runs. Notify, not Ignore: children keep the default.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	var ready atomic.Bool
+	var stdioLost atomic.Pointer[error] // the only connection, stdio, is lost
 	ready.Store(true)
 	metricsHandler := promhttp.HandlerFor(preg, promhttp.HandlerOpts{Registry: preg})
 
@@ -119,8 +120,16 @@ func serveCmd(args []string, stderr io.Writer) error {
 		}
 		in := protocolStdin()
 		wg.Go(func() {
-			srv.ServeStdio(in, out)
-			log.Debug("stdin closed: stopping")
+			err := srv.ServeStdio(in, out)
+			if errors.Is(err, rpc.ErrStreamLost) {
+				// Only this connection is lost: the listeners serve on.
+				if tcp || cfg.RPC.Unix != "" {
+					return
+				}
+				stdioLost.Store(&err)
+			} else {
+				log.Debug("stdin closed: stopping")
+			}
 			stop()
 		})
 	}
@@ -135,6 +144,9 @@ func serveCmd(args []string, stderr io.Writer) error {
 		_ = hs.Shutdown(shutdown)
 	}
 	runs.StopAll()
+	if p := stdioLost.Load(); p != nil {
+		return fmt.Errorf("stdio: %w", *p)
+	}
 	if *stdio {
 		// A read from stdin cannot be interrupted; the process is exiting.
 		return nil

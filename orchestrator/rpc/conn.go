@@ -363,6 +363,10 @@ func (c *Conn) readUntilTask() (func(), bool) {
 				reason = "parse"
 			}
 			c.reject(reason, d.msg.ID, d.err)
+			if r, ok := c.framer.(rereader); ok && d.err.Code == CodeParseError {
+				// Answered once; the next message may start inside it.
+				r.reread(body)
+			}
 		case d.isResponse():
 			c.mu.Lock()
 			ch, ok := c.pending[idKey(d.msg.ID)]

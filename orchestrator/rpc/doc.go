@@ -9,5 +9,7 @@
 // It must never know about a tool family: tools are reached only through
 // orchestrator.Registry, and the harness is offered to tools only as the
 // orchestrator.Harness each run carries. A malformed message never closes a
-// connection: it gets an error reply and the next message is read.
+// connection: it gets an error reply and the next message is read; on
+// stdio the stream reader (stream.go) resynchronises on the next header
+// after a bad one.
 package rpc

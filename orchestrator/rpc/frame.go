@@ -1,13 +1,9 @@
 package rpc
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/coder/websocket"
@@ -40,6 +36,11 @@ func tooLarge(n, limit int64) *FrameError {
 		"message of %d bytes exceeds the limit of %d bytes (rpc.max_message_bytes): the message was skipped; split the request or raise the limit", n, limit)}
 }
 
+// rereader is a framer that can read a body again as part of the stream
+// when it did not parse: a wrong Content-Length cuts a message short or
+// runs into the next one, whose header may then be inside the body.
+type rereader interface{ reread(body []byte) }
+
 // limited is a framer whose peer, holding the same limit, skips larger
 // messages; the connection checks its results against it.
 type limited interface{ maxSize() int64 }
@@ -47,13 +48,11 @@ type limited interface{ maxSize() int64 }
 func (f *streamFramer) maxSize() int64 { return f.limit }
 func (f *wsFramer) maxSize() int64     { return f.limit }
 
-// maxHeaderBytes bounds one header block of the stream framer.
-const maxHeaderBytes = 8 << 10
-
 // streamFramer is LSP's framing: "Content-Length: N\r\n" (other headers
-// ignored), a blank line, then N bytes of JSON.
+// ignored), a blank line, then N bytes of JSON. Its reading is the
+// streamReader's.
 type streamFramer struct {
-	r     *bufio.Reader
+	r     *streamReader
 	w     io.Writer
 	c     io.Closer
 	limit int64
@@ -67,75 +66,17 @@ func NewStreamFramer(r io.Reader, w io.Writer, closer io.Closer, limit int64) Fr
 	if limit <= 0 {
 		limit = DefaultMaxMessageSize
 	}
-	return &streamFramer{r: bufio.NewReaderSize(r, 64<<10), w: w, c: closer, limit: limit}
+	return &streamFramer{r: newStreamReader(r, limit), w: w, c: closer, limit: limit}
 }
 
-func (f *streamFramer) Read(context.Context) ([]byte, error) {
-	length := int64(-1)
-	var problem string
-	read := 0
-	for {
-		line, err := f.r.ReadSlice('\n')
-		read += len(line)
-		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				return nil, fmt.Errorf("header line longer than %d bytes: the stream is out of step", f.r.Size())
-			}
-			if err == io.EOF && read > 0 {
-				return nil, io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-		if read > maxHeaderBytes {
-			return nil, fmt.Errorf("header block longer than %d bytes: the stream is out of step", maxHeaderBytes)
-		}
-		s := strings.TrimRight(string(line), "\r\n")
-		if s == "" {
-			if read <= 2 {
-				// A stray blank line between messages: tolerate it.
-				read = 0
-				continue
-			}
-			break
-		}
-		name, value, ok := strings.Cut(s, ":")
-		if !ok {
-			problem = fmt.Sprintf("header line %q is not \"Name: value\"", s)
-			continue
-		}
-		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
-			n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
-			if err != nil || n < 0 {
-				problem = fmt.Sprintf("Content-Length %q is not a non-negative integer", strings.TrimSpace(value))
-				continue
-			}
-			length = n
-		}
-	}
-	if problem != "" || length < 0 {
-		if problem == "" {
-			problem = "the header has no Content-Length"
-		}
-		if length > 0 {
-			if _, err := io.CopyN(io.Discard, f.r, length); err != nil {
-				return nil, err
-			}
-		}
-		return nil, &FrameError{Reason: "invalid", Err: Errorf(CodeInvalidRequest,
-			"invalid header: %s; frame each message as \"Content-Length: N\\r\\n\\r\\n\" followed by N bytes of JSON", problem)}
-	}
-	if length > f.limit {
-		if _, err := io.CopyN(io.Discard, f.r, length); err != nil {
-			return nil, err
-		}
-		return nil, tooLarge(length, f.limit)
-	}
-	body := make([]byte, length)
-	if _, err := io.ReadFull(f.r, body); err != nil {
-		return nil, err
-	}
-	return body, nil
-}
+// Read returns the next message. A message with a bad header is answered
+// once (a *FrameError) and the reading resynchronises on the next
+// Content-Length header; an error wrapping ErrStreamLost says the stream
+// could not be.
+func (f *streamFramer) Read(context.Context) ([]byte, error) { return f.r.read() }
+
+// reread takes back a body the connection could not parse: see rereader.
+func (f *streamFramer) reread(body []byte) { f.r.reread(body) }
 
 func (f *streamFramer) Write(_ context.Context, msg []byte) error {
 	f.wmu.Lock()

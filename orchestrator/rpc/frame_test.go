@@ -14,8 +14,10 @@ func TestStreamFramerSkipsBadFramesAndReadsOn(t *testing.T) {
 		"\r\n" + // a stray blank line between messages
 		"Content-Type: application/json\r\nContent-Length: 4\r\n\r\nnull" +
 		"Content-Length: 20\r\n\r\n" + strings.Repeat("x", 20) + // over the limit of 10
-		"Content-Length: abc\r\n\r\n" +
-		"X-Other: 1\r\n\r\n" +
+		"Content-Length: abc\r\n\r\n{\"x\":1}" + // skipped up to the next header
+		"Content-Length: 2\r\n\r\n{}" +
+		"X-Other: 1\r\n\r\n{}" +
+		"Content-Length: 2\r\n\r\n[]" +
 		"garbage\r\nContent-Length: 3\r\n\r\nabc" +
 		"Content-Length: 2\r\n\r\n[]"
 	f := NewStreamFramer(strings.NewReader(stream), io.Discard, nil, 10)
@@ -27,9 +29,12 @@ func TestStreamFramerSkipsBadFramesAndReadsOn(t *testing.T) {
 		{body: "{}"},
 		{body: "null"},
 		{reason: "too_large", msg: "message of 20 bytes exceeds the limit of 10 bytes"},
-		{reason: "invalid", msg: `Content-Length "abc" is not a non-negative integer`},
+		{reason: "invalid", msg: `Content-Length "abc" is not a non-negative integer; the bytes up to the next Content-Length header were skipped`},
+		{body: "{}"},
 		{reason: "invalid", msg: "the header has no Content-Length"},
-		{reason: "invalid", msg: `header line "garbage" is not "Name: value"`},
+		{body: "[]"},
+		{reason: "invalid", msg: `"garbage" is not a header line`},
+		{body: "abc"},
 		{body: "[]"},
 	}
 	for i, w := range want {

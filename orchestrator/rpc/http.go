@@ -71,7 +71,8 @@ func authorized(r *http.Request, token string) bool {
 }
 
 // ServeStdio serves one connection on a byte stream (the process's stdin
-// and stdout) until the stream ends.
-func (s *Server) ServeStdio(r io.Reader, w io.Writer) {
-	s.ServeConn(NewStreamFramer(r, w, nil, s.maxMessageSize()), "stdio")
+// and stdout) until the stream ends, and says why it did: an error
+// wrapping ErrStreamLost when it was out of step beyond recovery.
+func (s *Server) ServeStdio(r io.Reader, w io.Writer) error {
+	return s.serveConn(NewStreamFramer(r, w, nil, s.maxMessageSize()), "stdio")
 }

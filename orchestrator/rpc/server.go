@@ -40,7 +40,11 @@ type Server struct {
 // ServeConn serves one connection until it closes, then schedules the end
 // of its runs after the disconnect grace. transport labels metrics
 // ("stdio", "websocket", "unix").
-func (s *Server) ServeConn(f Framer, transport string) {
+func (s *Server) ServeConn(f Framer, transport string) { _ = s.serveConn(f, transport) }
+
+// serveConn is ServeConn, returning why the connection's reading ended:
+// nil for the end of its stream or Close.
+func (s *Server) serveConn(f Framer, transport string) error {
 	sess := &session{srv: s}
 	conn := newConn(f, ConnOptions{Handler: sess, Log: s.log(), OnReject: func(reason string) {
 		s.Metrics.RPCMessagesRejected.WithLabelValues(reason).Inc()
@@ -50,7 +54,7 @@ func (s *Server) ServeConn(f Framer, transport string) {
 	if s.closed {
 		s.mu.Unlock()
 		_ = f.Close()
-		return
+		return nil
 	}
 	if s.conns == nil {
 		s.conns = map[*Conn]bool{}
@@ -63,13 +67,18 @@ func (s *Server) ServeConn(f Framer, transport string) {
 	conn.start()
 	<-conn.Done()
 	gauge.Dec()
-	if err := conn.Err(); err != nil {
+	err := conn.Err()
+	switch {
+	case errors.Is(err, ErrStreamLost):
+		s.log().Error("rpc: closing the connection: its stream is out of step and cannot be recovered", "transport", transport, "err", err)
+	case err != nil:
 		s.log().Debug("rpc: connection ended", "transport", transport, "err", err)
 	}
 	s.mu.Lock()
 	delete(s.conns, conn)
 	s.mu.Unlock()
 	s.release(sess)
+	return err
 }
 
 // release ends the session's runs after the grace period.

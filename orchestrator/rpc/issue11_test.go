@@ -1,0 +1,176 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// frame frames one body as a good client does.
+func frame(body string) string { return fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body) }
+
+// goodEcho is the request each case ends with; it must be answered.
+const goodEcho = `{"jsonrpc":"2.0","id":"good","method":"echo","params":{"a":1}}`
+
+// pipeConn serves echoHandler on a stream whose input the test writes as
+// raw bytes; out reads the replies.
+func pipeConn(t *testing.T, limit int64) (in io.WriteCloser, out Framer, c *Conn) {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = NewConn(NewStreamFramer(inR, outW, closers{inR, outW}, limit), ConnOptions{Handler: echoHandler})
+	out = NewStreamFramer(outR, io.Discard, outR, 0)
+	t.Cleanup(func() {
+		_ = inW.Close()
+		<-c.Done()
+		_ = out.Close()
+	})
+	return inW, out, c
+}
+
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	for _, c := range cs {
+		_ = c.Close()
+	}
+	return nil
+}
+
+// send writes raw bytes on a goroutine of its own: a large write must not
+// wait for the test to read the replies it causes.
+func send(t *testing.T, w io.Writer, raw string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { _, err := io.WriteString(w, raw); done <- err }()
+	t.Cleanup(func() {
+		if err := <-done; err != nil {
+			t.Errorf("writing: %v", err)
+		}
+	})
+}
+
+// replies reads n replies and returns the errors among them, in order,
+// and the ids of the others. Requests are handled concurrently, so their
+// answers may come in any order.
+func replies(t *testing.T, out Framer, n int) (errs []map[string]any, answered map[any]bool) {
+	t.Helper()
+	p := &rawPeer{t: t, f: out}
+	answered = map[any]bool{}
+	for range n {
+		m := p.recv()
+		if m["error"] != nil {
+			errs = append(errs, m)
+		} else {
+			answered[m["id"]] = true
+		}
+	}
+	return errs, answered
+}
+
+func TestIssue11Item5StreamResynchronises(t *testing.T) {
+	req := `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"b":2}}`
+	pad := strings.Repeat("X-Pad: "+strings.Repeat("p", 90)+"\r\n", 100) // 9,900 bytes
+	for _, tc := range []struct {
+		name, raw string
+		code      int64
+		want      string
+		// answered: the stray bytes were before the message, which
+		// is then read and answered.
+		answered bool
+	}{
+		{"length too short", "Content-Length: 20\r\n\r\n" + req, CodeParseError, "not valid JSON", false},
+		{"length too long", fmt.Sprintf("Content-Length: %d\r\n\r\n", len(req)+30) + req, CodeParseError, "not valid JSON", false},
+		{"length too long by a whole message", fmt.Sprintf("Content-Length: %d\r\n\r\n", len(req)+len(frame(goodEcho))) + req, CodeParseError, "not valid JSON", false},
+		{"length missing", "Content-Type: application/json\r\n\r\n" + req, CodeInvalidRequest, "the header has no Content-Length", false},
+		{"length negative", "Content-Length: -5\r\n\r\n" + req, CodeInvalidRequest, `Content-Length "-5" is not a non-negative integer`, false},
+		{"length not a number", "Content-Length: twelve\r\n\r\n" + req, CodeInvalidRequest, `Content-Length "twelve" is not a non-negative integer`, false},
+		{"header block over 8 KiB", pad + frame(req), CodeInvalidRequest, "a header block of more than 8 KiB; the message was skipped", false},
+		{"header line over 64 KiB", "X-Pad: " + strings.Repeat("p", 100<<10) + "\r\n" + frame(req), CodeInvalidRequest, "more than 64 KiB; the message was skipped", false},
+		{"garbage line", "hello\r\n" + frame(req), CodeInvalidRequest, `"hello" is not a header line`, true},
+		{"garbage line over 64 KiB", strings.Repeat("{", 70<<10) + "\r\n" + frame(req), CodeInvalidRequest, "a line of more than 64 KiB where a header belongs", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, out, _ := pipeConn(t, 0)
+			send(t, in, tc.raw+frame(goodEcho))
+			n := 2
+			if tc.answered {
+				n = 3
+			}
+			errs, answered := replies(t, out, n)
+			if len(errs) != 1 || errCode(errs[0]) != tc.code || !strings.Contains(errMessage(errs[0]), tc.want) || errs[0]["id"] != nil {
+				t.Fatalf("errors: %v; want one error %d with %q and id null", errs, tc.code, tc.want)
+			}
+			if !answered["good"] || tc.answered && !answered[1.0] {
+				t.Fatalf("answered %v, want the good request answered (and the one after the stray bytes: %v)", answered, tc.answered)
+			}
+			// Nothing else is waiting: the next reply is the next request's.
+			send(t, in, frame(`{"jsonrpc":"2.0","id":"fin","method":"echo"}`))
+			if _, answered := replies(t, out, 1); !answered["fin"] {
+				t.Fatalf("after the good request: %v, want only the next request's answer", answered)
+			}
+		})
+	}
+}
+
+func TestIssue11Item5StreamThatCannotBeRecoveredEndsOnlyItsConnection(t *testing.T) {
+	var log bytes.Buffer
+	var mu sync.Mutex
+	s := newServer(t, 0)
+	s.Log = slog.New(slog.NewTextHandler(lockedWriter{&mu, &log}, nil))
+	other := connect(t, s)
+	run := startRun(t, other)
+
+	in, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	defer w.Close()
+	ended := make(chan error, 1)
+	s.MaxMessageSize = 1 << 10
+	go func() { ended <- s.ServeStdio(in, outW) }()
+	// A bad header, then more than the message limit with no header in it.
+	send(t, w, "Content-Length: x\r\n\r\n"+strings.Repeat("z", 20<<10))
+	go io.Copy(io.Discard, outR) // the one error reply
+	if err := <-ended; !errors.Is(err, ErrStreamLost) {
+		t.Fatalf("the lost stream ended with %v, want ErrStreamLost", err)
+	}
+	mu.Lock()
+	logged := log.String()
+	mu.Unlock()
+	if !strings.Contains(logged, "cannot be recovered") || !strings.Contains(logged, "no Content-Length header in the") {
+		t.Fatalf("log: %q, want a line saying the stream cannot be recovered", logged)
+	}
+	if _, err := other.ListTools(context.Background(), run.RunID, ""); err != nil {
+		t.Fatalf("the other connection: %v", err)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
