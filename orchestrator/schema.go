@@ -52,28 +52,54 @@ type When struct {
 	Then   map[string]any
 }
 
-// Chain adds to a tool's schema the links as one nested if/then/else,
-// the first link outermost. Nesting, not oneOf, anyOf or allOf, keeps the
-// schema acceptable to model APIs that refuse those at a schema's top
-// level; validation errors inside a link are worded with the field's
-// value ("definition needs ..."), and a "description" in a link's Then is
-// the instruction given when it is not met.
-func Chain(schema map[string]any, key string, links ...When) map[string]any {
-	node := schema
-	for i, l := range links {
+// Chain is a tool's schema, base with the links added as one nested
+// if/then/else, the first link outermost. Nesting, not oneOf, anyOf or
+// allOf, keeps the schema acceptable to model APIs that refuse those at a
+// schema's top level. Validation errors inside a link are worded with the
+// field's value ("definition needs ..."), and a "description" in a link's
+// Then is the instruction given when it is not met. Each link's keys are
+// written in the order if, then, else, as a reader follows them. It
+// panics on a base that cannot be written as JSON: schemas are built once,
+// from literals.
+func Chain(base map[string]any, key string, links ...When) json.RawMessage {
+	b, err := json.Marshal(base)
+	if err != nil {
+		panic(fmt.Sprintf("schema: %v", err))
+	}
+	var first, last *chainLink
+	for _, l := range links {
 		var cond any = map[string]any{"const": l.Values[0]}
 		if len(l.Values) > 1 {
 			cond = map[string]any{"enum": l.Values}
 		}
-		node["if"] = map[string]any{"properties": map[string]any{key: cond}, "required": []string{key}}
-		node["then"] = l.Then
-		if i < len(links)-1 {
-			next := map[string]any{}
-			node["else"] = next
-			node = next
+		next := &chainLink{If: map[string]any{"properties": map[string]any{key: cond}, "required": []string{key}}, Then: l.Then}
+		if first == nil {
+			first = next
+		} else {
+			last.Else = next
 		}
+		last = next
 	}
-	return schema
+	if first == nil {
+		return b
+	}
+	c, err := json.Marshal(first)
+	if err != nil {
+		panic(fmt.Sprintf("schema: %v", err))
+	}
+	if len(base) > 0 {
+		c[0] = ','
+	} else {
+		c = c[1:]
+	}
+	return append(b[:len(b)-1], c...)
+}
+
+// chainLink is one link of Chain's if/then/else, written in that order.
+type chainLink struct {
+	If   map[string]any `json:"if"`
+	Then map[string]any `json:"then"`
+	Else *chainLink     `json:"else,omitempty"`
 }
 
 // validateArgs checks a tool's arguments against its schema and returns

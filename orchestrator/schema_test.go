@@ -12,7 +12,7 @@ import (
 // enum, and what each action needs as an if/then/else chain.
 func keyedSchema(t *testing.T) json.RawMessage {
 	t.Helper()
-	s := orchestrator.Chain(map[string]any{
+	return orchestrator.Chain(map[string]any{
 		"type":                 "object",
 		"additionalProperties": false,
 		"required":             []string{"action"},
@@ -34,11 +34,6 @@ func keyedSchema(t *testing.T) json.RawMessage {
 			"properties": map[string]any{"action": map[string]any{}}, "additionalProperties": false,
 		}},
 	)
-	raw, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
 }
 
 // Arguments are checked once, by the schema: a requirement of one action

@@ -85,12 +85,12 @@ func TestLaunchRefusals(t *testing.T) {
 		}
 	}
 	e.fails(`{"operation":"launch","program":"dart/main.dart"}`, "dart cannot debug dart/main.dart here: executable not found: none of dart is on the host enclosure's PATH")
-	e.fails(`{"operation":"launch"}`, "launch needs program")
-	e.fails(`{"operation":"launch","program":"app.py","port":3}`, "launch does not take port (it takes only program, args)")
-	e.fails(`{"operation":"status","file":"app.py"}`, "status does not take file (it takes no other arguments)")
-	e.fails(`{"operation":"breakpoints","file":"app.py"}`, "breakpoints needs lines")
+	e.fails(`{"operation":"launch"}`, `launch needs "program" (launch: a .py or .go file`)
+	e.fails(`{"operation":"launch","program":"app.py","port":3}`, `launch does not take "port" (it takes only "args", "program")`)
+	e.fails(`{"operation":"status","file":"app.py"}`, `status does not take "file" (it takes no other arguments)`)
+	e.fails(`{"operation":"breakpoints","file":"app.py"}`, `breakpoints needs "lines" (breakpoints: 1-based lines; empty clears the file)`)
 	e.fails(`{"operation":"breakpoints","file":"nope.py","lines":[1]}`, "nope.py is not a readable file (no such file or directory)")
-	e.fails(`{"operation":"variables"}`, "variables needs reference")
+	e.fails(`{"operation":"variables"}`, `variables needs "reference" (variables: a reference from scopes, variables or evaluate)`)
 	e.fails(`{"operation":"fly"}`, "invalid arguments for debug", "operation")
 	e.fails(`{"operation":"continue"}`, "no debug session is running in this conversation", "call launch")
 	e.ok(`{"operation":"output"}`, "no debug session has run")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/berth-dev/berth/orchestrator"
@@ -28,44 +27,89 @@ Pass "operation" and that operation's arguments:
 - output: what the program printed (stdout and stderr), capped.
 - terminate: end the session, the program and the adapter.`
 
-const inputSchema = `{
-  "type": "object",
-  "properties": {
-    "operation": {"type": "string", "enum": ["adapters", "status", "breakpoints", "launch", "attach", "continue", "pause", "step_over", "step_in", "step_out", "threads", "stack", "scopes", "variables", "evaluate", "output", "terminate"], "description": "what to do"},
-    "file": {"type": "string", "description": "breakpoints: the source file, relative to the working directory"},
-    "lines": {"type": "array", "items": {"type": "integer", "minimum": 1}, "description": "breakpoints: 1-based lines; empty clears the file"},
-    "program": {"type": "string", "description": "launch: a .py or .go file, a Go package directory, a native executable or a .dart file"},
-    "args": {"type": "array", "items": {"type": "string"}, "description": "launch: the program's arguments"},
-    "port": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "attach: the port debugpy listens on"},
-    "thread_id": {"type": "integer", "minimum": 1, "description": "continue, pause, step_*, stack: a thread id from threads (default: the thread that stopped)"},
-    "frame_id": {"type": "integer", "minimum": 0, "description": "scopes, evaluate: a frame_id from stack or from where the program stopped"},
-    "reference": {"type": "integer", "minimum": 1, "description": "variables: a reference from scopes, variables or evaluate"},
-    "expression": {"type": "string", "minLength": 1}
-  },
-  "required": ["operation"],
-  "additionalProperties": false
+// operations are the operations in the order the description gives
+// them, each with the arguments it takes; required ones are marked with a
+// trailing "!".
+var operations = []struct {
+	name   string
+	fields []string
+}{
+	{"adapters", nil},
+	{"status", nil},
+	{"breakpoints", []string{"file!", "lines!"}},
+	{"launch", []string{"program!", "args"}},
+	{"attach", []string{"port!"}},
+	{"continue", []string{"thread_id"}},
+	{"pause", []string{"thread_id"}},
+	{"step_over", []string{"thread_id"}},
+	{"step_in", []string{"thread_id"}},
+	{"step_out", []string{"thread_id"}},
+	{"threads", nil},
+	{"stack", []string{"thread_id"}},
+	{"scopes", []string{"frame_id!"}},
+	{"variables", []string{"reference!"}},
+	{"evaluate", []string{"expression!", "frame_id"}},
+	{"output", nil},
+	{"terminate", nil},
+}
+
+// properties are every operation's arguments, described for the model.
+const properties = `{
+  "file": {"type": "string", "description": "breakpoints: the source file, relative to the working directory"},
+  "lines": {"type": "array", "items": {"type": "integer", "minimum": 1}, "description": "breakpoints: 1-based lines; empty clears the file"},
+  "program": {"type": "string", "description": "launch: a .py or .go file, a Go package directory, a native executable or a .dart file"},
+  "args": {"type": "array", "items": {"type": "string"}, "description": "launch: the program's arguments"},
+  "port": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "attach: the port debugpy listens on"},
+  "thread_id": {"type": "integer", "minimum": 1, "description": "continue, pause, step_*, stack: a thread id from threads (default: the thread that stopped)"},
+  "frame_id": {"type": "integer", "minimum": 0, "description": "scopes, evaluate: a frame_id from stack or from where the program stopped"},
+  "reference": {"type": "integer", "minimum": 1, "description": "variables: a reference from scopes, variables or evaluate"},
+  "expression": {"type": "string", "minLength": 1, "description": "evaluate: an expression in the program's language"}
 }`
 
-// fields lists, per operation, the arguments it takes; required ones are
-// marked with a trailing "!".
-var fields = map[string][]string{
-	"adapters":    {},
-	"status":      {},
-	"breakpoints": {"file!", "lines!"},
-	"launch":      {"program!", "args"},
-	"attach":      {"port!"},
-	"continue":    {"thread_id"},
-	"pause":       {"thread_id"},
-	"step_over":   {"thread_id"},
-	"step_in":     {"thread_id"},
-	"step_out":    {"thread_id"},
-	"threads":     {},
-	"stack":       {"thread_id"},
-	"scopes":      {"frame_id!"},
-	"variables":   {"reference!"},
-	"evaluate":    {"expression!", "frame_id"},
-	"output":      {},
-	"terminate":   {},
+// inputSchema is built once from operations: what each operation takes
+// and needs is an if/then/else link of the schema, so the model reads it
+// in tools/list and the registry refuses a call that breaks it before the
+// tool runs.
+var inputSchema = buildSchema()
+
+func buildSchema() json.RawMessage {
+	props := map[string]any{}
+	if err := json.Unmarshal([]byte(properties), &props); err != nil {
+		panic(fmt.Sprintf("debug: properties: %v", err))
+	}
+	var names []string
+	var links []orchestrator.When
+	byFields := map[string]int{} // operations that take the same arguments share a link
+	for _, op := range operations {
+		names = append(names, op.name)
+		key := strings.Join(op.fields, ",")
+		if i, ok := byFields[key]; ok {
+			links[i].Values = append(links[i].Values, op.name)
+			continue
+		}
+		takes := map[string]any{"operation": map[string]any{}}
+		var required []string
+		for _, f := range op.fields {
+			name, req := strings.CutSuffix(f, "!")
+			takes[name] = map[string]any{}
+			if req {
+				required = append(required, name)
+			}
+		}
+		then := map[string]any{"properties": takes, "additionalProperties": false}
+		if required != nil {
+			then["required"] = required
+		}
+		byFields[key] = len(links)
+		links = append(links, orchestrator.When{Values: []string{op.name}, Then: then})
+	}
+	props["operation"] = map[string]any{"type": "string", "enum": names, "description": "what to do"}
+	return orchestrator.Chain(map[string]any{
+		"type":                 "object",
+		"properties":           props,
+		"required":             []string{"operation"},
+		"additionalProperties": false,
+	}, "operation", links...)
 }
 
 // args are the tool's arguments.
@@ -87,59 +131,14 @@ type tool struct{ p *Provider }
 func (t tool) Spec() orchestrator.Spec {
 	return orchestrator.Spec{
 		Name: "debug", Tier: orchestrator.Exec, Description: fmt.Sprintf(description, t.p.cfg.SessionTTL),
-		InputSchema: json.RawMessage(inputSchema), ParallelSafe: false,
+		InputSchema: inputSchema, ParallelSafe: false,
 	}
-}
-
-// check refuses arguments the operation does not take and names the
-// missing required ones.
-func check(raw json.RawMessage, op string) error {
-	var given map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &given); err != nil {
-		return err
-	}
-	allowed := map[string]bool{"operation": true}
-	var missing []string
-	for _, f := range fields[op] {
-		name := strings.TrimSuffix(f, "!")
-		allowed[name] = true
-		if strings.HasSuffix(f, "!") {
-			if _, ok := given[name]; !ok {
-				missing = append(missing, name)
-			}
-		}
-	}
-	var extra []string
-	for k := range given {
-		if !allowed[k] {
-			extra = append(extra, k)
-		}
-	}
-	sort.Strings(extra)
-	switch {
-	case len(missing) > 0:
-		return fmt.Errorf("%s needs %s", op, strings.Join(missing, " and "))
-	case len(extra) > 0:
-		takes := "no other arguments"
-		if len(fields[op]) > 0 {
-			var names []string
-			for _, f := range fields[op] {
-				names = append(names, strings.TrimSuffix(f, "!"))
-			}
-			takes = "only " + strings.Join(names, ", ")
-		}
-		return fmt.Errorf("%s does not take %s (it takes %s)", op, strings.Join(extra, ", "), takes)
-	}
-	return nil
 }
 
 func (t tool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
 	var a args
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return orchestrator.Errorf("invalid arguments for debug: %v", err), nil
-	}
-	if err := check(raw, a.Operation); err != nil {
-		return orchestrator.Errorf("%v. Fix the arguments and call again.", err), nil
 	}
 	if a.Operation == "adapters" {
 		// Detection only: it touches no conversation state.
