@@ -3,14 +3,23 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/berth-dev/berth/orchestrator"
 )
 
 // frame frames one body as a good client does.
@@ -173,4 +182,119 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+func TestIssue11Item6IDThatIsNotUTF8IsNotEchoed(t *testing.T) {
+	_, p := newRawPair(t, echoHandler, 0)
+	for _, body := range []string{
+		"{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"echo\"}",
+		"{\"id\":\"\xc3\",\"method\":\"echo\",\"jsonrpc\":\"2.0\",\"params\":{}}",
+	} {
+		p.send(body)
+		b, err := p.f.Read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !utf8.Valid(b) {
+			t.Fatalf("the reply %q is not UTF-8: the id was echoed", b)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["id"] != nil || errCode(m) != CodeInvalidRequest || !strings.Contains(errMessage(m), `"id" is not valid UTF-8`) {
+			t.Fatalf("got %s, want -32600 with id null saying the id is not UTF-8", b)
+		}
+		p.send(goodEcho)
+		if m := p.recv(); m["id"] != "good" {
+			t.Fatalf("the next request got %v", m)
+		}
+	}
+}
+
+func TestIssue11Item6DeepJSONIsAnsweredUnderItsID(t *testing.T) {
+	_, p := newRawPair(t, echoHandler, 0)
+	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
+	for _, tc := range []struct {
+		body string
+		id   any
+		code int64
+		want string
+	}{
+		{`{"jsonrpc":"2.0","id":7,"method":"echo","params":{"a":` + deep + `}}`, 7.0, CodeInvalidRequest, "deeper than 10000 levels"},
+		{`{"jsonrpc":"2.0","method":"echo","params":{"a":` + deep + `},"id":"late"}`, "late", CodeInvalidRequest, "deeper than 10000 levels"},
+		// Not valid JSON, however deep: no id can be read.
+		{`{"jsonrpc":"2.0","id":8,"method":"echo","params":{"a":` + deep + `}`, nil, CodeParseError, "not valid JSON"},
+	} {
+		p.send(tc.body)
+		m := p.recv()
+		if m["id"] != tc.id || errCode(m) != tc.code || !strings.Contains(errMessage(m), tc.want) {
+			t.Fatalf("got %v, want %d with %q under id %v", m, tc.code, tc.want, tc.id)
+		}
+		p.send(goodEcho)
+		if m := p.recv(); m["id"] != "good" {
+			t.Fatalf("the next request got %v", m)
+		}
+	}
+}
+
+// stuckTool blocks until release is closed, ignoring its context.
+type stuckTool struct {
+	spec             orchestrator.Spec
+	started, release chan struct{}
+}
+
+func (s *stuckTool) Spec() orchestrator.Spec { return s.spec }
+func (s *stuckTool) Call(context.Context, *orchestrator.Run, json.RawMessage) (*orchestrator.Result, error) {
+	s.started <- struct{}{}
+	<-s.release
+	return orchestrator.Text("too late"), nil
+}
+
+type toolsProvider []orchestrator.Tool
+
+func (toolsProvider) Feature() string                               { return orchestrator.FeatureStructural }
+func (p toolsProvider) Tools(*orchestrator.Run) []orchestrator.Tool { return p }
+
+// A tool call whose work never returns is answered when the harness
+// cancels it and at its deadline, and the work is counted in
+// berth_stuck_calls until it returns.
+func TestIssue11Item3StuckCallIsAnsweredOverTheProtocol(t *testing.T) {
+	s := newServer(t, 0)
+	stuck := &stuckTool{started: make(chan struct{}, 2), release: make(chan struct{}),
+		spec: orchestrator.Spec{Name: "stuck", ParallelSafe: true, InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	late := &stuckTool{started: stuck.started, release: stuck.release,
+		spec: orchestrator.Spec{Name: "late", ParallelSafe: true, InputSchema: json.RawMessage(`{"type":"object"}`), Timeout: 10 * time.Millisecond, CancelGrace: time.Millisecond}}
+	s.Registry.Add(toolsProvider{stuck, late})
+	a, b := net.Pipe()
+	served := make(chan struct{})
+	go func() { s.ServeConn(NewStreamFramer(a, a, a, 0), "test"); close(served) }()
+	p := &rawPeer{t: t, f: NewStreamFramer(b, b, b, 0)}
+	defer func() {
+		_ = p.f.Close()
+		<-served
+	}()
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"run/start","params":{"workdir":` + strconv.Quote(t.TempDir()) + `}}`)
+	runID := p.recv()["result"].(map[string]any)["runId"].(string)
+
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"runId":"` + runID + `","name":"stuck","arguments":{}}}`)
+	<-stuck.started
+	p.send(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":2}}`)
+	if m := p.recv(); m["id"] != 2.0 || errCode(m) != CodeRequestCancelled {
+		t.Fatalf("the cancelled call got %v, want -32800", m)
+	}
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"runId":"` + runID + `","name":"late","arguments":{}}}`)
+	<-stuck.started
+	m := p.recv()
+	res, _ := m["result"].(map[string]any)
+	if m["id"] != 3.0 || res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "timed out after 10ms and did not stop") {
+		t.Fatalf("the call past its deadline got %v, want a timeout result", m)
+	}
+	if n := testutil.ToFloat64(s.Metrics.StuckCalls); n != 2 {
+		t.Fatalf("berth_stuck_calls is %v, want 2", n)
+	}
+	close(stuck.release)
+	for testutil.ToFloat64(s.Metrics.StuckCalls) != 0 {
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -3,7 +3,11 @@ package rpc
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/berth-dev/berth/internal/jsonscan"
 )
@@ -90,6 +94,14 @@ type decoded struct {
 func decode(body []byte) decoded {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
+		if id, ok := deepID(err, body); ok {
+			d := decoded{hasID: true, msg: message{ID: id}}
+			if msg := checkID(id); msg != "" {
+				d.msg.ID = nullID
+				return d.withErr(Errorf(CodeInvalidRequest, "invalid request: %s", msg))
+			}
+			return d.withErr(Errorf(CodeInvalidRequest, "invalid request: the message nests objects and arrays deeper than %d levels, more than Berth reads; send params nested less deeply", maxNesting))
+		}
 		if !json.Valid(body) {
 			return decoded{err: Errorf(CodeParseError, "parse error: the message is not valid JSON (%v); send one JSON-RPC 2.0 object per message", err)}
 		}
@@ -99,9 +111,9 @@ func decode(body []byte) decoded {
 	if id, ok := raw["id"]; ok {
 		d.hasID = true
 		d.msg.ID = id
-		if !validID(id) {
+		if msg := checkID(id); msg != "" {
 			d.msg.ID = nullID
-			return d.withErr(Errorf(CodeInvalidRequest, "invalid request: \"id\" must be a string or an integer, got %s", kindOf(id)))
+			return d.withErr(Errorf(CodeInvalidRequest, "invalid request: %s", msg))
 		}
 	}
 	if v, ok := raw["jsonrpc"]; !ok || string(v) != `"2.0"` {
@@ -206,6 +218,66 @@ func quickRequest(body []byte) (d decoded, ok bool) {
 	return d, true
 }
 
+// maxNesting is how deep encoding/json reads objects and arrays.
+const maxNesting = 10000
+
+// deepID reads the top-level id of a message encoding/json refused (err)
+// only for nesting deeper than it reads: a valid message gets its error
+// under its own id. It walks the message token by token, which has no
+// depth limit, and says ok only when the whole message is one valid JSON
+// object with an id.
+func deepID(err error, body []byte) (json.RawMessage, bool) {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) || !strings.Contains(se.Error(), "exceeded max depth") {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	var id json.RawMessage
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		if key == "id" {
+			if err := dec.Decode(&id); err != nil {
+				return nil, false
+			}
+		} else if !skipValue(dec) {
+			return nil, false
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	return id, id != nil
+}
+
+// skipValue reads one value of any depth, token by token.
+func skipValue(dec *json.Decoder) bool {
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return true
+		}
+	}
+}
+
 func (d decoded) withErr(e *Error) decoded {
 	d.err = e
 	return d
@@ -214,9 +286,26 @@ func (d decoded) withErr(e *Error) decoded {
 // isResponse says the message is a valid response to one of our calls.
 func (d decoded) isResponse() bool { return d.err == nil && d.msg.Method == "" }
 
+// checkID says what is wrong with a request's id, or "" when nothing is.
+// An id that is not UTF-8 is refused rather than echoed: JSON text must be
+// UTF-8 (RFC 8259), so it could not be matched by the client anyway, and
+// JSON-RPC answers with id null when the id cannot be read.
+func checkID(id json.RawMessage) string {
+	switch {
+	case !utf8.Valid(id):
+		return "\"id\" is not valid UTF-8 (JSON text must be UTF-8); use an integer id or a UTF-8 string"
+	case !validID(id):
+		return fmt.Sprintf("\"id\" must be a string or an integer, got %s", kindOf(id))
+	}
+	return ""
+}
+
 func validID(id json.RawMessage) bool {
 	if _, ok := plainInt(id); ok {
 		return true
+	}
+	if !utf8.Valid(id) {
+		return false
 	}
 	var v any
 	if json.Unmarshal(id, &v) != nil {
