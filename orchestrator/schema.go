@@ -327,7 +327,7 @@ func keyValue(args map[string]any, key string) string {
 	return fmt.Sprintf("%s %s", key, display(args[key]))
 }
 
-// fieldList names fields, quoted and joined with "and", each followed by
+// fieldList names fields, quoted, in a list ending "and", each followed by
 // its description (from node's properties, else the top level's) when
 // described is set.
 func fieldList(doc any, node map[string]any, names []string, described bool) string {
@@ -341,7 +341,10 @@ func fieldList(doc any, node map[string]any, names []string, described bool) str
 		}
 		parts = append(parts, part)
 	}
-	return strings.Join(parts, " and ")
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 func description(doc any, node map[string]any, name string) string {

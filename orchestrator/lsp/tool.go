@@ -3,7 +3,6 @@ package lsp
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/berth-dev/berth/orchestrator"
 )
@@ -37,7 +36,7 @@ Actions:
 - status {file?}: which servers run for which roots, and for each known server whether its root marker and executable were found (use it when nothing works).
 - reload {file?}: restart the server for that file's root (all servers without file).
 Locations come back as path:line:col: source line, paths relative to the workdir; long lists say "showing N of M".`,
-	InputSchema: schema(map[string]any{
+	InputSchema: orchestrator.Chain(map[string]any{
 		"type":                 "object",
 		"additionalProperties": false,
 		"required":             []string{"action"},
@@ -49,14 +48,37 @@ Locations come back as path:line:col: source line, paths relative to the workdir
 			"query":  map[string]any{"type": "string", "description": "symbols: the name (or part of it) to search the workspace for"},
 			"all":    map[string]any{"type": "boolean", "description": "code_actions: also list the entries that change no code (browse documentation, assembly, ...)"},
 		},
-	}),
+	}, "action",
+		// What each action needs, where the model reads it; the registry
+		// refuses a call without it. An empty file or query is as good as
+		// none: status and reload take one, so only these links refuse it.
+		orchestrator.When{Values: []string{"definition", "type_definition", "implementation", "references", "hover", "code_actions"}, Then: map[string]any{
+			"description": `pass "file", the 1-based "line" and "symbol", a substring of that line that names the symbol (a column is never guessed)`,
+			"required":    []string{"file", "line", "symbol"},
+			"properties":  map[string]any{"file": nonEmpty},
+		}},
+		orchestrator.When{Values: []string{"diagnostics"}, Then: map[string]any{
+			"description": `a path, or "*" to run the project checker`,
+			"required":    []string{"file"},
+			"properties":  map[string]any{"file": nonEmpty},
+		}},
+		orchestrator.When{Values: []string{"symbols"}, Then: map[string]any{
+			"description": `pass "query" to search the workspace, or "file" to list that file's symbols`,
+			"if":          map[string]any{"required": []string{"file"}, "properties": map[string]any{"file": nonEmpty}},
+			"else":        map[string]any{"required": []string{"query"}, "properties": map[string]any{"query": nonEmpty}},
+		}},
+	),
 	ParallelSafe: true,
 }
 
+// nonEmpty is a string argument an action needs, where "" says nothing.
+var nonEmpty = map[string]any{"minLength": 1}
+
 func (t lspTool) Spec() orchestrator.Spec { return lspSpec }
 
-// Call checks what the action needs and runs it; read-only queries are
-// retried once when their server exits under them (retried).
+// Call runs the action, whose arguments the registry has checked against
+// the schema; read-only queries are retried once when their server exits
+// under them (retried).
 func (t lspTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
 	var a args
 	if err := json.Unmarshal(raw, &a); err != nil {
@@ -72,31 +94,12 @@ func (t lspTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMe
 		if a.Query != "" {
 			return retried(ctx, func() (*orchestrator.Result, bool) { return p.workspaceSymbols(ctx, run, a) }), nil
 		}
-		if a.File == "" {
-			return orchestrator.Errorf(`symbols needs "query" (search the workspace) or "file" (list that file's symbols)`), nil
-		}
 		return retried(ctx, func() (*orchestrator.Result, bool) { return p.documentSymbols(ctx, run, a) }), nil
 	case "diagnostics":
-		switch a.File {
-		case "":
-			return orchestrator.Errorf(`diagnostics needs "file": a path, or "*" to run the project checker`), nil
-		case "*":
+		if a.File == "*" {
 			return p.checker(ctx, run), nil
 		}
 		return retried(ctx, func() (*orchestrator.Result, bool) { return p.fileDiagnostics(ctx, run, a) }), nil
-	}
-	var missing []string
-	if a.File == "" {
-		missing = append(missing, `"file"`)
-	}
-	if a.Line == 0 {
-		missing = append(missing, `"line"`)
-	}
-	if a.Symbol == "" {
-		missing = append(missing, `"symbol"`)
-	}
-	if len(missing) > 0 {
-		return orchestrator.Errorf("%s needs %s: give the 1-based line and a substring of it that names the symbol (a column is never guessed)", a.Action, strings.Join(missing, " and ")), nil
 	}
 	return retried(ctx, func() (*orchestrator.Result, bool) { return p.navigate(ctx, run, a) }), nil
 }
