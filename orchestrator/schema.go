@@ -191,6 +191,9 @@ func explain(tool string, doc any, args map[string]any, ve *jsonschema.Validatio
 // sentence words one failed keyword.
 func sentence(tool string, doc any, args map[string]any, p problem) string {
 	subject := strconv.Quote(p.field)
+	if p.field == "" {
+		subject = "the arguments"
+	}
 	switch k := p.err.ErrorKind.(type) {
 	case *kind.Required:
 		if p.link != nil && p.field == "" {
@@ -225,7 +228,7 @@ func sentence(tool string, doc any, args map[string]any, p problem) string {
 			only = "only " + strings.Join(takes, ", ")
 		}
 		extra := slices.Sorted(slices.Values(k.Properties))
-		return fmt.Sprintf("%s does not take %s (it takes %s)", who, quoteAll(extra, ", "), only)
+		return fmt.Sprintf("%s does not take %s (it takes %s)", who, quoteAll(extra), only)
 	case *kind.Type:
 		return fmt.Sprintf("%s must be %s, not %s", subject, typeNames(k.Want), typeName(k.Got))
 	case *kind.Enum:
@@ -361,12 +364,12 @@ func mapOf(v any) map[string]any {
 	return m
 }
 
-func quoteAll(names []string, sep string) string {
+func quoteAll(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {
 		q[i] = strconv.Quote(n)
 	}
-	return strings.Join(q, sep)
+	return strings.Join(q, ", ")
 }
 
 // display writes a JSON value as the arguments would spell it.
