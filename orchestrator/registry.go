@@ -182,19 +182,15 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	select {
 	case o = <-out.done:
 	case <-ctx.Done():
-		// A caller that cancelled is answered at once: it reads no
-		// answer but the cancellation. Past the deadline, or when the
-		// run ends, the tool's own answer is worth its grace.
+		// The tool's own answer to its cancellation (what an interrupted
+		// cell printed) is worth its grace.
 		grace := spec.CancelGrace
-		switch {
-		case caller.Err() != nil:
-			grace = 0
-		case grace <= 0:
+		if grace <= 0 {
 			grace = DefaultCancelGrace
 		}
 		var ok bool
 		if o, ok = g.await(out, grace); !ok {
-			o = abandoned(ctx, run, name, timeout)
+			o = abandoned(caller, ctx, run, name, timeout)
 		}
 	}
 	g.metrics.ToolCallDuration.WithLabelValues(name, tier).Observe(time.Since(start).Seconds())
@@ -204,7 +200,7 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 		g.count(name, tier, "panic")
 		slog.Error("tool panicked", "tool", name, "run", run.ID, "panic", o.panicked, "stack", string(o.stack))
 		return Errorf("%s failed with an internal error (%v); the run is intact: call again, and report this if it repeats", name, o.panicked), nil
-	case o.abandoned && errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case o.abandoned && caller.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		g.count(name, tier, "timeout")
 	case o.abandoned:
 		g.count(name, tier, "canceled")
@@ -227,8 +223,8 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 }
 
 // DefaultCancelGrace is how long a tool whose Spec names no CancelGrace
-// has, once its call is past its deadline or its run has ended, to give
-// its own answer.
+// has, once its call is cancelled, past its deadline or its run has
+// ended, to give its own answer.
 const DefaultCancelGrace = 2 * time.Second
 
 // outcome is what a tool's Call returned, or that it panicked, or that
@@ -306,18 +302,20 @@ func (g *Registry) await(c *call, grace time.Duration) (o outcome, ok bool) {
 	return outcome{}, false
 }
 
-// abandoned is the answer to a call whose work did not return when its
-// context ended (after its grace, when it had one).
-func abandoned(ctx context.Context, run *Run, name string, timeout time.Duration) outcome {
+// abandoned is the answer to a call whose work did not return within
+// its grace after its context ended: the caller's (caller), or the
+// call's own deadline or its run's end (ctx).
+func abandoned(caller, ctx context.Context, run *Run, name string, timeout time.Duration) outcome {
 	const left = "its work is left to finish in the background (counted in berth_stuck_calls)"
 	o := outcome{abandoned: true}
-	switch ended, why := run.Ended(); {
+	switch {
+	case caller.Err() != nil:
+		o.res = Errorf("%s was cancelled and did not stop when asked; %s", name, left)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		o.res = Errorf("%s timed out after %s and did not stop when asked; %s. Do not repeat the call as it was: check what it was given (a path that names a FIFO or a device, an input that never ends)", name, timeout, left)
-	case ended:
+	default: // the run ended
+		_, why := run.Ended()
 		o.res = Errorf("%s did not stop when its run ended (%s); %s", name, why, left)
-	default:
-		o.res = Errorf("%s was cancelled and did not stop when asked; %s", name, left)
 	}
 	return o
 }

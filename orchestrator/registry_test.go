@@ -274,7 +274,7 @@ func TestIssue11Item3StuckToolIsAnsweredAtItsDeadline(t *testing.T) {
 }
 
 func TestIssue11Item3StuckToolIsAnsweredAtItsCancellation(t *testing.T) {
-	stuck := newStuckTool(orchestrator.Spec{Name: "stuck", ParallelSafe: true})
+	stuck := newStuckTool(orchestrator.Spec{Name: "stuck", ParallelSafe: true, CancelGrace: time.Millisecond})
 	reg, run := newRegistry(t, provider{orchestrator.FeatureStructural, []orchestrator.Tool{stuck}})
 	ctx, cancel := context.WithCancel(context.Background())
 	type answer struct {

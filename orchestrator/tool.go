@@ -77,11 +77,10 @@ type Spec struct {
 	ParallelSafe bool
 	// Timeout bounds one call; zero means the registry's default.
 	Timeout time.Duration
-	// CancelGrace is how long the tool has, once its call is past
-	// Timeout or its run has ended, to return its own answer (what a
-	// cell printed before it was interrupted) before the call is answered
-	// without it; zero means DefaultCancelGrace. A call the harness
-	// cancels is answered at once.
+	// CancelGrace is how long the tool has, once its call is cancelled,
+	// past Timeout or its run has ended, to return its own answer (what
+	// a cell printed before it was interrupted) before the call is
+	// answered without it; zero means DefaultCancelGrace.
 	CancelGrace time.Duration
 }
 

@@ -262,7 +262,7 @@ func (p toolsProvider) Tools(*orchestrator.Run) []orchestrator.Tool { return p }
 func TestIssue11Item3StuckCallIsAnsweredOverTheProtocol(t *testing.T) {
 	s := newServer(t, 0)
 	stuck := &stuckTool{started: make(chan struct{}, 2), release: make(chan struct{}),
-		spec: orchestrator.Spec{Name: "stuck", ParallelSafe: true, InputSchema: json.RawMessage(`{"type":"object"}`)}}
+		spec: orchestrator.Spec{Name: "stuck", ParallelSafe: true, InputSchema: json.RawMessage(`{"type":"object"}`), CancelGrace: time.Millisecond}}
 	late := &stuckTool{started: stuck.started, release: stuck.release,
 		spec: orchestrator.Spec{Name: "late", ParallelSafe: true, InputSchema: json.RawMessage(`{"type":"object"}`), Timeout: 10 * time.Millisecond, CancelGrace: time.Millisecond}}
 	s.Registry.Add(toolsProvider{stuck, late})
