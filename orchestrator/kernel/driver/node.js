@@ -86,6 +86,10 @@
   }
   const calls = new Map();
   let callSeq = 0;
+  // cellColumns is the running cell's columnsOf; cleaned holds the errors
+  // whose stack cleanStack has made already.
+  let cellColumns = null;
+  const cleaned = new WeakSet();
 
   function tool(name, args) {
     if (typeof name !== 'string' || !name) {
@@ -96,21 +100,34 @@
       return Promise.reject(new TypeError("tool(name, args): args must be an object of the tool's named arguments"));
     }
     const id = String(++callSeq);
+    // The ToolError's stack is where the cell called tool(), not the
+    // driver's frame reading the answer.
+    const site = {};
+    Error.captureStackTrace(site, tool);
     return new Promise(function (resolve, reject) {
-      calls.set(id, { name: name, resolve: resolve, reject: reject });
+      calls.set(id, { name: name, resolve: resolve, reject: reject, site: site, columns: cellColumns });
       send({ type: 'tool_call', cell: current, id: id, name: name, arguments: args });
     });
+  }
+
+  // toolError's stack is clean already, for the cell that prints it too.
+  function toolError(call, message) {
+    const err = new ToolError(call.name + ': ' + message);
+    const frames = String(call.site.stack);
+    err.stack = cleanStack({ stack: 'ToolError: ' + err.message + frames.slice(frames.indexOf('\n')) }, call.columns).replace(/\n$/, '');
+    cleaned.add(err);
+    return err;
   }
 
   function toolResult(frame) {
     const call = calls.get(frame.id);
     if (!call) return;
     calls.delete(frame.id);
-    if (frame.error) return call.reject(new ToolError(call.name + ': ' + frame.error));
+    if (frame.error) return call.reject(toolError(call, frame.error));
     const result = frame.result || {};
     const content = result.content || [];
     const texts = content.filter(function (b) { return b.type === 'text'; }).map(function (b) { return b.text || ''; });
-    if (result.isError) return call.reject(new ToolError(call.name + ': ' + (texts.join('\n') || 'failed')));
+    if (result.isError) return call.reject(toolError(call, texts.join('\n') || 'failed'));
     call.resolve(texts.length === content.length ? texts.join('\n') : content);
   }
 
@@ -146,12 +163,79 @@
   }
   const context = vm.createContext(sandbox);
 
-  function cleanStack(err) {
+  // cleanStack is what the model reads of an error: the frames of its
+  // cells, without Node's own (node:events, node:internal/...) or the
+  // driver's. mapColumn, when set (a columnsOf), moves a column of the
+  // code that ran back to where it is in the cell, and says null for the
+  // top-level-await rewrite's own frame, which is dropped.
+  function cleanStack(err, mapColumn) {
     if (!err || typeof err !== 'object') return String(err);
-    const stack = String(err.stack || (err.name + ': ' + err.message));
-    return stack.split('\n').filter(function (l) {
-      return l.indexOf(DRIVER_FILE) < 0 && l.indexOf('node:vm') < 0 && l.indexOf('node:internal') < 0;
-    }).join('\n') + '\n';
+    let stack = String(err.stack || (err.name + ': ' + err.message));
+    if (mapColumn) {
+      // Node heads an error thrown by a script with the line that threw
+      // and a caret under the spot: show the cell's line.
+      stack = stack.replace(/^(<cell-[\w-]*>:(\d+)\n)[^\n]*\n( *)(\^+)\n/, function (all, where, line, pad, carets) {
+        const column = mapColumn(Number(line), pad.length + 1);
+        if (column === null) return '';
+        return where + mapColumn.source(Number(line)) + '\n' + ' '.repeat(column - 1) + carets + '\n';
+      });
+    }
+    const out = [];
+    for (let l of stack.split('\n')) {
+      if (/^\s+at /.test(l)) {
+        if (l.indexOf(DRIVER_FILE) >= 0 || /\bnode:[\w/]+/.test(l) || l.indexOf('[eval]') >= 0) continue;
+        if (mapColumn) {
+          let own = false;
+          l = l.replace(/(<cell-[\w-]*>):(\d+):(\d+)/g, function (all, file, line, column) {
+            const c = mapColumn(Number(line), Number(column));
+            own = own || c === null;
+            return file + ':' + line + ':' + c;
+          });
+          if (own) continue;
+        }
+      }
+      out.push(l);
+    }
+    return out.join('\n') + '\n';
+  }
+
+  // columnsOf maps the columns of ran, the code a cell ran as, back to
+  // the cell's own code. What runs differs from the cell within lines
+  // only: redeclarable swaps keywords and names a class; Node's rewrite
+  // for top-level await (awaited) also inserts ("return { value: (",
+  // "void (", parentheses) and puts the hoisted declarations and
+  // "(async () => { " before the first line and " })()" after the last.
+  // So a line of the cell is matched into the line that ran from the
+  // right, character by character, and a column goes to the cell
+  // character it holds, or to the next one matched. A column in what the
+  // rewrite put around the cell is the rewrite's own frame: null.
+  // source(line) is the cell's line.
+  function columnsOf(code, ran, awaited) {
+    const src = code.split('\n');
+    const out = ran.split('\n');
+    const head = '(async () => { ';
+    const tail = ' })()';
+    const map = function (line, column) {
+      const o = src[line - 1];
+      let w = out[line - 1];
+      if (o === undefined || w === undefined || src.length !== out.length) return column;
+      const at = column - 1;
+      if (awaited && line === 1 && at < w.indexOf(head) + head.length) return null;
+      if (awaited && line === out.length && w.endsWith(tail)) {
+        w = w.slice(0, w.length - tail.length);
+        if (at >= w.length) return null;
+      }
+      let mapped = o.length;
+      for (let j = w.length - 1, i = o.length - 1; j >= at && i >= 0; j--) {
+        if (w[j] === o[i]) {
+          mapped = i;
+          i--;
+        }
+      }
+      return Math.max(1, Math.min(mapped + 1, o.length));
+    };
+    map.source = function (line) { return src[line - 1]; };
+    return map;
   }
 
   // A notebook runs a cell again after fixing it; a top-level let, const
@@ -167,20 +251,23 @@
 
   async function runCell(cell, code) {
     current = cell;
-    code = redeclarable(code);
+    const ran = redeclarable(code);
     let status = 'ok';
     const filename = '<cell-' + cell + '>';
     running = true;
+    let columns = columnsOf(code, ran, false);
     try {
       let value;
       let script = null;
       let wrapped = null;
       try {
-        script = new vm.Script(code, { filename: filename });
+        script = new vm.Script(ran, { filename: filename });
       } catch (e) {
-        wrapped = e && e.name === 'SyntaxError' && processTopLevelAwait ? processTopLevelAwait(code) : null;
+        wrapped = e && e.name === 'SyntaxError' && processTopLevelAwait ? processTopLevelAwait(ran) : null;
         if (!wrapped) throw e;
+        columns = columnsOf(code, wrapped, true);
       }
+      cellColumns = columns;
       if (script) {
         value = script.runInContext(context, { breakOnSigint: true });
       } else {
@@ -197,10 +284,12 @@
       status = interrupted ? 'interrupted' : 'error';
       const name = interrupted ? 'Interrupted' : (e && e.name) || 'Error';
       const message = interrupted ? 'the cell was interrupted' : (e && typeof e === 'object' ? String(e.message) : String(e));
-      send({ type: 'error', cell: cell, name: name, value: message, traceback: interrupted ? 'Interrupted: the cell was interrupted\n' : cleanStack(e) });
+      const traceback = interrupted ? 'Interrupted: the cell was interrupted\n' : cleanStack(e, cleaned.has(e) ? null : columns);
+      send({ type: 'error', cell: cell, name: name, value: message, traceback: traceback });
     } finally {
       running = false;
       interruptCell = null;
+      cellColumns = null;
     }
     send({ type: 'done', cell: cell, status: status });
   }
