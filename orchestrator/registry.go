@@ -160,7 +160,7 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 		timeout = g.callTimeout
 	}
 	caller := ctx
-	ctx, cancel := context.WithTimeout(caller, timeout)
+	ctx, cancel := context.WithTimeout(withSurface(caller, s), timeout)
 	defer cancel()
 	stop := context.AfterFunc(run.Context(), cancel)
 	defer stop()

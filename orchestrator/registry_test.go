@@ -317,3 +317,21 @@ func TestIssue11Item3StuckToolIsAnsweredWhenItsRunEnds(t *testing.T) {
 	<-stuck.returned
 	waitStuck(t, reg, 0)
 }
+
+// A tool reads the surface of its call from its context (issue 11 item
+// 14: vibe workers are told it).
+func TestIssue11Item14ToolsSeeTheSurfaceOfTheirCall(t *testing.T) {
+	which := fakeTool{spec: orchestrator.Spec{Name: "which", ParallelSafe: true},
+		call: func(ctx context.Context, _ json.RawMessage) (*orchestrator.Result, error) {
+			return orchestrator.Text(string(orchestrator.SurfaceOf(ctx))), nil
+		}}
+	reg, run := newRegistry(t, provider{orchestrator.FeatureStructural, []orchestrator.Tool{which}})
+	for _, s := range []orchestrator.Surface{orchestrator.SurfaceFull, orchestrator.SurfacePlan, orchestrator.SurfaceReadonly} {
+		if res, _ := reg.Call(context.Background(), run, s, "which", nil); res.FirstText() != string(s) {
+			t.Errorf("a call on %s saw %q", s, res.FirstText())
+		}
+	}
+	if s := orchestrator.SurfaceOf(context.Background()); s != orchestrator.SurfaceFull {
+		t.Errorf("a context of no call says %q", s)
+	}
+}

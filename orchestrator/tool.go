@@ -58,6 +58,24 @@ func ParseSurface(s string) (Surface, error) {
 	return "", fmt.Errorf("unknown surface %q: use \"full\", \"plan\" or \"readonly\"", s)
 }
 
+type surfaceKey struct{}
+
+// withSurface is ctx carrying the surface of the tool call it bounds.
+func withSurface(ctx context.Context, s Surface) context.Context {
+	return context.WithValue(ctx, surfaceKey{}, s)
+}
+
+// SurfaceOf is the surface of the tool call ctx bounds, which the registry
+// puts in the context it gives the tool: a tool that starts an agent of
+// its own (a vibe worker) tells it, so that the agent's tools can keep to
+// it. It is SurfaceFull for a context of no call.
+func SurfaceOf(ctx context.Context) Surface {
+	if s, ok := ctx.Value(surfaceKey{}).(Surface); ok {
+		return s
+	}
+	return SurfaceFull
+}
+
 // MaxTier is the highest tier the surface may see and call.
 func (s Surface) MaxTier() Tier {
 	if s == SurfaceFull {

@@ -55,7 +55,8 @@ func poolOf(run *orchestrator.Run, cfg Config, m *metrics.Metrics) *pool {
 }
 
 // spawn starts a new worker and returns it once its process has started.
-func (p *pool) spawn(tier, label, brief string) (*worker, error) {
+// surface is that of the call that spawns it.
+func (p *pool) spawn(tier, label, brief string, surface orchestrator.Surface) (*worker, error) {
 	argv, err := p.cfg.runner(tier)
 	if err != nil {
 		return nil, err
@@ -68,7 +69,7 @@ func (p *pool) spawn(tier, label, brief string) (*worker, error) {
 	if live := p.live(); live >= p.cfg.MaxWorkers {
 		return nil, fmt.Errorf("this run already has %d workers (vibe.max_workers is %d): vibe_kill one you no longer need (a finished worker still holds a slot) and spawn again", live, p.cfg.MaxWorkers)
 	}
-	w := &worker{id: fmt.Sprintf("w%d", p.next+1), label: label, tier: tier, argv: argv, brief: brief}
+	w := &worker{id: fmt.Sprintf("w%d", p.next+1), label: label, tier: tier, argv: argv, brief: brief, surface: surface}
 	if err := p.begin(w); err != nil {
 		p.metrics.SessionFailed(metrics.KindWorker)
 		return nil, fmt.Errorf("could not start the %s runner %q: %v; fix vibe.runners.%s in Berth's configuration", tier, argv, err, tier)
@@ -93,7 +94,8 @@ func (p *pool) live() int {
 // begin starts an attempt over the worker's assignment so far. p.mu must
 // be held.
 func (p *pool) begin(w *worker) error {
-	proc, err := p.enc.Start(p.runCtx, enclosure.Cmd{Path: w.argv[0], Args: w.argv[1:], Dir: p.workdir})
+	argv, env := w.command()
+	proc, err := p.enc.Start(p.runCtx, enclosure.Cmd{Path: argv[0], Args: argv[1:], Env: env, Dir: p.workdir})
 	if err != nil {
 		return err
 	}
@@ -188,8 +190,10 @@ func (p *pool) find(id string) (*worker, error) {
 }
 
 // send appends a message to the worker's assignment and reruns it,
-// stopping the running attempt first.
-func (p *pool) send(w *worker, message string) (stopped bool, err error) {
+// stopping the running attempt first. The rerun is told surface, that of
+// the call that sends: a plan agent's message never reruns a worker with
+// more than plan's rights.
+func (p *pool) send(w *worker, message string, surface orchestrator.Surface) (stopped bool, err error) {
 	w.op.Lock()
 	defer w.op.Unlock()
 	p.mu.Lock()
@@ -218,6 +222,7 @@ func (p *pool) send(w *worker, message string) (stopped bool, err error) {
 	if p.closed {
 		return running, errRunEnded
 	}
+	w.surface = surface
 	if err := p.begin(w); err != nil {
 		w.cur = startFailure(fmt.Errorf("could not start the %s runner %q: %w", w.tier, w.argv, err))
 		p.settle(w, statusFailed)

@@ -11,8 +11,9 @@ import (
 )
 
 // All five tools are tier read (the gate belongs to the worker's own tools,
-// where the editing happens) and parallel-safe: the pool has its own lock,
-// and waiting on two workers at once must not queue.
+// where the editing happens, so a worker is told its surface: surfaceEnv)
+// and parallel-safe: the pool has its own lock, and waiting on two workers
+// at once must not queue.
 
 // listSummary is how many characters of a last result vibe_list shows.
 const listSummary = 120
@@ -38,7 +39,7 @@ Then use vibe_wait to get its result, vibe_send to add instructions, vibe_kill t
 	}
 }
 
-func (t spawnTool) Call(_ context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
+func (t spawnTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
 	var a struct{ Brief, Label, Tier string }
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return orchestrator.Errorf("vibe_spawn: %v", err), nil
@@ -54,7 +55,7 @@ func (t spawnTool) Call(_ context.Context, run *orchestrator.Run, raw json.RawMe
 	if tier == "" {
 		tier = tierFast
 	}
-	w, err := t.p.pool(run).spawn(tier, label, brief)
+	w, err := t.p.pool(run).spawn(tier, label, brief, orchestrator.SurfaceOf(ctx))
 	if err != nil {
 		return orchestrator.Errorf("vibe_spawn: %v", err), nil
 	}
@@ -99,7 +100,7 @@ func (t sendTool) Spec() orchestrator.Spec {
 	}
 }
 
-func (t sendTool) Call(_ context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
+func (t sendTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
 	var a struct{ Message string }
 	pl, w, bad := lookup(t.p, run, "vibe_send", raw, &a)
 	if bad != nil {
@@ -109,7 +110,7 @@ func (t sendTool) Call(_ context.Context, run *orchestrator.Run, raw json.RawMes
 	if msg == "" {
 		return orchestrator.Errorf("vibe_send: message is empty: write what the worker should do differently"), nil
 	}
-	stopped, err := pl.send(w, msg)
+	stopped, err := pl.send(w, msg, orchestrator.SurfaceOf(ctx))
 	if err != nil {
 		return orchestrator.Errorf("vibe_send: %v", err), nil
 	}

@@ -438,3 +438,33 @@ func TestPipesAreClosed(t *testing.T) {
 		t.Fatalf("open descriptors went from %d to %d over 40 attempts", before, after)
 	}
 }
+
+// A worker is told the surface it was started from, in BERTH_SURFACE and
+// wherever {surface} is in its runner's argv, so that its own tools can
+// keep a plan or readonly worker from writing. A rerun is told the
+// surface of the vibe_send that started it.
+func TestIssue11Item14WorkersLearnTheirSurface(t *testing.T) {
+	f := newFixture(t, config([]string{"/bin/sh", "-c", `echo "env=$BERTH_SURFACE arg=$1 flag=$2"`, "sh", "{surface}", "--mode={surface}"}, nil))
+	callOn := func(s orchestrator.Surface, tool string, args any) string {
+		t.Helper()
+		raw, _ := json.Marshal(args)
+		res, err := f.reg.Call(context.Background(), f.run, s, tool, raw)
+		if err != nil || res.IsError {
+			t.Fatalf("%s on %s: %v %s", tool, s, err, res.FirstText())
+		}
+		return res.FirstText()
+	}
+	for i, s := range []orchestrator.Surface{orchestrator.SurfacePlan, orchestrator.SurfaceReadonly, orchestrator.SurfaceFull} {
+		id := fmt.Sprintf("w%d", i+1)
+		callOn(s, "vibe_spawn", obj{"brief": "look around", "label": string(s)})
+		want := fmt.Sprintf("env=%s arg=%s flag=--mode=%s\n", s, s, s)
+		if got := callOn(s, "vibe_wait", obj{"worker_id": id}); !strings.Contains(got, want) {
+			t.Fatalf("a worker spawned from %s printed:\n%s\nwant %q", s, got, want)
+		}
+	}
+	// The full agent's worker w3, sent a message from plan, reruns as plan.
+	callOn(orchestrator.SurfacePlan, "vibe_send", obj{"worker_id": "w3", "message": "only read"})
+	if got := callOn(orchestrator.SurfaceFull, "vibe_wait", obj{"worker_id": "w3"}); !strings.Contains(got, "env=plan arg=plan") {
+		t.Fatalf("a rerun sent from plan printed:\n%s", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator"
 )
 
 // Worker statuses, as vibe_list shows them.
@@ -35,7 +36,10 @@ type worker struct {
 
 	brief    string
 	messages []string
-	status   string
+	// surface is that of the call that started the current attempt
+	// (vibe_spawn, or vibe_send's rerun): the worker is told it.
+	surface orchestrator.Surface
+	status  string
 	// gone is set once the worker's session has ended (vibe_kill or the
 	// run's end), so it is counted once.
 	gone bool
@@ -62,6 +66,26 @@ type outcome struct {
 	stderr, stderrCut string
 	code              int
 	err               error // could not start, or could not be waited for
+}
+
+// surfaceEnv is the environment variable that tells a worker the surface
+// it was started from ("full", "plan" or "readonly"), and surfaceArg the
+// placeholder of vibe.runners replaced with it: Berth's gate on surfaces
+// stops at the worker's process, so a worker started from plan or
+// readonly must refuse to write with its own tools.
+const (
+	surfaceEnv = "BERTH_SURFACE"
+	surfaceArg = "{surface}"
+)
+
+// command is the worker's argv for an attempt, told its surface, and
+// the environment it adds.
+func (w *worker) command() (argv, env []string) {
+	argv = make([]string, len(w.argv))
+	for i, a := range w.argv {
+		argv[i] = strings.ReplaceAll(a, surfaceArg, string(w.surface))
+	}
+	return argv, []string{surfaceEnv + "=" + string(w.surface)}
 }
 
 // assignment is what the worker reads on stdin: the brief, then each
