@@ -76,6 +76,10 @@ func FuzzStreamFramer(f *testing.F) {
 	f.Add([]byte("Content-Length: 2\r\n\r\n{}"))
 	f.Add([]byte("Content-Length: -1\r\n\r\n"))
 	f.Add([]byte("\r\n\r\nContent-Length: 99999999999\r\n\r\n"))
+	f.Add([]byte("Content-Length: 3\r\n\r\n{\"a\":1}Content-Length: 2\r\n\r\n{}"))
+	f.Add([]byte("X: " + strings.Repeat("p", 70<<10) + "\r\nContent-Length: 2\r\n\r\n{}"))
+	f.Add([]byte(strings.Repeat("X-Pad: 1\r\n", 1000) + "Content-Length: 2\r\n\r\n{}"))
+	f.Add([]byte("garbage\ncontent-length: 2\n\n[]"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr := NewStreamFramer(bytes.NewReader(b), io.Discard, nil, 64)
 		for range 100 {
