@@ -49,14 +49,21 @@ func TestReadsThisProcessAndItsChildren(t *testing.T) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	}()
+	// The shell's child is a copy of the shell until it has exec'd sleep:
+	// wait for the exec too, not only the fork.
 	var kids []int
-	for deadline := time.Now().Add(5 * time.Second); len(kids) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	var sleep Process
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		kids = Descendants(cmd.Process.Pid)
+		if len(kids) == 1 {
+			if sleep, _ = Read(kids[0]); strings.HasPrefix(sleep.Cmdline(), "sleep") {
+				break
+			}
+		}
 	}
 	if len(kids) != 1 || !Alive(kids[0]) {
 		t.Fatalf("descendants of sh: %v", kids)
 	}
-	sleep, _ := Read(kids[0])
 	if sleep.PGID != cmd.Process.Pid || !strings.HasPrefix(sleep.Cmdline(), "sleep 30") {
 		t.Fatalf("sleep: %+v %q", sleep, sleep.Cmdline())
 	}
