@@ -165,7 +165,7 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 			res, err := s.api.CodeAction(ctx, &protocol.CodeActionParams{
 				TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(c.abs)},
 				Range:        protocol.Range{Start: c.pos, End: c.end},
-				Context:      protocol.CodeActionContext{Diagnostics: onLine(s.latest(c.abs), c.pos.Line)},
+				Context:      protocol.CodeActionContext{Diagnostics: onLine(s.diags.latest(c.abs), c.pos.Line)},
 			})
 			render = func() string { return codeActionsText(res, what, a.All) }
 			return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"go.lsp.dev/protocol"
@@ -34,39 +33,7 @@ func (s *server) diagnose(ctx context.Context, abs string, doc document) (items 
 			return full.Items, true
 		}
 	}
-	deadline := time.NewTimer(s.conf.DiagnosticsTimeout.D())
-	defer deadline.Stop()
-	var quiet <-chan time.Time
-	for {
-		s.mu.Lock()
-		p := s.diags[abs]
-		ch := s.changed
-		s.mu.Unlock()
-		fresh := p != nil && p.seq > doc.syncSeq && (p.version < 0 || p.version >= doc.version)
-		if fresh && quiet == nil {
-			if time.Since(p.at) >= s.conf.Debounce.D() {
-				return p.items, true // answered for this version, and quiet since
-			}
-			quiet = time.After(s.conf.Debounce.D())
-		}
-		select {
-		case <-ch:
-			if quiet != nil {
-				quiet = time.After(s.conf.Debounce.D()) // a follow-up publish: keep listening
-			}
-		case <-quiet:
-			return p.items, true
-		case <-deadline.C:
-			if fresh {
-				return p.items, true
-			}
-			return nil, false
-		case <-ctx.Done():
-			return nil, false
-		case <-s.exited:
-			return nil, false
-		}
-	}
+	return s.diags.wait(ctx, abs, doc.syncSeq, doc.version)
 }
 
 // pullTsserver names the pull through typescript-language-server's
@@ -126,70 +93,10 @@ func (s *server) tsserverDiagnostics(ctx context.Context, abs string) ([]protoco
 	return out, nil
 }
 
-// settle waits until the server has published nothing for the debounce,
-// up to the diagnostics timeout: after a pulled answer, so the publishes
-// it makes for other files (a broken caller) are heard.
-func (s *server) settle(ctx context.Context) {
-	deadline := time.NewTimer(s.conf.DiagnosticsTimeout.D())
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		ch := s.changed
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-time.After(s.conf.Debounce.D()):
-			return
-		case <-deadline.C:
-			return
-		case <-ctx.Done():
-			return
-		case <-s.exited:
-			return
-		}
-	}
-}
-
 // pulls says whether diagnose asks for diagnostics rather than waiting
 // for a publish.
 func (s *server) pulls() bool {
 	return s.caps.DiagnosticProvider != nil || s.cfg.PullDiagnostics == pullTsserver
-}
-
-// publishedSince returns the newest publish of every file published after
-// seq, and the publish counter.
-func (s *server) publishedSince(seq uint64) (map[string]*publish, uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string]*publish{}
-	for abs, p := range s.diags {
-		if p.seq > seq {
-			out[abs] = p
-		}
-	}
-	return out, s.seq
-}
-
-// snapshot returns the newest published diagnostics of every file and the
-// publish counter.
-func (s *server) snapshot() (map[string][]protocol.Diagnostic, uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[string][]protocol.Diagnostic, len(s.diags))
-	for abs, p := range s.diags {
-		out[abs] = p.items
-	}
-	return out, s.seq
-}
-
-// latest returns the newest published diagnostics of a file.
-func (s *server) latest(abs string) []protocol.Diagnostic {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p := s.diags[abs]; p != nil {
-		return p.items
-	}
-	return nil
 }
 
 // diag is a diagnostic as Berth reports it.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"go.lsp.dev/protocol"
@@ -14,13 +15,147 @@ import (
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
+// docStore is what a server was last told of each file it has open.
+// Its lock guards the documents; order is held across a whole sync, so
+// the notifications for a file go out in version order.
+type docStore struct {
+	order sync.Mutex
+	mu    sync.Mutex
+	open  map[string]*document // by absolute host path
+	last  string               // the file synced last: tsserver's probe asks about its project
+}
+
+// document is a file as the server was last told about it.
+type document struct {
+	version int32
+	text    string
+	syncSeq uint64    // the publish counter (diagStore.count) before this version was sent
+	size    int64     // the file's size and modification time when read,
+	mod     time.Time // to skip reading it again while they hold
+	lines   []string  // text split into lines, made when first asked (docStore.lines)
+}
+
+// unchanged returns the open document of abs when the file still has the
+// size and modification time it was read at, and notes it synced last.
+func (ds *docStore) unchanged(abs string, size int64, mod time.Time) (document, bool) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	d, open := ds.open[abs]
+	if !open || d.size != size || !d.mod.Equal(mod) {
+		return document{}, false
+	}
+	ds.last = abs
+	return *d, true
+}
+
+// update records text as the content of abs read at size and mod, to be
+// sent after the publish counter read seq: version 1 when it was not open
+// (opened), the next version when the text differs (changed), else the
+// same version.
+func (ds *docStore) update(abs, text string, size int64, mod time.Time, seq uint64) (doc document, opened, changed bool) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	d, open := ds.open[abs]
+	switch {
+	case !open:
+		if ds.open == nil {
+			ds.open = map[string]*document{}
+		}
+		d = &document{version: 1, text: text, syncSeq: seq}
+		ds.open[abs] = d
+	case d.text != text:
+		d.version++
+		d.text, d.syncSeq, d.lines, changed = text, seq, nil, true
+	}
+	d.size, d.mod = size, mod
+	ds.last = abs
+	return *d, !open, changed
+}
+
+// forget drops abs and says whether it was open.
+func (ds *docStore) forget(abs string) bool {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	_, open := ds.open[abs]
+	delete(ds.open, abs)
+	if ds.last == abs {
+		ds.last = ""
+	}
+	return open
+}
+
+// has says whether abs is open.
+func (ds *docStore) has(abs string) bool {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	_, open := ds.open[abs]
+	return open
+}
+
+// paths lists the open files but except.
+func (ds *docStore) paths(except string) []string {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	out := make([]string, 0, len(ds.open))
+	for abs := range ds.open {
+		if abs != except {
+			out = append(out, abs)
+		}
+	}
+	return out
+}
+
+// version is the version of abs the server was sent, if open.
+func (ds *docStore) version(abs string) (int32, bool) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	d, open := ds.open[abs]
+	if !open {
+		return 0, false
+	}
+	return d.version, true
+}
+
+// text returns the content the server was last sent for a file, if open.
+func (ds *docStore) text(abs string) (string, bool) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	d, ok := ds.open[abs]
+	if !ok {
+		return "", false
+	}
+	return d.text, true
+}
+
+// lines returns an open file's text, as the server was sent it, split
+// into lines (split once per version), and whether it is open.
+func (ds *docStore) lines(abs string) ([]string, bool) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	d, ok := ds.open[abs]
+	if !ok {
+		return nil, false
+	}
+	if d.lines == nil {
+		d.lines = strings.Split(d.text, "\n")
+	}
+	return d.lines, true
+}
+
+// lastSynced is the file synced last, "" for none.
+func (ds *docStore) lastSynced() string {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	return ds.last
+}
+
 // sync tells the server the file's current content on disk: didOpen the
 // first time, didChange with a new version when it changed, and didSave
 // when save is set. It returns the document as sent.
 func (s *server) sync(ctx context.Context, abs string, save bool) (document, error) {
 	u := s.toURI(abs)
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
+	s.docs.order.Lock()
+	defer s.docs.order.Unlock()
 	st, err := os.Stat(abs)
 	if errors.Is(err, os.ErrNotExist) {
 		return document{}, s.gone(ctx, abs)
@@ -28,15 +163,11 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 	if err != nil {
 		return document{}, fmt.Errorf("reading %s: %w", relTo(s.workdir, abs), err)
 	}
-	s.mu.Lock()
-	d, open := s.docs[abs]
-	if open && !save && d.size == st.Size() && d.mod.Equal(st.ModTime()) {
-		cp := *d // unchanged since it was read: no need to read it again
-		s.lastSynced = abs
-		s.mu.Unlock()
-		return cp, nil
+	if !save {
+		if d, ok := s.docs.unchanged(abs, st.Size(), st.ModTime()); ok {
+			return d, nil // unchanged since it was read: no need to read it again
+		}
 	}
-	s.mu.Unlock()
 	b, err := s.readFile(abs)
 	if errors.Is(err, os.ErrNotExist) { // deleted since the stat
 		return document{}, s.gone(ctx, abs)
@@ -45,23 +176,11 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 		return document{}, fmt.Errorf("reading %s: %w", relTo(s.workdir, abs), err)
 	}
 	text := string(b)
-	s.mu.Lock()
-	d, open = s.docs[abs]
-	changed := false
+	// The counter is read before the notification goes out, so only a
+	// publish counted after it can answer this version.
+	cp, opened, changed := s.docs.update(abs, text, st.Size(), st.ModTime(), s.diags.count())
 	switch {
-	case !open:
-		d = &document{version: 1, text: text, syncSeq: s.seq}
-		s.docs[abs] = d
-	case d.text != text:
-		d.version++
-		d.text, d.syncSeq, d.lines, changed = text, s.seq, nil, true
-	}
-	d.size, d.mod = st.Size(), st.ModTime()
-	cp := *d
-	s.lastSynced = abs
-	s.mu.Unlock()
-	switch {
-	case !open:
+	case opened:
 		lang := s.cfg.Extensions[strings.ToLower(filepath.Ext(abs))]
 		err = s.api.DidOpen(ctx, &protocol.DidOpenTextDocumentParams{TextDocument: protocol.TextDocumentItem{
 			URI: u, LanguageID: protocol.LanguageKind(lang), Version: cp.version, Text: text}})
@@ -80,14 +199,8 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 // gone forgets a deleted file, tells the server it is closed if it was
 // open, and returns errGone.
 func (s *server) gone(ctx context.Context, abs string) error {
-	s.mu.Lock()
-	_, open := s.docs[abs]
-	delete(s.docs, abs)
-	delete(s.diags, abs)
-	if s.lastSynced == abs {
-		s.lastSynced = ""
-	}
-	s.mu.Unlock()
+	open := s.docs.forget(abs)
+	s.diags.forget(abs)
 	if open {
 		_ = s.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(abs)}})
 	}
@@ -98,15 +211,7 @@ func (s *server) gone(ctx context.Context, abs string) error {
 // it was sent (the harness may have written it without files/didWrite),
 // so a query never runs against a stale view of the workspace.
 func (s *server) syncOpen(ctx context.Context, except string) error {
-	s.mu.Lock()
-	open := make([]string, 0, len(s.docs))
-	for abs := range s.docs {
-		if abs != except {
-			open = append(open, abs)
-		}
-	}
-	s.mu.Unlock()
-	for _, abs := range open {
+	for _, abs := range s.docs.paths(except) {
 		if _, err := s.sync(ctx, abs, false); err != nil && !errors.Is(err, errGone) {
 			return err
 		}
@@ -129,37 +234,11 @@ func (s *server) syncFor(ctx context.Context, abs string) (document, error) {
 	return doc, err
 }
 
-// text returns the content the server was last sent for a file, if open.
-func (s *server) text(abs string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.docs[abs]
-	if !ok {
-		return "", false
-	}
-	return d.text, true
-}
-
-// docLines returns an open file's text, as the server was sent it, split
-// into lines (split once per version), and whether it is open.
-func (s *server) docLines(abs string) ([]string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.docs[abs]
-	if !ok {
-		return nil, false
-	}
-	if d.lines == nil {
-		d.lines = strings.Split(d.text, "\n")
-	}
-	return d.lines, true
-}
-
 // linesOf returns the text of a file for converting positions in it: as
 // the server was sent it when open, else as on disk (another file the
 // server reported on).
 func (s *server) linesOf(abs string) string {
-	if text, open := s.text(abs); open {
+	if text, open := s.docs.text(abs); open {
 		return text
 	}
 	return strings.Join(s.fileLines(abs, time.Time{}), "\n")

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -113,7 +114,7 @@ func (r *lines) line(abs string, n int) (string, bool) {
 		var ok bool
 		ls, ok = r.files[abs]
 		if !ok {
-			if text, open := r.s.docLines(abs); open {
+			if text, open := r.s.docs.lines(abs); open {
 				ls = text
 			} else {
 				ls = r.s.fileLines(abs, r.since)
@@ -128,6 +129,16 @@ func (r *lines) line(abs string, n int) (string, bool) {
 	return strings.TrimSuffix(ls[n], "\r"), true
 }
 
+// fileCache keeps, per server, what rendering locations reads again and
+// again: files' lines, the files the last long list read (recheck), and
+// the paths of URIs (pathOf). Its lock guards all three.
+type fileCache struct {
+	mu     sync.Mutex
+	files  map[string]cachedFile
+	recent []string
+	paths  map[uri.URI]string
+}
+
 // cachedFile is a file's lines as read at a size and modification time.
 type cachedFile struct {
 	size    int64
@@ -136,13 +147,35 @@ type cachedFile struct {
 	checked time.Time // when size and time were last found unchanged
 }
 
+// maxPaths bounds the server's memo of fromURI.
+const maxPaths = 4096
+
+// pathOf is fromURI, remembered: a list of locations names the same files
+// call after call, and parsing a URI is not cheap. Equal URIs get the same
+// string, which makes comparing them cheap too.
+func (s *server) pathOf(u uri.URI) string {
+	c := &s.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.paths[u]
+	if !ok {
+		if c.paths == nil || len(c.paths) >= maxPaths {
+			c.paths = map[uri.URI]string{}
+		}
+		p = s.fromURI(u)
+		c.paths[u] = p
+	}
+	return p
+}
+
 // fileLines returns a file's lines, read again only when its size or
 // modification time changed: a list of references reads the same files
 // call after call. A file checked at or after since is not checked again.
 func (s *server) fileLines(abs string, since time.Time) []string {
-	s.mu.Lock()
-	c, ok := s.files[abs]
-	s.mu.Unlock()
+	cache := &s.cache
+	cache.mu.Lock()
+	c, ok := cache.files[abs]
+	cache.mu.Unlock()
 	if ok && !since.IsZero() && !c.checked.Before(since) {
 		return c.lines
 	}
@@ -158,12 +191,12 @@ func (s *server) fileLines(abs string, since time.Time) []string {
 		return nil
 	}
 	c = cachedFile{size: st.Size(), mod: st.ModTime(), lines: strings.Split(string(b), "\n")}
-	s.mu.Lock()
-	if len(s.files) >= maxCachedFiles {
-		clear(s.files)
+	cache.mu.Lock()
+	if cache.files == nil || len(cache.files) >= maxCachedFiles {
+		cache.files = map[string]cachedFile{}
 	}
-	s.files[abs] = c
-	s.mu.Unlock()
+	cache.files[abs] = c
+	cache.mu.Unlock()
 	return c.lines
 }
 
@@ -178,40 +211,41 @@ const maxRecent = 64
 // it answers then needs no look at the disk for them (a stat each, slow
 // when cold). A file found changed leaves the cache, to be read again.
 func (s *server) recheck(since time.Time) {
-	s.mu.Lock()
-	recent := slices.Clone(s.recent)
-	s.mu.Unlock()
+	cache := &s.cache
+	cache.mu.Lock()
+	recent := slices.Clone(cache.recent)
+	cache.mu.Unlock()
 	for _, abs := range recent {
 		st, err := os.Stat(abs)
-		s.mu.Lock()
-		c, ok := s.files[abs]
+		cache.mu.Lock()
+		c, ok := cache.files[abs]
 		switch {
 		case !ok:
 		case err == nil && c.size == st.Size() && c.mod.Equal(st.ModTime()):
 			c.checked = since
-			s.files[abs] = c
+			cache.files[abs] = c
 		default:
-			delete(s.files, abs)
+			delete(cache.files, abs)
 		}
-		s.mu.Unlock()
+		cache.mu.Unlock()
 	}
 }
 
 // remember notes the files a long list read from disk, for the next
 // recheck.
 func (r *lines) remember() {
-	r.s.mu.Lock()
-	defer r.s.mu.Unlock()
 	recent := make([]string, 0, min(len(r.files), maxRecent))
 	for abs := range r.files {
 		if len(recent) == maxRecent {
 			break
 		}
-		if _, open := r.s.docs[abs]; !open {
+		if !r.s.docs.has(abs) {
 			recent = append(recent, abs)
 		}
 	}
-	r.s.recent = recent
+	r.s.cache.mu.Lock()
+	r.s.cache.recent = recent
+	r.s.cache.mu.Unlock()
 }
 
 // at converts a server position in a file to a location; ok is false,

@@ -27,7 +27,7 @@ func TestListLocationsCap(t *testing.T) {
 	if err := os.WriteFile(abs, []byte(strings.Join(src, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{workdir: dir, ws: testRoot(t, dir), enc: utf16Enc, docs: map[string]*document{}, files: map[string]cachedFile{}}
+	s := &server{workdir: dir, ws: testRoot(t, dir), enc: utf16Enc}
 	r := s.lineReader()
 	var spots []spot
 	for i := 59; i >= 0; i-- { // out of order, with a duplicate
@@ -59,7 +59,7 @@ func TestRecheckKeepsLongListsFresh(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := &server{workdir: dir, ws: testRoot(t, dir), enc: utf16Enc, docs: map[string]*document{}, files: map[string]cachedFile{}}
+	s := &server{workdir: dir, ws: testRoot(t, dir), enc: utf16Enc}
 	spots := []spot{{abs: abs, pos: protocol.Position{Line: 1}}}
 	list := func(change func()) string {
 		r := s.lineReader()
@@ -109,8 +109,8 @@ func TestPathMemoIsBounded(t *testing.T) {
 	s := &server{workdir: dir, encRoot: dir}
 	for i := range maxPaths + 10 {
 		s.pathOf(uri.File(filepath.Join(dir, fmt.Sprintf("f%d.go", i))))
-		if len(s.paths) > maxPaths {
-			t.Fatalf("%d paths remembered, more than %d", len(s.paths), maxPaths)
+		if len(s.cache.paths) > maxPaths {
+			t.Fatalf("%d paths remembered, more than %d", len(s.cache.paths), maxPaths)
 		}
 	}
 	u := uri.File(filepath.Join(dir, "a.go"))

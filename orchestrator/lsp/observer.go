@@ -185,19 +185,17 @@ func whyNot(rel, reason string) string {
 // returns the new ones (in them and in other files the server reported on
 // meanwhile) and the files it could not learn about.
 func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, files []string) (fresh []diag, unknown []string) {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	s.writes.mu.Lock()
+	defer s.writes.mu.Unlock()
 	reg := p.state(run).reg
-	before, seq0 := s.snapshot()
+	before, seq0 := s.diags.snapshot()
 	written := map[string]bool{}
 	docs := map[string]document{}
 	deleted := false
 	for _, abs := range files {
 		written[abs] = true
 		rel := relTo(run.Workdir, abs)
-		s.mu.Lock()
-		_, known := s.docs[abs] // open since files/willWrite, or a query
-		s.mu.Unlock()
+		known := s.docs.has(abs) // open since files/willWrite, or a query
 		doc, err := s.sync(ctx, abs, true)
 		if errors.Is(err, errGone) {
 			if !known && !reg.has(rel) {
@@ -236,12 +234,12 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 	if s.pulls() || deleted {
 		// No publish for a written file stands for the others: listen
 		// until the server falls quiet, so a broken importer is heard.
-		s.settle(ctx)
+		s.diags.settle(ctx)
 	}
 	// Other files: those published since the previous check ended, so a
 	// report that came after that check's debounce is not lost.
-	since, seq := s.publishedSince(min(s.checked, seq0))
-	s.checked = seq
+	since, seq := s.diags.since(min(s.writes.checked, seq0))
+	s.writes.checked = seq
 	outside, outsideFiles := 0, 0
 	for abs, pub := range since {
 		if written[abs] {
@@ -266,6 +264,13 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 		unknown = append(unknown, fmt.Sprintf("%s reported %d new problem(s) in %d file(s) that resolve outside the working directory (through a symlink), not shown", s.cfg.Name, outside, outsideFiles))
 	}
 	return fresh, unknown
+}
+
+// writeCheck keeps one diagnostics-on-write exchange (check) at a time
+// on a server, and where the last one ended.
+type writeCheck struct {
+	mu      sync.Mutex
+	checked uint64 // the publish counter when the last exchange ended
 }
 
 // newOutside counts the errors and warnings of items beyond those of

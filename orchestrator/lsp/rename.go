@@ -121,7 +121,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	var paths []string
 	counts := map[string]int{}
 	for abs, edits := range perFile {
-		base, open := s.text(abs)
+		base, open := s.docs.text(abs)
 		if !open {
 			b, err := s.readFile(abs)
 			if err != nil {
@@ -130,9 +130,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 			base = string(b)
 		}
 		if v := edits.version; v != nil && open {
-			s.mu.Lock()
-			cur := s.docs[abs].version
-			s.mu.Unlock()
+			cur, _ := s.docs.version(abs)
 			if *v != cur {
 				return orchestrator.Errorf("%s computed the rename for version %d of %s but it has version %d: call again; nothing was written", s.cfg.Name, *v, relTo(run.Workdir, abs), cur)
 			}
@@ -318,7 +316,7 @@ func applyEdits(enc encoding, text string, edits []protocol.TextEdit) (string, e
 // nameAt is the identifier at the cursor, in the text the server was
 // sent: the name a rename replaces ("" when it cannot be read).
 func (s *server) nameAt(c *cursor) string {
-	text, _ := s.text(c.abs)
+	text, _ := s.docs.text(c.abs)
 	lt, _, err := lineAt(text, int(c.pos.Line)+1)
 	if err != nil {
 		return ""

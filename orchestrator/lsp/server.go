@@ -22,10 +22,11 @@ import (
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
-// server is one running language server for one root. Its connection's
-// read goroutine runs the client callbacks, which only record under mu;
-// callers wait on the changed channel, which is closed and replaced on
-// every publish.
+// server is one running language server for one root: its process, its
+// connection and whether it has loaded the project. What it was told of
+// files (docs), what it published about them (diags) and what rendering
+// its answers read (cache) keep their own locks. Its connection's read
+// goroutine runs the client callbacks, which only record.
 type server struct {
 	cfg     ServerConfig
 	conf    Config
@@ -44,43 +45,19 @@ type server struct {
 	exited  chan struct{}    // closed when the process has exited
 	metrics *metrics.Metrics // nil in tests that build a server by hand
 
-	mu          sync.Mutex
-	docs        map[string]*document  // by absolute host path
-	diags       map[string]*publish   // by absolute host path
-	files       map[string]cachedFile // lines of files read for locations
-	paths       map[uri.URI]string    // fromURI's answers (pathOf)
-	recent      []string              // the files the last long list read (recheck)
-	seq         uint64                // counts publishes
-	changed     chan struct{}
+	docs   docStore
+	diags  diagStore
+	cache  fileCache
+	writes writeCheck
+
+	loaded     chan struct{} // closed when the project is loaded (ready)
+	loadOnce   sync.Once
+	crashNoted bool // the supervisor counted its crash; guarded by the supervisor's mu
+
+	mu          sync.Mutex        // guards what follows
 	active      map[string]string // progress tokens begun and not ended, with their titles
 	sawProgress bool
-	lastSynced  string // the file synced last: tsserver's probe asks about its project
-	loaded      chan struct{}
-	loadOnce    sync.Once
 	closing     bool
-	crashNoted  bool       // the supervisor counted its crash; guarded by the supervisor's mu
-	writeMu     sync.Mutex // one diagnostics-on-write exchange at a time
-	checked     uint64     // s.seq when the last exchange ended; guarded by writeMu
-	syncMu      sync.Mutex // keeps notifications for a file in version order
-}
-
-// document is a file as the server was last told about it.
-type document struct {
-	version int32
-	text    string
-	syncSeq uint64    // s.seq when this version was sent
-	size    int64     // the file's size and modification time when read,
-	mod     time.Time // to skip reading it again while they hold
-	lines   []string  // text split into lines, made when first asked (docLines)
-}
-
-// publish is the newest diagnostics a server published for a file.
-type publish struct {
-	at      time.Time
-	seq     uint64
-	version int32 // -1 when the server gave none
-	items   []protocol.Diagnostic
-	outside bool // the file resolved outside the workdir: never shown
 }
 
 // stdio joins a process's stdout and stdin into the stream the connection
@@ -101,10 +78,11 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 	if err != nil {
 		return nil, err
 	}
+	exited := make(chan struct{})
 	s := &server{
 		cfg: m.cfg, conf: conf, root: m.root, workdir: run.Workdir, ws: ws, encRoot: encRoot, metrics: mt,
-		stderr: newRing(conf.StderrBytes), exited: make(chan struct{}),
-		docs: map[string]*document{}, diags: map[string]*publish{}, files: map[string]cachedFile{}, changed: make(chan struct{}),
+		stderr: newRing(conf.StderrBytes), exited: exited,
+		diags:  diagStore{debounce: conf.Debounce.D(), timeout: conf.DiagnosticsTimeout.D(), stop: exited},
 		active: map[string]string{}, loaded: make(chan struct{}),
 	}
 	s.ready, _ = parseReady(m.cfg.Ready) // validated with the configuration
@@ -279,26 +257,6 @@ func (s *server) mapPath(abs string) string {
 
 func (s *server) toURI(abs string) uri.URI { return uri.File(s.mapPath(abs)) }
 
-// maxPaths bounds the server's memo of fromURI.
-const maxPaths = 4096
-
-// pathOf is fromURI, remembered: a list of locations names the same files
-// call after call, and parsing a URI is not cheap. Equal URIs get the same
-// string, which makes comparing them cheap too.
-func (s *server) pathOf(u uri.URI) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.paths[u]
-	if !ok {
-		if s.paths == nil || len(s.paths) >= maxPaths {
-			s.paths = map[uri.URI]string{}
-		}
-		p = s.fromURI(u)
-		s.paths[u] = p
-	}
-	return p
-}
-
 // fromURI turns a URI from the server into a host path.
 func (s *server) fromURI(u uri.URI) string {
 	p := filepath.FromSlash(u.Path())
@@ -333,15 +291,10 @@ func (s *server) readFile(abs string) ([]byte, error) {
 	return b, err
 }
 
-// published records a publish and wakes everyone waiting for one.
+// published records a publish, keyed like the files the model names.
 func (s *server) published(abs string, version int32, items []protocol.Diagnostic) {
-	abs, inside := s.resolve(abs) // keyed like the files the model names
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.seq++
-	s.diags[abs] = &publish{at: time.Now(), seq: s.seq, version: version, items: items, outside: !inside}
-	close(s.changed)
-	s.changed = make(chan struct{})
+	abs, inside := s.resolve(abs)
+	s.diags.publish(abs, version, items, !inside)
 }
 
 // progressed records a progress token's begin (with its title) or end.
@@ -402,9 +355,7 @@ func (s *server) waitLoaded(ctx context.Context, abs string) bool {
 // answers in order, so its answer comes after the load.
 func (s *server) tsserverLoaded(ctx context.Context, abs string) bool {
 	if abs == "" {
-		s.mu.Lock()
-		abs = s.lastSynced
-		s.mu.Unlock()
+		abs = s.docs.lastSynced()
 	}
 	if abs == "" {
 		if abs = firstFile(s.root, s.cfg.Extensions); abs == "" {
