@@ -83,94 +83,59 @@ func (c *cursor) params() protocol.TextDocumentPositionParams {
 	return protocol.TextDocumentPositionParams{TextDocument: protocol.TextDocumentIdentifier{URI: c.s.toURI(c.abs)}, Position: c.pos}
 }
 
-// navigate runs the position actions; crashed says the server exited
-// during the query.
-func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
+// query is a position action's request at a cursor, whose answer r
+// renders under the head what.
+type query struct {
+	c    *cursor
+	a    args
+	r    *lines
+	what string
+}
+
+// asker sends a position action's request and returns how to render its
+// answer: rendering comes after, so the request's time
+// (berth_lsp_request_duration_seconds) is the server's.
+type asker func(ctx context.Context, q *query) (render func() string, err error)
+
+// asking makes an asker of a request builder and its answer's renderer.
+func asking[R any](send func(ctx context.Context, q *query) (R, error), render func(q *query, res R) string) asker {
+	return func(ctx context.Context, q *query) (func() string, error) {
+		res, err := send(ctx, q)
+		return func() string { return render(q, res) }, err
+	}
+}
+
+// navigate runs a position action (actionTable); crashed says the server
+// exited during the query.
+func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args, act *action) (*orchestrator.Result, bool) {
 	c, bad, crashed := p.at(ctx, run, a)
 	if bad != nil {
 		return bad, crashed
 	}
 	s := c.s
-	var supported bool
-	switch a.Action {
-	case "definition":
-		supported = supports(s.caps.DefinitionProvider)
-	case "type_definition":
-		supported = supports(s.caps.TypeDefinitionProvider)
-	case "implementation":
-		supported = supports(s.caps.ImplementationProvider)
-	case "references":
-		supported = supports(s.caps.ReferencesProvider)
-	case "hover":
-		supported = supports(s.caps.HoverProvider)
-	case "code_actions":
-		supported = supports(s.caps.CodeActionProvider)
-	}
-	if !supported {
+	if !supports(act.capability(&s.caps)) {
 		return orchestrator.Errorf("%s does not support %s (it did not offer it at initialization); try another action, or ast_grep", s.cfg.Name, a.Action), false
 	}
 	note := ""
-	if a.Action == "references" || a.Action == "implementation" {
+	if act.list {
 		note = s.loadNote(ctx, c.abs)
 	}
-	r := s.lineReader()
-	if a.Action == "references" || a.Action == "implementation" {
+	q := &query{c: c, a: a, r: s.lineReader(),
+		what: fmt.Sprintf("%s of %q at %s:%d", strings.ReplaceAll(a.Action, "_", " "), a.Symbol, c.rel, a.Line)}
+	if act.list {
 		// Long lists: while the server works, check on disk the files
 		// the last one showed, so this one's source lines need no look.
-		r.since = time.Now()
+		q.r.since = time.Now()
 		var rechecked sync.WaitGroup
-		rechecked.Go(func() { s.recheck(r.since) })
-		defer r.remember()
+		rechecked.Go(func() { s.recheck(q.r.since) })
+		defer q.r.remember()
 		defer rechecked.Wait()
 	}
-	what := fmt.Sprintf("%s of %q at %s:%d", strings.ReplaceAll(a.Action, "_", " "), a.Symbol, c.rel, a.Line)
-	// The request only asks; its answer is rendered after, so the
-	// request's time (berth_lsp_request_duration_seconds) is the server's.
 	var render func() string
-	err := s.request(ctx, methods[a.Action], func(ctx context.Context) error {
-		switch a.Action {
-		case "definition":
-			res, err := s.api.Definition(ctx, &protocol.DefinitionParams{TextDocumentPositionParams: c.params()})
-			render = func() string { return r.listLocations(r.definitionSpots(res), maxLocations, what) }
-			return err
-		case "type_definition":
-			res, err := s.api.TypeDefinition(ctx, &protocol.TypeDefinitionParams{TextDocumentPositionParams: c.params()})
-			render = func() string { return r.listLocations(r.definitionSpots(res), maxLocations, what) }
-			return err
-		case "implementation":
-			res, err := s.api.Implementation(ctx, &protocol.ImplementationParams{TextDocumentPositionParams: c.params()})
-			render = func() string { return r.listLocations(r.definitionSpots(res), maxLocations, what) }
-			return err
-		case "references":
-			res, err := s.api.References(ctx, &protocol.ReferenceParams{TextDocumentPositionParams: c.params(),
-				Context: protocol.ReferenceContext{IncludeDeclaration: true}})
-			render = func() string {
-				spots := make([]spot, 0, len(res))
-				for _, l := range res {
-					spots = append(spots, r.spot(l.URI, l.Range.Start))
-				}
-				return r.listLocations(spots, maxReferences, what)
-			}
-			return err
-		case "hover":
-			res, err := s.api.Hover(ctx, &protocol.HoverParams{TextDocumentPositionParams: c.params()})
-			render = func() string {
-				if res == nil || strings.TrimSpace(hoverText(res.Contents)) == "" {
-					return fmt.Sprintf("%s has no hover information for %q at %s:%d", s.cfg.Name, a.Symbol, c.rel, a.Line)
-				}
-				return strings.TrimSpace(hoverText(res.Contents))
-			}
-			return err
-		case "code_actions":
-			res, err := s.api.CodeAction(ctx, &protocol.CodeActionParams{
-				TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(c.abs)},
-				Range:        protocol.Range{Start: c.pos, End: c.end},
-				Context:      protocol.CodeActionContext{Diagnostics: onLine(s.diags.latest(c.abs), c.pos.Line)},
-			})
-			render = func() string { return codeActionsText(res, what, a.All) }
-			return err
-		}
-		return fmt.Errorf("unknown action %q", a.Action)
+	err := s.request(ctx, act.method, func(ctx context.Context) error {
+		var err error
+		render, err = act.ask(ctx, q)
+		return err
 	})
 	if err != nil {
 		return orchestrator.Errorf("%s could not answer %s: %v%s", s.cfg.Name, a.Action, err, advice(err)), errors.Is(err, errExited)
@@ -178,14 +143,31 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args) 
 	return orchestrator.Text(withNote(render(), note)), false
 }
 
-// methods names the LSP method of each position action, for metrics.
-var methods = map[string]string{
-	"definition":      protocol.MethodTextDocumentDefinition,
-	"type_definition": protocol.MethodTextDocumentTypeDefinition,
-	"implementation":  protocol.MethodTextDocumentImplementation,
-	"references":      protocol.MethodTextDocumentReferences,
-	"hover":           protocol.MethodTextDocumentHover,
-	"code_actions":    protocol.MethodTextDocumentCodeAction,
+// renderDefinitions lists the places a definition-like answer names.
+func renderDefinitions(q *query, res protocol.DefinitionResult) string {
+	return q.r.listLocations(q.r.definitionSpots(res), maxLocations, q.what)
+}
+
+// renderReferences lists the references found.
+func renderReferences(q *query, res []protocol.Location) string {
+	spots := make([]spot, 0, len(res))
+	for _, l := range res {
+		spots = append(spots, q.r.spot(l.URI, l.Range.Start))
+	}
+	return q.r.listLocations(spots, maxReferences, q.what)
+}
+
+// renderHover is the hover text, or says there is none.
+func renderHover(q *query, res *protocol.Hover) string {
+	if res == nil || strings.TrimSpace(hoverText(res.Contents)) == "" {
+		return fmt.Sprintf("%s has no hover information for %q at %s:%d", q.c.s.cfg.Name, q.a.Symbol, q.c.rel, q.a.Line)
+	}
+	return strings.TrimSpace(hoverText(res.Contents))
+}
+
+// renderCodeActions lists the code actions offered (codeActionsText).
+func renderCodeActions(q *query, res []protocol.CommandOrCodeAction) string {
+	return codeActionsText(res, q.what, q.a.All)
 }
 
 // onLine keeps the diagnostics whose range covers line: the context a
@@ -283,6 +265,15 @@ func changesCode(a *protocol.CodeAction) bool {
 // ("refactor.extract" is a "refactor").
 func isKind(kind *protocol.CodeActionKind, k protocol.CodeActionKind) bool {
 	return kind != nil && (*kind == k || strings.HasPrefix(string(*kind), string(k)+"."))
+}
+
+// diagnostics runs the project checker for file "*", else reports the
+// file's diagnostics.
+func (p *Provider) diagnostics(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
+	if a.File == "*" {
+		return p.checker(ctx, run), false
+	}
+	return p.fileDiagnostics(ctx, run, a)
 }
 
 // fileDiagnostics reports the diagnostics of the file's current content;

@@ -14,6 +14,15 @@ import (
 	"github.com/berth-dev/berth/orchestrator"
 )
 
+// symbols searches the workspace for the query, else lists the file's
+// symbols.
+func (p *Provider) symbols(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
+	if a.Query != "" {
+		return p.workspaceSymbols(ctx, run, a)
+	}
+	return p.documentSymbols(ctx, run, a)
+}
+
 // documentSymbols lists a file's symbols as a tree; crashed says the
 // server exited during the query.
 func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {

@@ -3,6 +3,9 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"strings"
+
+	"go.lsp.dev/protocol"
 
 	"github.com/berth-dev/berth/orchestrator"
 )
@@ -20,8 +23,140 @@ type args struct {
 	All    bool   `json:"all"`
 }
 
-var actions = []string{"diagnostics", "definition", "type_definition", "implementation", "references",
-	"hover", "symbols", "code_actions", "status", "reload"}
+// action is one value of lsp's "action"; actionTable lists them all, and
+// adding an action is adding its row. needs is what it takes beyond
+// "action" (a link of the schema). A position action (ask set) runs at
+// the line and symbol (navigate): refused unless the server offers the
+// capability, asked as method, its answer rendered after. Any other
+// action runs by itself (run).
+type action struct {
+	name  string
+	needs *need
+
+	capability func(*protocol.ServerCapabilities) any
+	method     string
+	list       bool // a workspace-wide list: it waits for the load (loadNote) and rechecks the last list's files
+	ask        asker
+
+	// run answers; crashed says its server exited during the query.
+	run func(p *Provider, ctx context.Context, run *orchestrator.Run, a args) (res *orchestrator.Result, crashed bool)
+}
+
+var actionTable = []action{
+	{name: "diagnostics", needs: needsFile, run: (*Provider).diagnostics},
+	{name: "definition", needs: atPosition, method: protocol.MethodTextDocumentDefinition,
+		capability: func(c *protocol.ServerCapabilities) any { return c.DefinitionProvider },
+		ask: asking(func(ctx context.Context, q *query) (protocol.DefinitionResult, error) {
+			return q.c.s.api.Definition(ctx, &protocol.DefinitionParams{TextDocumentPositionParams: q.c.params()})
+		}, renderDefinitions)},
+	{name: "type_definition", needs: atPosition, method: protocol.MethodTextDocumentTypeDefinition,
+		capability: func(c *protocol.ServerCapabilities) any { return c.TypeDefinitionProvider },
+		ask: asking(func(ctx context.Context, q *query) (protocol.DefinitionResult, error) {
+			return q.c.s.api.TypeDefinition(ctx, &protocol.TypeDefinitionParams{TextDocumentPositionParams: q.c.params()})
+		}, renderDefinitions)},
+	{name: "implementation", needs: atPosition, method: protocol.MethodTextDocumentImplementation, list: true,
+		capability: func(c *protocol.ServerCapabilities) any { return c.ImplementationProvider },
+		ask: asking(func(ctx context.Context, q *query) (protocol.DefinitionResult, error) {
+			return q.c.s.api.Implementation(ctx, &protocol.ImplementationParams{TextDocumentPositionParams: q.c.params()})
+		}, renderDefinitions)},
+	{name: "references", needs: atPosition, method: protocol.MethodTextDocumentReferences, list: true,
+		capability: func(c *protocol.ServerCapabilities) any { return c.ReferencesProvider },
+		ask: asking(func(ctx context.Context, q *query) ([]protocol.Location, error) {
+			return q.c.s.api.References(ctx, &protocol.ReferenceParams{TextDocumentPositionParams: q.c.params(),
+				Context: protocol.ReferenceContext{IncludeDeclaration: true}})
+		}, renderReferences)},
+	{name: "hover", needs: atPosition, method: protocol.MethodTextDocumentHover,
+		capability: func(c *protocol.ServerCapabilities) any { return c.HoverProvider },
+		ask: asking(func(ctx context.Context, q *query) (*protocol.Hover, error) {
+			return q.c.s.api.Hover(ctx, &protocol.HoverParams{TextDocumentPositionParams: q.c.params()})
+		}, renderHover)},
+	{name: "symbols", needs: queryOrFile, run: (*Provider).symbols},
+	{name: "code_actions", needs: atPosition, method: protocol.MethodTextDocumentCodeAction,
+		capability: func(c *protocol.ServerCapabilities) any { return c.CodeActionProvider },
+		ask: asking(func(ctx context.Context, q *query) ([]protocol.CommandOrCodeAction, error) {
+			s := q.c.s
+			return s.api.CodeAction(ctx, &protocol.CodeActionParams{
+				TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(q.c.abs)},
+				Range:        protocol.Range{Start: q.c.pos, End: q.c.end},
+				Context:      protocol.CodeActionContext{Diagnostics: onLine(s.diags.latest(q.c.abs), q.c.pos.Line)},
+			})
+		}, renderCodeActions)},
+	{name: "status", run: once((*Provider).status)},
+	{name: "reload", run: once((*Provider).reload)},
+}
+
+// need is what some actions take beyond "action": a link of the schema's
+// if/then/else chain (orchestrator.Chain), where the model reads it and
+// the registry refuses a call without it. An empty file or query is as
+// good as none: status and reload take one, so only these refuse it.
+type need struct{ then map[string]any }
+
+var (
+	atPosition = &need{map[string]any{
+		"description": `pass "file", the 1-based "line" and "symbol", a substring of that line that names the symbol (a column is never guessed)`,
+		"required":    []string{"file", "line", "symbol"},
+		"properties":  map[string]any{"file": nonEmpty},
+	}}
+	needsFile = &need{map[string]any{
+		"description": `a path, or "*" to run the project checker`,
+		"required":    []string{"file"},
+		"properties":  map[string]any{"file": nonEmpty},
+	}}
+	queryOrFile = &need{map[string]any{
+		"description": `pass "query" to search the workspace, or "file" to list that file's symbols`,
+		"if":          map[string]any{"required": []string{"file"}, "properties": map[string]any{"file": nonEmpty}},
+		"else":        map[string]any{"required": []string{"query"}, "properties": map[string]any{"query": nonEmpty}},
+	}}
+)
+
+// nonEmpty is a string argument an action needs, where "" says nothing.
+var nonEmpty = map[string]any{"minLength": 1}
+
+// actionNames lists the actions in the table's order, the schema's enum.
+func actionNames() []string {
+	names := make([]string, len(actionTable))
+	for i, act := range actionTable {
+		names[i] = act.name
+	}
+	return names
+}
+
+// actionNeeds is the schema's chain: one link per need, naming the
+// actions that share it.
+func actionNeeds() []orchestrator.When {
+	var links []orchestrator.When
+	at := map[*need]int{}
+	for _, act := range actionTable {
+		if act.needs == nil {
+			continue
+		}
+		i, ok := at[act.needs]
+		if !ok {
+			i = len(links)
+			at[act.needs] = i
+			links = append(links, orchestrator.When{Then: act.needs.then})
+		}
+		links[i].Values = append(links[i].Values, act.name)
+	}
+	return links
+}
+
+// actionNamed finds an action's row.
+var actionNamed = func() map[string]*action {
+	m := make(map[string]*action, len(actionTable))
+	for i := range actionTable {
+		m[actionTable[i].name] = &actionTable[i]
+	}
+	return m
+}()
+
+// once adapts an action that never asks a server a query worth asking
+// twice: it reports no crash, so retried runs it once.
+func once(f func(p *Provider, ctx context.Context, run *orchestrator.Run, a args) *orchestrator.Result) func(*Provider, context.Context, *orchestrator.Run, args) (*orchestrator.Result, bool) {
+	return func(p *Provider, ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
+		return f(p, ctx, run, a), false
+	}
+}
 
 // lspSpec is built once: the registry asks for it on every call.
 var lspSpec = orchestrator.Spec{
@@ -41,38 +176,16 @@ Locations come back as path:line:col: source line, paths relative to the workdir
 		"additionalProperties": false,
 		"required":             []string{"action"},
 		"properties": map[string]any{
-			"action": map[string]any{"type": "string", "enum": actions, "description": "what to ask"},
+			"action": map[string]any{"type": "string", "enum": actionNames(), "description": "what to ask"},
 			"file":   map[string]any{"type": "string", "description": "path relative to the workdir; \"*\" with diagnostics runs the project checker"},
 			"line":   map[string]any{"type": "integer", "minimum": 1, "description": "1-based line of the symbol"},
 			"symbol": map[string]any{"type": "string", "minLength": 1, "description": "a substring of that line naming the symbol, occurring once in it"},
 			"query":  map[string]any{"type": "string", "description": "symbols: the name (or part of it) to search the workspace for"},
 			"all":    map[string]any{"type": "boolean", "description": "code_actions: also list the entries that change no code (browse documentation, assembly, ...)"},
 		},
-	}, "action",
-		// What each action needs, where the model reads it; the registry
-		// refuses a call without it. An empty file or query is as good as
-		// none: status and reload take one, so only these links refuse it.
-		orchestrator.When{Values: []string{"definition", "type_definition", "implementation", "references", "hover", "code_actions"}, Then: map[string]any{
-			"description": `pass "file", the 1-based "line" and "symbol", a substring of that line that names the symbol (a column is never guessed)`,
-			"required":    []string{"file", "line", "symbol"},
-			"properties":  map[string]any{"file": nonEmpty},
-		}},
-		orchestrator.When{Values: []string{"diagnostics"}, Then: map[string]any{
-			"description": `a path, or "*" to run the project checker`,
-			"required":    []string{"file"},
-			"properties":  map[string]any{"file": nonEmpty},
-		}},
-		orchestrator.When{Values: []string{"symbols"}, Then: map[string]any{
-			"description": `pass "query" to search the workspace, or "file" to list that file's symbols`,
-			"if":          map[string]any{"required": []string{"file"}, "properties": map[string]any{"file": nonEmpty}},
-			"else":        map[string]any{"required": []string{"query"}, "properties": map[string]any{"query": nonEmpty}},
-		}},
-	),
+	}, "action", actionNeeds()...),
 	ParallelSafe: true,
 }
-
-// nonEmpty is a string argument an action needs, where "" says nothing.
-var nonEmpty = map[string]any{"minLength": 1}
 
 func (t lspTool) Spec() orchestrator.Spec { return lspSpec }
 
@@ -84,22 +197,14 @@ func (t lspTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMe
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return orchestrator.Errorf("invalid arguments: %v", err), nil
 	}
-	p := t.p
-	switch a.Action {
-	case "status":
-		return p.status(ctx, run, a), nil
-	case "reload":
-		return p.reload(ctx, run, a), nil
-	case "symbols":
-		if a.Query != "" {
-			return retried(ctx, func() (*orchestrator.Result, bool) { return p.workspaceSymbols(ctx, run, a) }), nil
-		}
-		return retried(ctx, func() (*orchestrator.Result, bool) { return p.documentSymbols(ctx, run, a) }), nil
-	case "diagnostics":
-		if a.File == "*" {
-			return p.checker(ctx, run), nil
-		}
-		return retried(ctx, func() (*orchestrator.Result, bool) { return p.fileDiagnostics(ctx, run, a) }), nil
+	act, ok := actionNamed[a.Action]
+	if !ok {
+		return orchestrator.Errorf("unknown action %q: use one of %s", a.Action, strings.Join(actionNames(), ", ")), nil
 	}
-	return retried(ctx, func() (*orchestrator.Result, bool) { return p.navigate(ctx, run, a) }), nil
+	return retried(ctx, func() (*orchestrator.Result, bool) {
+		if act.ask != nil {
+			return t.p.navigate(ctx, run, a, act)
+		}
+		return act.run(t.p, ctx, run, a)
+	}), nil
 }
