@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
+	"go.lsp.dev/jsonrpc2"
 
 	"github.com/berth-dev/berth/orchestrator"
 )
@@ -29,7 +30,7 @@ type CallToolFunc func(ctx context.Context, p HarnessCallToolParams) (*orchestra
 // reverse request with no handler set is answered with an error that says
 // so.
 type Client struct {
-	conn *Conn
+	peer *peer
 	wait func() error // after Close: reaps the child process, if any
 
 	mu       sync.Mutex
@@ -43,9 +44,9 @@ type ClientOptions struct {
 	MaxMessageSize int64
 }
 
-func newClient(f Framer) *Client {
+func newClient(f Framer, o ClientOptions) *Client {
 	c := &Client{}
-	c.conn = newConn(f, ConnOptions{Handler: HandlerFunc(func(ctx context.Context, req *Request) (any, error) {
+	c.peer = newPeer(f, func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 		res, err := c.handle(ctx, req)
 		var e *Error
 		if err != nil && !errors.As(err, &e) {
@@ -53,15 +54,15 @@ func newClient(f Framer) *Client {
 			err = &Error{Code: CodeInternalError, Message: err.Error()}
 		}
 		return res, err
-	})})
-	c.conn.start()
+	}, peerOptions{limit: o.MaxMessageSize})
+	c.peer.start()
 	return c
 }
 
 // Dial speaks the protocol over a byte stream with Content-Length framing
 // (a child's stdio joined into one io.ReadWriteCloser, a TCP socket).
 func Dial(rwc io.ReadWriteCloser, o ClientOptions) *Client {
-	return newClient(NewStreamFramer(rwc, rwc, rwc, o.MaxMessageSize))
+	return newClient(NewStreamFramer(rwc, rwc, rwc, o.MaxMessageSize), o)
 }
 
 // DialCommand starts cmd (for example "orchestrator serve --stdio") and
@@ -79,7 +80,7 @@ func DialCommand(cmd *exec.Cmd, o ClientOptions) (*Client, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := newClient(NewStreamFramer(stdout, stdin, stdin, o.MaxMessageSize))
+	c := newClient(NewStreamFramer(stdout, stdin, stdin, o.MaxMessageSize), o)
 	c.wait = cmd.Wait
 	return c, nil
 }
@@ -96,7 +97,7 @@ func DialWebSocket(ctx context.Context, url, token string, o ClientOptions) (*Cl
 		}
 		return nil, fmt.Errorf("dial %s: %w", url, err)
 	}
-	return newClient(NewWebSocketFramer(ws, o.MaxMessageSize)), nil
+	return newClient(NewWebSocketFramer(ws, o.MaxMessageSize), o), nil
 }
 
 // DialUnix connects to a Berth serving on the unix socket at path (no
@@ -112,7 +113,7 @@ func DialUnix(ctx context.Context, path string, o ClientOptions) (*Client, error
 	if err != nil {
 		return nil, fmt.Errorf("dial unix %s: %w", path, err)
 	}
-	return newClient(NewWebSocketFramer(ws, o.MaxMessageSize)), nil
+	return newClient(NewWebSocketFramer(ws, o.MaxMessageSize), o), nil
 }
 
 // OnAsk sets the harness/ask handler.
@@ -132,7 +133,7 @@ func (c *Client) OnCallTool(f CallToolFunc) {
 // Close ends the connection (and waits for the child started by
 // DialCommand).
 func (c *Client) Close() error {
-	err := c.conn.Close()
+	err := c.peer.Close()
 	if c.wait != nil {
 		if werr := c.wait(); werr != nil {
 			var ee *exec.ExitError
@@ -145,24 +146,24 @@ func (c *Client) Close() error {
 }
 
 // Done is closed when the connection has ended.
-func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
+func (c *Client) Done() <-chan struct{} { return c.peer.Done() }
 
 // Call sends any request; for methods the typed helpers do not cover.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	return c.conn.Call(ctx, method, params, result)
+	return c.peer.Call(ctx, method, params, result)
 }
 
 // Initialize introduces the harness.
 func (c *Client) Initialize(ctx context.Context, name, version string) (*InitializeResult, error) {
 	var r InitializeResult
-	err := c.conn.Call(ctx, "initialize", InitializeParams{Client: ClientInfo{Name: name, Version: version}}, &r)
+	err := c.peer.Call(ctx, "initialize", InitializeParams{Client: ClientInfo{Name: name, Version: version}}, &r)
 	return &r, err
 }
 
 // StartRun starts a run.
 func (c *Client) StartRun(ctx context.Context, p StartRunParams) (*StartRunResult, error) {
 	var r StartRunResult
-	if err := c.conn.Call(ctx, "run/start", p, &r); err != nil {
+	if err := c.peer.Call(ctx, "run/start", p, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -170,18 +171,18 @@ func (c *Client) StartRun(ctx context.Context, p StartRunParams) (*StartRunResul
 
 // UpdateRun switches features of a run on or off.
 func (c *Client) UpdateRun(ctx context.Context, runID string, features map[string]bool) error {
-	return c.conn.Call(ctx, "run/update", UpdateRunParams{RunID: runID, Features: features}, nil)
+	return c.peer.Call(ctx, "run/update", UpdateRunParams{RunID: runID, Features: features}, nil)
 }
 
 // StopRun ends a run.
 func (c *Client) StopRun(ctx context.Context, runID string) error {
-	return c.conn.Call(ctx, "run/stop", RunParams{RunID: runID}, nil)
+	return c.peer.Call(ctx, "run/stop", RunParams{RunID: runID}, nil)
 }
 
 // ListTools lists the tools the surface sees for the run.
 func (c *Client) ListTools(ctx context.Context, runID string, surface orchestrator.Surface) ([]ToolInfo, error) {
 	var r ListToolsResult
-	if err := c.conn.Call(ctx, "tools/list", ListToolsParams{RunID: runID, Surface: string(surface)}, &r); err != nil {
+	if err := c.peer.Call(ctx, "tools/list", ListToolsParams{RunID: runID, Surface: string(surface)}, &r); err != nil {
 		return nil, err
 	}
 	return r.Tools, nil
@@ -199,7 +200,7 @@ func (c *Client) CallTool(ctx context.Context, runID string, surface orchestrato
 		raw = b
 	}
 	var r orchestrator.Result
-	if err := c.conn.Call(ctx, "tools/call", CallToolParams{RunID: runID, Surface: string(surface), Name: name, Arguments: raw}, &r); err != nil {
+	if err := c.peer.Call(ctx, "tools/call", CallToolParams{RunID: runID, Surface: string(surface), Name: name, Arguments: raw}, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -207,31 +208,31 @@ func (c *Client) CallTool(ctx context.Context, runID string, surface orchestrato
 
 // WillWrite tells Berth the harness is about to write paths.
 func (c *Client) WillWrite(ctx context.Context, runID string, paths []string) error {
-	return c.conn.Call(ctx, "files/willWrite", WriteParams{RunID: runID, Paths: paths}, nil)
+	return c.peer.Call(ctx, "files/willWrite", WriteParams{RunID: runID, Paths: paths}, nil)
 }
 
 // DidWrite tells Berth the harness wrote paths and returns the new
 // diagnostics.
 func (c *Client) DidWrite(ctx context.Context, runID string, paths []string) (*orchestrator.WriteReport, error) {
 	var r orchestrator.WriteReport
-	if err := c.conn.Call(ctx, "files/didWrite", WriteParams{RunID: runID, Paths: paths}, &r); err != nil {
+	if err := c.peer.Call(ctx, "files/didWrite", WriteParams{RunID: runID, Paths: paths}, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
 
 // handle answers Berth's reverse requests.
-func (c *Client) handle(ctx context.Context, req *Request) (any, error) {
+func (c *Client) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	c.mu.Lock()
 	ask, callTool := c.ask, c.callTool
 	c.mu.Unlock()
-	switch req.Method {
+	switch req.Method() {
 	case "harness/ask":
 		if ask == nil {
 			return nil, Errorf(CodeMethodNotFound, "this harness has no question handler: no human can answer")
 		}
 		var p AskParams
-		if err := json.Unmarshal(req.Params, &p); err != nil {
+		if err := json.Unmarshal(req.Params(), &p); err != nil {
 			return nil, Errorf(CodeInvalidParams, "invalid params for harness/ask: %v", err)
 		}
 		return ask(ctx, p)
@@ -240,10 +241,10 @@ func (c *Client) handle(ctx context.Context, req *Request) (any, error) {
 			return nil, Errorf(CodeMethodNotFound, "this harness does not take tool() calls")
 		}
 		var p HarnessCallToolParams
-		if err := json.Unmarshal(req.Params, &p); err != nil {
+		if err := json.Unmarshal(req.Params(), &p); err != nil {
 			return nil, Errorf(CodeInvalidParams, "invalid params for harness/callTool: %v", err)
 		}
 		return callTool(ctx, p)
 	}
-	return nil, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
+	return nil, Errorf(CodeMethodNotFound, "method not found: %s", req.Method())
 }

@@ -1,10 +1,17 @@
 // Package rpc is Berth's harness protocol: JSON-RPC 2.0 in both directions
 // over stdio (Content-Length framing, as LSP), WebSocket (one message per
 // text frame, bearer token) and a unix socket (WebSocket without a token,
-// guarded by the socket's file mode). It holds the connection layer
-// (wire.go, frame.go, conn.go), the server that maps the protocol's methods
-// onto the core (server.go, session.go, params.go), the HTTP transport
-// (http.go) and the Go client a harness imports (client.go).
+// guarded by the socket's file mode).
+//
+// The protocol itself is go.lsp.dev/jsonrpc2's Conn. What stays here is
+// Berth's own: the thin stream in front of the library (the framers of
+// frame.go and stream.go, and wire.go, which answers every malformed or
+// invalid message itself and passes the library only messages it
+// decodes), what Berth promises beyond the library's dispatch (peer.go:
+// cancellation, the reply size cap, panics answered), the session that
+// maps the protocol's methods onto the core (server.go, session.go,
+// params.go), the HTTP transport (http.go) and the Go client a harness
+// imports (client.go).
 //
 // It must never know about a tool family: tools are reached only through
 // orchestrator.Registry, and the harness is offered to tools only as the

@@ -12,10 +12,11 @@ import (
 // DefaultMaxMessageSize bounds one message when the caller names no limit.
 const DefaultMaxMessageSize = 16 << 20
 
-// Framer reads and writes whole messages. Read returns a *FrameError for a
-// message that was skipped but left the stream in step (too large, bad
-// header): the connection answers it and reads on. Any other error ends
-// the connection.
+// Framer reads and writes whole messages on one transport: the part of
+// Berth's wire that knows bytes, never JSON-RPC. Read returns a
+// *FrameError for a message that was skipped but left the stream in step
+// (too large, bad header): the wire answers it and reads on. Any other
+// error ends the connection.
 type Framer interface {
 	Read(ctx context.Context) ([]byte, error)
 	Write(ctx context.Context, msg []byte) error
@@ -41,22 +42,14 @@ func tooLarge(n, limit int64) *FrameError {
 // runs into the next one, whose header may then be inside the body.
 type rereader interface{ reread(body []byte) }
 
-// limited is a framer whose peer, holding the same limit, skips larger
-// messages; the connection checks its results against it.
-type limited interface{ maxSize() int64 }
-
-func (f *streamFramer) maxSize() int64 { return f.limit }
-func (f *wsFramer) maxSize() int64     { return f.limit }
-
 // streamFramer is LSP's framing: "Content-Length: N\r\n" (other headers
 // ignored), a blank line, then N bytes of JSON. Its reading is the
 // streamReader's.
 type streamFramer struct {
-	r     *streamReader
-	w     io.Writer
-	c     io.Closer
-	limit int64
-	wmu   sync.Mutex
+	r   *streamReader
+	w   io.Writer
+	c   io.Closer
+	wmu sync.Mutex
 }
 
 // NewStreamFramer frames messages on a byte stream with Content-Length
@@ -66,7 +59,7 @@ func NewStreamFramer(r io.Reader, w io.Writer, closer io.Closer, limit int64) Fr
 	if limit <= 0 {
 		limit = DefaultMaxMessageSize
 	}
-	return &streamFramer{r: newStreamReader(r, limit), w: w, c: closer, limit: limit}
+	return &streamFramer{r: newStreamReader(r, limit), w: w, c: closer}
 }
 
 // Read returns the next message. A message with a bad header is answered

@@ -30,7 +30,7 @@ const goodEcho = `{"jsonrpc":"2.0","id":"good","method":"echo","params":{"a":1}}
 
 // pipeConn serves echoHandler on a stream whose input the test writes as
 // raw bytes; out reads the replies.
-func pipeConn(t *testing.T, limit int64) (in io.WriteCloser, out Framer, c *Conn) {
+func pipeConn(t *testing.T, limit int64) (in io.WriteCloser, out Framer, c *peer) {
 	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -40,7 +40,8 @@ func pipeConn(t *testing.T, limit int64) (in io.WriteCloser, out Framer, c *Conn
 	if err != nil {
 		t.Fatal(err)
 	}
-	c = NewConn(NewStreamFramer(inR, outW, closers{inR, outW}, limit), ConnOptions{Handler: echoHandler})
+	c = newPeer(NewStreamFramer(inR, outW, closers{inR, outW}, limit), echoHandler, peerOptions{limit: limit})
+	c.start()
 	out = NewStreamFramer(outR, io.Discard, outR, 0)
 	t.Cleanup(func() {
 		_ = inW.Close()

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/berth-dev/berth/enclosure"
-	"github.com/berth-dev/berth/internal/jsonscan"
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -108,54 +107,6 @@ type CallToolParams struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
-// encode writes the params as json.Marshal does, but the arguments as
-// they came (json.Marshal compacts them and escapes <, > and &: the same
-// value), without reflection: every tool call sends them.
-func (p CallToolParams) encode() (json.RawMessage, error) {
-	if len(p.Arguments) > 0 && !json.Valid(p.Arguments) {
-		return nil, errors.New("the arguments are not valid JSON: pass the tool's arguments as one JSON object")
-	}
-	b := make([]byte, 0, len(p.RunID)+len(p.Surface)+len(p.Name)+len(p.Arguments)+64)
-	b = append(b, `{"runId":`...)
-	b = appendString(b, p.RunID)
-	if p.Surface != "" {
-		b = append(b, `,"surface":`...)
-		b = appendString(b, p.Surface)
-	}
-	b = append(b, `,"name":`...)
-	b = appendString(b, p.Name)
-	if len(p.Arguments) > 0 {
-		b = append(b, `,"arguments":`...)
-		b = append(b, p.Arguments...)
-	}
-	return append(b, '}'), nil
-}
-
-// read reads the params as decodeParams does when they are plain: each
-// known field once, strings where strings go, runId and name not empty.
-// Anything else says !ok, and decodeParams decides and words the error.
-func (p *CallToolParams) read(raw []byte) bool {
-	s := jsonscan.New(raw)
-	ok := s.Object(func(key string) bool {
-		var ok bool
-		switch key {
-		case "runId":
-			p.RunID, ok = s.String()
-		case "surface":
-			p.Surface, ok = s.String()
-		case "name":
-			p.Name, ok = s.String()
-		case "arguments":
-			var args []byte
-			if args, ok = s.Raw(); ok {
-				p.Arguments = bytes.Clone(args)
-			}
-		}
-		return ok
-	})
-	return ok && s.End() && p.RunID != "" && p.Name != ""
-}
-
 // WriteParams are files/willWrite's and files/didWrite's parameters:
 // paths relative to the run's working directory, or absolute inside it.
 type WriteParams struct {
@@ -182,7 +133,7 @@ type HarnessCallToolParams struct {
 // refusing unknown fields and values of the wrong type, and checking that
 // each required field is present and not empty. Every error is an
 // invalid-params *Error that names the field.
-func decodeParams(method string, raw json.RawMessage, v any, required ...string) error {
+func decodeParams(method string, raw []byte, v any, required ...string) error {
 	bad := func(format string, a ...any) error {
 		return Errorf(CodeInvalidParams, "invalid params for %s: %s", method, fmt.Sprintf(format, a...))
 	}

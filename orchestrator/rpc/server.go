@@ -32,7 +32,7 @@ type Server struct {
 	Log            *slog.Logger
 
 	mu     sync.Mutex
-	conns  map[*Conn]bool
+	conns  map[*peer]bool
 	timers map[*time.Timer]bool
 	closed bool
 }
@@ -46,10 +46,10 @@ func (s *Server) ServeConn(f Framer, transport string) { _ = s.serveConn(f, tran
 // nil for the end of its stream or Close.
 func (s *Server) serveConn(f Framer, transport string) error {
 	sess := &session{srv: s}
-	conn := newConn(f, ConnOptions{Handler: sess, Log: s.log(), OnReject: func(reason string) {
+	p := newPeer(f, sess.handle, peerOptions{limit: s.MaxMessageSize, log: s.log(), onReject: func(reason string) {
 		s.Metrics.RPCMessagesRejected.WithLabelValues(reason).Inc()
 	}})
-	sess.conn = conn
+	sess.peer = p
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -57,17 +57,17 @@ func (s *Server) serveConn(f Framer, transport string) error {
 		return nil
 	}
 	if s.conns == nil {
-		s.conns = map[*Conn]bool{}
+		s.conns = map[*peer]bool{}
 	}
-	s.conns[conn] = true
+	s.conns[p] = true
 	s.mu.Unlock()
 
 	gauge := s.Metrics.RPCConnectionsActive.WithLabelValues(transport)
 	gauge.Inc()
-	conn.start()
-	<-conn.Done()
+	p.start()
+	<-p.Done()
 	gauge.Dec()
-	err := conn.Err()
+	err := p.Err()
 	switch {
 	case errors.Is(err, ErrStreamLost):
 		s.log().Error("rpc: closing the connection: its stream is out of step and cannot be recovered", "transport", transport, "err", err)
@@ -75,7 +75,7 @@ func (s *Server) serveConn(f Framer, transport string) error {
 		s.log().Debug("rpc: connection ended", "transport", transport, "err", err)
 	}
 	s.mu.Lock()
-	delete(s.conns, conn)
+	delete(s.conns, p)
 	s.mu.Unlock()
 	s.release(sess)
 	return err
@@ -111,7 +111,7 @@ func (s *Server) release(sess *session) {
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
-	conns := make([]*Conn, 0, len(s.conns))
+	conns := make([]*peer, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
 	}

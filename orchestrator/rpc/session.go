@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"go.lsp.dev/jsonrpc2"
+
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 )
@@ -15,12 +17,12 @@ import (
 // runs the connection starts, so no other connection can reach them.
 type session struct {
 	srv  *Server
-	conn *Conn
+	peer *peer
 }
 
-// Handle dispatches one request of the harness.
-func (s *session) Handle(ctx context.Context, req *Request) (any, error) {
-	switch req.Method {
+// handle dispatches one request of the harness.
+func (s *session) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+	switch req.Method() {
 	case "initialize":
 		return s.initialize(req)
 	case "run/start":
@@ -38,16 +40,16 @@ func (s *session) Handle(ctx context.Context, req *Request) (any, error) {
 	case "files/didWrite":
 		return s.didWrite(ctx, req)
 	}
-	if req.Notification && strings.HasPrefix(req.Method, "$/") {
+	if !req.IsCall() && strings.HasPrefix(req.Method(), "$/") {
 		// Optional notifications may be ignored (as in LSP).
 		return nil, nil
 	}
-	return nil, Errorf(CodeMethodNotFound, "method not found: %q; Berth serves initialize, run/start, run/update, run/stop, tools/list, tools/call, files/willWrite, files/didWrite and $/cancelRequest", req.Method)
+	return nil, Errorf(CodeMethodNotFound, "method not found: %q; Berth serves initialize, run/start, run/update, run/stop, tools/list, tools/call, files/willWrite, files/didWrite and $/cancelRequest", req.Method())
 }
 
-func (s *session) initialize(req *Request) (any, error) {
+func (s *session) initialize(req *jsonrpc2.Request) (any, error) {
 	var p InitializeParams
-	if err := decodeParams(req.Method, req.Params, &p); err != nil {
+	if err := decodeParams(req.Method(), req.Params(), &p); err != nil {
 		return nil, err
 	}
 	f := s.srv.Registry.Features()
@@ -57,16 +59,16 @@ func (s *session) initialize(req *Request) (any, error) {
 	return InitializeResult{Server: ClientInfo{Name: "berth", Version: s.srv.Version}, ProtocolVersion: ProtocolVersion, Features: f}, nil
 }
 
-func (s *session) startRun(ctx context.Context, req *Request) (any, error) {
+func (s *session) startRun(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	var p StartRunParams
-	if err := decodeParams(req.Method, req.Params, &p, "workdir"); err != nil {
+	if err := decodeParams(req.Method(), req.Params(), &p, "workdir"); err != nil {
 		return nil, err
 	}
 	id := p.RunID
 	if id == "" {
 		id = orchestrator.NewRunID()
 	}
-	h := &runHarness{conn: s.conn, runID: id}
+	h := &runHarness{peer: s.peer, runID: id}
 	var spec enclosure.Spec
 	if p.Enclosure != nil {
 		spec = enclosure.Spec(*p.Enclosure)
@@ -85,9 +87,9 @@ func (s *session) startRun(ctx context.Context, req *Request) (any, error) {
 	}, nil
 }
 
-func (s *session) updateRun(req *Request) (any, error) {
+func (s *session) updateRun(req *jsonrpc2.Request) (any, error) {
 	var p UpdateRunParams
-	if err := decodeParams(req.Method, req.Params, &p, "runId", "features"); err != nil {
+	if err := decodeParams(req.Method(), req.Params(), &p, "runId", "features"); err != nil {
 		return nil, err
 	}
 	if err := orchestrator.CheckFeatures(p.Features); err != nil {
@@ -101,9 +103,9 @@ func (s *session) updateRun(req *Request) (any, error) {
 	return struct{}{}, nil
 }
 
-func (s *session) stopRun(req *Request) (any, error) {
+func (s *session) stopRun(req *jsonrpc2.Request) (any, error) {
 	var p RunParams
-	if err := decodeParams(req.Method, req.Params, &p, "runId"); err != nil {
+	if err := decodeParams(req.Method(), req.Params(), &p, "runId"); err != nil {
 		return nil, err
 	}
 	if err := s.srv.Runs.Stop(p.RunID, s); err != nil {
@@ -112,12 +114,12 @@ func (s *session) stopRun(req *Request) (any, error) {
 	return struct{}{}, nil
 }
 
-func (s *session) listTools(req *Request) (any, error) {
+func (s *session) listTools(req *jsonrpc2.Request) (any, error) {
 	var p ListToolsParams
-	if err := decodeParams(req.Method, req.Params, &p, "runId"); err != nil {
+	if err := decodeParams(req.Method(), req.Params(), &p, "runId"); err != nil {
 		return nil, err
 	}
-	run, surface, err := s.runOn(req.Method, p.RunID, p.Surface)
+	run, surface, err := s.runOn(req.Method(), p.RunID, p.Surface)
 	if err != nil {
 		return nil, err
 	}
@@ -128,15 +130,12 @@ func (s *session) listTools(req *Request) (any, error) {
 	return out, nil
 }
 
-func (s *session) callTool(ctx context.Context, req *Request) (any, error) {
+func (s *session) callTool(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	var p CallToolParams
-	if !p.read(req.Params) {
-		p = CallToolParams{}
-		if err := decodeParams(req.Method, req.Params, &p, "runId", "name"); err != nil {
-			return nil, err
-		}
+	if err := decodeParams(req.Method(), req.Params(), &p, "runId", "name"); err != nil {
+		return nil, err
 	}
-	run, surface, err := s.runOn(req.Method, p.RunID, p.Surface)
+	run, surface, err := s.runOn(req.Method(), p.RunID, p.Surface)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +165,7 @@ func (s *session) runOn(method, runID, surface string) (*orchestrator.Run, orche
 	return run, sf, nil
 }
 
-func (s *session) willWrite(ctx context.Context, req *Request) (any, error) {
+func (s *session) willWrite(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	w, err := s.writeTarget(req)
 	if err != nil {
 		return nil, err
@@ -179,7 +178,7 @@ func (s *session) willWrite(ctx context.Context, req *Request) (any, error) {
 	return struct{}{}, nil
 }
 
-func (s *session) didWrite(ctx context.Context, req *Request) (any, error) {
+func (s *session) didWrite(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	w, err := s.writeTarget(req)
 	if err != nil {
 		return nil, err
@@ -212,14 +211,14 @@ type writeTarget struct {
 // writeTarget checks a files/* request and finds who hears it: the
 // registry's write observer when the run's lsp feature is on, or nobody,
 // with the reason diagnostics are unknown.
-func (s *session) writeTarget(req *Request) (*writeTarget, error) {
+func (s *session) writeTarget(req *jsonrpc2.Request) (*writeTarget, error) {
 	var p WriteParams
-	if err := decodeParams(req.Method, req.Params, &p, "runId", "paths"); err != nil {
+	if err := decodeParams(req.Method(), req.Params(), &p, "runId", "paths"); err != nil {
 		return nil, err
 	}
 	for i, path := range p.Paths {
 		if path == "" {
-			return nil, Errorf(CodeInvalidParams, "invalid params for %s: field \"paths\": entry %d is empty; give paths relative to the working directory", req.Method, i)
+			return nil, Errorf(CodeInvalidParams, "invalid params for %s: field \"paths\": entry %d is empty; give paths relative to the working directory", req.Method(), i)
 		}
 	}
 	run, err := s.srv.Runs.Get(p.RunID, s)
@@ -240,7 +239,7 @@ func (s *session) writeTarget(req *Request) (*writeTarget, error) {
 // runHarness is the orchestrator.Harness of one run: reverse requests on
 // the connection that started it.
 type runHarness struct {
-	conn  *Conn
+	peer  *peer
 	runID string
 }
 
@@ -252,7 +251,7 @@ func (h *runHarness) CallTool(ctx context.Context, call orchestrator.ToolCall) (
 		args = json.RawMessage("{}")
 	}
 	var res orchestrator.Result
-	err := h.conn.Call(ctx, "harness/callTool", HarnessCallToolParams{RunID: h.runID, Name: call.Name, Arguments: args, Origin: call.Origin}, &res)
+	err := h.peer.Call(ctx, "harness/callTool", HarnessCallToolParams{RunID: h.runID, Name: call.Name, Arguments: args, Origin: call.Origin}, &res)
 	if err != nil {
 		return nil, harnessError("harness/callTool", err)
 	}
@@ -261,7 +260,7 @@ func (h *runHarness) CallTool(ctx context.Context, call orchestrator.ToolCall) (
 
 func (h *runHarness) Ask(ctx context.Context, q orchestrator.Question) (*orchestrator.Answer, error) {
 	var a orchestrator.Answer
-	err := h.conn.Call(ctx, "harness/ask", AskParams{RunID: h.runID, Card: q, TimeoutSeconds: q.Timeout.Seconds()}, &a)
+	err := h.peer.Call(ctx, "harness/ask", AskParams{RunID: h.runID, Card: q, TimeoutSeconds: q.Timeout.Seconds()}, &a)
 	if err != nil {
 		return nil, harnessError("harness/ask", err)
 	}

@@ -7,10 +7,10 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.lsp.dev/jsonrpc2"
 	"go.uber.org/goleak"
 )
 
@@ -59,11 +59,13 @@ func errMessage(m map[string]any) string {
 	return e["message"].(string)
 }
 
-// newRawPair starts a Conn with h and returns the raw peer on the other end.
-func newRawPair(t *testing.T, h Handler, limit int64) (*Conn, *rawPeer) {
+// newRawPair starts a peer with h and returns the raw peer on the other
+// end.
+func newRawPair(t *testing.T, h handlerFunc, limit int64) (*peer, *rawPeer) {
 	t.Helper()
 	a, b := net.Pipe()
-	c := NewConn(NewStreamFramer(a, a, a, limit), ConnOptions{Handler: h})
+	c := newPeer(NewStreamFramer(a, a, a, limit), h, peerOptions{limit: limit})
+	c.start()
 	p := &rawPeer{t: t, f: NewStreamFramer(b, b, b, 0)}
 	t.Cleanup(func() {
 		_ = p.f.Close()
@@ -74,18 +76,18 @@ func newRawPair(t *testing.T, h Handler, limit int64) (*Conn, *rawPeer) {
 
 // echoHandler answers "echo" with its params, "block" when its ctx ends,
 // "panic" by panicking.
-var echoHandler = HandlerFunc(func(ctx context.Context, r *Request) (any, error) {
-	switch r.Method {
+var echoHandler handlerFunc = func(ctx context.Context, r *jsonrpc2.Request) (any, error) {
+	switch r.Method() {
 	case "echo":
-		return r.Params, nil
+		return json.RawMessage(r.Params()), nil
 	case "block":
 		<-ctx.Done()
 		return nil, ctx.Err()
 	case "panic":
 		panic("boom")
 	}
-	return nil, Errorf(CodeMethodNotFound, "method not found: %s", r.Method)
-})
+	return nil, Errorf(CodeMethodNotFound, "method not found: %s", r.Method())
+}
 
 func TestBadMessagesGetErrorsAndTheConnectionStaysUsable(t *testing.T) {
 	_, p := newRawPair(t, echoHandler, 64)
@@ -136,12 +138,14 @@ func TestDuplicateIDInFlightIsRefused(t *testing.T) {
 	}
 }
 
-// connPair joins two Conns.
-func connPair(t *testing.T, ha, hb Handler) (*Conn, *Conn) {
+// peerPair joins two peers.
+func peerPair(t *testing.T, ha, hb handlerFunc) (*peer, *peer) {
 	t.Helper()
 	a, b := net.Pipe()
-	ca := NewConn(NewStreamFramer(a, a, a, 0), ConnOptions{Handler: ha})
-	cb := NewConn(NewStreamFramer(b, b, b, 0), ConnOptions{Handler: hb})
+	ca := newPeer(NewStreamFramer(a, a, a, 0), ha, peerOptions{})
+	cb := newPeer(NewStreamFramer(b, b, b, 0), hb, peerOptions{})
+	ca.start()
+	cb.start()
 	t.Cleanup(func() {
 		_ = ca.Close()
 		_ = cb.Close()
@@ -152,7 +156,7 @@ func connPair(t *testing.T, ha, hb Handler) (*Conn, *Conn) {
 func TestCancellingACallTellsThePeer(t *testing.T) {
 	cancelled := make(chan struct{})
 	started := make(chan struct{})
-	ca, _ := connPair(t, nil, HandlerFunc(func(ctx context.Context, r *Request) (any, error) {
+	ca, _ := peerPair(t, nil, handlerFunc(func(ctx context.Context, r *jsonrpc2.Request) (any, error) {
 		close(started)
 		<-ctx.Done()
 		close(cancelled)
@@ -174,8 +178,8 @@ func TestCancellingACallTellsThePeer(t *testing.T) {
 }
 
 func TestCallReturnsThePeersErrorAndResult(t *testing.T) {
-	ca, _ := connPair(t, nil, HandlerFunc(func(ctx context.Context, r *Request) (any, error) {
-		if r.Method == "fail" {
+	ca, _ := peerPair(t, nil, handlerFunc(func(ctx context.Context, r *jsonrpc2.Request) (any, error) {
+		if r.Method() == "fail" {
 			return nil, Errorf(-1, "no human is connected")
 		}
 		return map[string]int{"n": 2}, nil
@@ -193,7 +197,7 @@ func TestCallReturnsThePeersErrorAndResult(t *testing.T) {
 
 func TestCallsFailWhenThePeerGoesAway(t *testing.T) {
 	started := make(chan struct{})
-	ca, cb := connPair(t, nil, HandlerFunc(func(ctx context.Context, r *Request) (any, error) {
+	ca, cb := peerPair(t, nil, handlerFunc(func(ctx context.Context, r *jsonrpc2.Request) (any, error) {
 		close(started)
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -220,8 +224,8 @@ func TestNilParamsAreLeftOut(t *testing.T) {
 // forever): the request gets an error naming the limit instead, and the
 // connection stays usable.
 func TestResultOverTheLimitIsAnError(t *testing.T) {
-	big := HandlerFunc(func(ctx context.Context, r *Request) (any, error) {
-		if r.Method == "big" {
+	big := handlerFunc(func(ctx context.Context, r *jsonrpc2.Request) (any, error) {
+		if r.Method() == "big" {
 			return strings.Repeat("x", 200), nil
 		}
 		return echoHandler(ctx, r)
@@ -237,10 +241,8 @@ func TestResultOverTheLimitIsAnError(t *testing.T) {
 	}
 }
 
-// A response in resultBytes' shape is routed without parsing its result
-// first; one that only starts like it, or has a string id, is read the
-// thorough way; a result that is not JSON is an error even when the
-// caller wants no result.
+// A response reaches its Call in any shape JSON allows; a result that
+// does not fit the caller's type is the Call's error.
 func TestResponsesInEveryShapeReachTheirCall(t *testing.T) {
 	cases := []struct {
 		name, body string // %d is the request's id
@@ -252,11 +254,12 @@ func TestResponsesInEveryShapeReachTheirCall(t *testing.T) {
 		{name: "a member after the result", body: `{"jsonrpc":"2.0","id":%d,"result":{"v":"late"},"extra":1}`, want: "late"},
 		{name: "spaces", body: `{ "jsonrpc": "2.0", "id": %d, "result": {"v": "spaced"} }`, want: "spaced"},
 		{name: "an error", body: `{"jsonrpc":"2.0","id":%d,"error":{"code":-32601,"message":"nope"}}`, wantErr: "nope"},
-		{name: "broken result", body: `{"jsonrpc":"2.0","id":%d,"result":{"v":}`, wantErr: "not valid JSON", nilResult: true},
+		{name: "a result of another type", body: `{"jsonrpc":"2.0","id":%d,"result":{"v":7}}`, wantErr: "unmarshaling result"},
+		{name: "no result wanted", body: `{"jsonrpc":"2.0","id":%d,"result":[1]}`, nilResult: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, p := newRawPair(t, nil, 0)
+			c, p := newRawPair(t, echoHandler, 0)
 			type out struct {
 				V string `json:"v"`
 			}
@@ -297,47 +300,31 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-// Requests run at once, whether on kept workers or new ones: ten that
-// each wait for all ten to start all finish, twice over (the second
-// round reuses the first round's idle workers).
-func TestRequestsRunConcurrentlyOnKeptWorkers(t *testing.T) {
+// Requests run at once: ten that each wait for all ten to start all
+// finish.
+func TestRequestsRunConcurrently(t *testing.T) {
 	const n = 10
-	type round struct {
-		started sync.WaitGroup
-		all     chan struct{}
-	}
-	var current atomic.Pointer[round]
-	h := HandlerFunc(func(ctx context.Context, r *Request) (any, error) {
-		rd := current.Load()
-		rd.started.Done()
+	var started sync.WaitGroup
+	started.Add(n)
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	server, client := peerPair(t, func(ctx context.Context, r *jsonrpc2.Request) (any, error) {
+		started.Done()
 		select {
-		case <-rd.all:
+		case <-all:
 			return "ok", nil
-		case <-time.After(5 * time.Second):
+		case <-ctx.Done():
 			return nil, errors.New("the other requests never started")
 		}
-	})
-	a, b := net.Pipe()
-	server := NewConn(NewStreamFramer(a, a, a, 0), ConnOptions{Handler: h})
-	client := NewConn(NewStreamFramer(b, b, b, 0), ConnOptions{})
-	defer server.Close()
-	defer client.Close()
-	for i := range 2 {
-		rd := &round{all: make(chan struct{})}
-		rd.started.Add(n)
-		current.Store(rd)
-		go func() { rd.started.Wait(); close(rd.all) }()
-		errs := make(chan error, n)
-		for range n {
-			go func() { errs <- client.Call(context.Background(), "wait", nil, nil) }()
-		}
-		for range n {
-			if err := <-errs; err != nil {
-				t.Fatalf("round %d: %v", i, err)
-			}
-		}
-		if idle := server.idle.Load(); idle > maxIdleWorkers {
-			t.Errorf("round %d: %d idle workers kept, the cap is %d", i, idle, maxIdleWorkers)
+	}, nil)
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- client.Call(context.Background(), "wait", nil, nil) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
+	_ = server
 }
