@@ -295,7 +295,7 @@ func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a
 	}
 	if !ok {
 		return orchestrator.Errorf("%s gave no diagnostics for %s within %s (it may still be loading): the state is unknown, not clean; call again, or run diagnostics \"*\"",
-			s.cfg.Name, rel, s.conf.DiagnosticsTimeout.D()), false
+			s.cfg.Name, rel, s.conf.DiagnosticsTimeout), false
 	}
 	all := s.convert(abs, items, doc.text)
 	ds := problems(all)

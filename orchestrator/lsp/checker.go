@@ -75,7 +75,7 @@ func (p *Provider) runChecker(ctx context.Context, run *orchestrator.Run, sc Ser
 		head += fmt.Sprintf(" (its output passed %d MiB, and only that much of it was read: run it yourself for all of it)", checkerOutputBytes>>20)
 	}
 	if r.stopped {
-		head = fmt.Sprintf("%s was stopped after %s: %d problem(s) before that", r.cmdline, p.conf.CheckerTimeout.D(), len(found))
+		head = fmt.Sprintf("%s was stopped after %s: %d problem(s) before that", r.cmdline, p.conf.CheckerTimeout, len(found))
 	}
 	if len(found) > maxFileDiagnostics {
 		head += fmt.Sprintf(", showing %d", maxFileDiagnostics)
@@ -122,7 +122,7 @@ func (c checkProblem) String() string {
 // runCheck runs one project checker of sc in root (relative to the
 // workdir) in the run's enclosure, within CheckerTimeout.
 func (p *Provider) runCheck(ctx context.Context, run *orchestrator.Run, sc ServerConfig, root string) checkRun {
-	ctx, cancel := context.WithTimeout(ctx, p.conf.CheckerTimeout.D())
+	ctx, cancel := context.WithTimeout(ctx, p.conf.CheckerTimeout)
 	defer cancel()
 	r := checkRun{cmdline: strings.Join(sc.Checker, " ")}
 	if root != "." {

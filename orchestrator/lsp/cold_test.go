@@ -128,7 +128,7 @@ func TestIssue11Item9ReadinessSignals(t *testing.T) {
 		t.Run(c.server, func(t *testing.T) {
 			t.Parallel()
 			conf := DefaultConfig()
-			conf.LoadTimeout = Duration(time.Minute) // a missing signal fails the test in a minute, not two
+			conf.LoadTimeout = time.Minute // a missing signal fails the test in a minute, not two
 			f := newFixture(t, c.project, conf, c.hide...)
 			f.ok(t, map[string]any{"action": "symbols", "file": c.file})
 			var s *server

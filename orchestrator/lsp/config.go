@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Config is the lsp section of berth.yaml. Every field has a default
@@ -18,36 +16,36 @@ type Config struct {
 	Servers []ServerConfig `yaml:"servers"`
 	// StartTimeout bounds a server's start up to its answer to initialize.
 	// Cold servers on a busy machine are slow: keep it generous.
-	StartTimeout Duration `yaml:"start_timeout"`
+	StartTimeout time.Duration `yaml:"start_timeout"`
 	// LoadTimeout bounds the wait for a server to have loaded the project
 	// (its entry's Ready signal) before a workspace-wide query
 	// (references, implementation, workspace symbols) is answered anyway,
 	// marked as possibly incomplete; a rename is refused instead.
-	LoadTimeout Duration `yaml:"load_timeout"`
+	LoadTimeout time.Duration `yaml:"load_timeout"`
 	// ProgressGrace is how long after initialization a server whose entry
 	// waits for any progress ("progress") and that has reported none is
 	// taken as loaded.
-	ProgressGrace Duration `yaml:"progress_grace"`
+	ProgressGrace time.Duration `yaml:"progress_grace"`
 	// RequestTimeout bounds one request to a server.
-	RequestTimeout Duration `yaml:"request_timeout"`
+	RequestTimeout time.Duration `yaml:"request_timeout"`
 	// DiagnosticsTimeout bounds the wait for the diagnostics of a synced
 	// version of a file; past it the state is "unknown".
-	DiagnosticsTimeout Duration `yaml:"diagnostics_timeout"`
+	DiagnosticsTimeout time.Duration `yaml:"diagnostics_timeout"`
 	// Debounce is how long to keep listening for follow-up diagnostics
 	// after the first answer for a synced version (gopls publishes type
 	// errors first and analyses later).
-	Debounce Duration `yaml:"debounce"`
+	Debounce time.Duration `yaml:"debounce"`
 	// WillWriteTimeout bounds files/willWrite, which delays the harness's
 	// write.
-	WillWriteTimeout Duration `yaml:"will_write_timeout"`
+	WillWriteTimeout time.Duration `yaml:"will_write_timeout"`
 	// CheckerTimeout bounds a project checker (diagnostics "*").
-	CheckerTimeout Duration `yaml:"checker_timeout"`
+	CheckerTimeout time.Duration `yaml:"checker_timeout"`
 	// MaxRestarts is how many times a crashed server is restarted in a row
 	// before calls fail until reload.
 	MaxRestarts int `yaml:"max_restarts"`
 	// RestartBackoff is the wait before the first restart; it doubles with
 	// each further crash in a row.
-	RestartBackoff Duration `yaml:"restart_backoff"`
+	RestartBackoff time.Duration `yaml:"restart_backoff"`
 	// StderrBytes is how much of each server's stderr is kept for status.
 	StderrBytes int `yaml:"stderr_bytes"`
 	// MaxPerFile and MaxTotal cap the diagnostics a report lists.
@@ -98,16 +96,16 @@ type ServerConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		Servers:            DefaultServers(),
-		StartTimeout:       Duration(2 * time.Minute),
-		LoadTimeout:        Duration(2 * time.Minute),
-		ProgressGrace:      Duration(1500 * time.Millisecond),
-		RequestTimeout:     Duration(time.Minute),
-		DiagnosticsTimeout: Duration(20 * time.Second),
-		Debounce:           Duration(500 * time.Millisecond),
-		WillWriteTimeout:   Duration(5 * time.Second),
-		CheckerTimeout:     Duration(5 * time.Minute),
+		StartTimeout:       2 * time.Minute,
+		LoadTimeout:        2 * time.Minute,
+		ProgressGrace:      1500 * time.Millisecond,
+		RequestTimeout:     time.Minute,
+		DiagnosticsTimeout: 20 * time.Second,
+		Debounce:           500 * time.Millisecond,
+		WillWriteTimeout:   5 * time.Second,
+		CheckerTimeout:     5 * time.Minute,
 		MaxRestarts:        3,
-		RestartBackoff:     Duration(500 * time.Millisecond),
+		RestartBackoff:     500 * time.Millisecond,
 		StderrBytes:        16 << 10,
 		MaxPerFile:         10,
 		MaxTotal:           30,
@@ -192,25 +190,6 @@ func DefaultServers() []ServerConfig {
 			// The analysis server reports its analysis as progress.
 			Ready: readyProgress},
 	}
-}
-
-// Duration is a time.Duration written as "90s" or "2m" in YAML.
-type Duration time.Duration
-
-// D is the duration as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// MarshalYAML writes the duration as a string.
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
-
-// UnmarshalYAML reads "90s", "2m", "1h30m".
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration: write it like \"30s\" or \"2m\"", n.Line, n.Value)
-	}
-	*d = Duration(v)
-	return nil
 }
 
 // validate checks a configuration before it is used.

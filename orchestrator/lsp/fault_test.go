@@ -21,9 +21,9 @@ func fakeConfig(args ...string) Config {
 	conf := DefaultConfig()
 	conf.Servers = []ServerConfig{{Name: "fakelsp", Languages: []string{"fake"}, Extensions: map[string]string{".fake": "fake"},
 		Command: append([]string{fakeBin}, args...), RootMarkers: []string{"fake.root"}}}
-	conf.RestartBackoff = Duration(10 * time.Millisecond)
-	conf.DiagnosticsTimeout = Duration(time.Second)
-	conf.Debounce = Duration(100 * time.Millisecond)
+	conf.RestartBackoff = 10 * time.Millisecond
+	conf.DiagnosticsTimeout = time.Second
+	conf.Debounce = 100 * time.Millisecond
 	return conf
 }
 
@@ -87,7 +87,7 @@ func TestWorkspaceQueriesWaitForTheLoad(t *testing.T) {
 		t.Errorf("the load ended within the timeout:\n%s", text)
 	}
 	conf := fakeConfig("-mode", "loading", "-load", "1m")
-	conf.LoadTimeout = Duration(300 * time.Millisecond)
+	conf.LoadTimeout = 300 * time.Millisecond
 	f = newFixture(t, "fake", conf)
 	contains(t, f.ok(t, symbols), "loaded=false", "fakelsp had not finished loading the workspace; the list may be incomplete")
 	contains(t, f.ok(t, map[string]any{"action": "status"}), "fakelsp for root .: loading the workspace")

@@ -36,7 +36,7 @@ func (p *Provider) WillWrite(ctx context.Context, run *orchestrator.Run, paths [
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.conf.WillWriteTimeout.D())
+	ctx, cancel := context.WithTimeout(ctx, p.conf.WillWriteTimeout)
 	defer cancel()
 	reg := p.state(run).reg
 	for _, abs := range files {
@@ -79,7 +79,7 @@ func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []
 		return &orchestrator.WriteReport{State: orchestrator.WriteUnknown, Diagnostics: []orchestrator.Diagnostic{},
 			Text: "no paths were given, so nothing was checked: list the files the write changed"}, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.conf.DiagnosticsTimeout.D())
+	ctx, cancel := context.WithTimeout(ctx, p.conf.DiagnosticsTimeout)
 	defer cancel()
 	groups := map[*server][]string{}
 	var order []*server

@@ -85,7 +85,7 @@ func TestPython(t *testing.T) {
 func TestPyrightCallersInUnopenedFiles(t *testing.T) {
 	t.Parallel()
 	conf := DefaultConfig()
-	conf.Debounce = Duration(2 * time.Second)
+	conf.Debounce = 2 * time.Second
 	f := newFixture(t, "py", conf)
 	greet := f.read(t, "greet.py")
 	// First a write that changes nothing, so the cold server has analysed

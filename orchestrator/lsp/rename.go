@@ -76,7 +76,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	}
 	if !s.waitLoaded(ctx, c.abs) {
 		return orchestrator.Errorf("%s has not finished loading the workspace (waited up to lsp.load_timeout, %s), so a rename could miss uses: nothing was written; call again in a moment",
-			s.cfg.Name, s.conf.LoadTimeout.D())
+			s.cfg.Name, s.conf.LoadTimeout)
 	}
 	old := s.nameAt(c)
 	// The project checker runs once before the write, beside the server's

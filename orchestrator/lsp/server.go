@@ -82,7 +82,7 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 	s := &server{
 		cfg: m.cfg, conf: conf, root: m.root, workdir: run.Workdir, ws: ws, encRoot: encRoot, metrics: mt,
 		stderr: newRing(conf.StderrBytes), exited: exited,
-		diags:  diagStore{debounce: conf.Debounce.D(), timeout: conf.DiagnosticsTimeout.D(), stop: exited},
+		diags:  diagStore{debounce: conf.Debounce, timeout: conf.DiagnosticsTimeout, stop: exited},
 		active: map[string]string{}, loaded: make(chan struct{}),
 	}
 	s.ready, _ = parseReady(m.cfg.Ready) // validated with the configuration
@@ -143,7 +143,7 @@ func (s *server) initialize(ctx context.Context) error {
 	case <-s.exited:
 		return s.exitError()
 	case <-ctx.Done():
-		return fmt.Errorf("no answer to initialize within the start timeout (%s): %w", s.conf.StartTimeout.D(), ctx.Err())
+		return fmt.Errorf("no answer to initialize within the start timeout (%s): %w", s.conf.StartTimeout, ctx.Err())
 	}
 	var res protocol.InitializeResult
 	if err := protocol.Unmarshal(raw, &res); err != nil {
@@ -180,7 +180,7 @@ func (s *server) initialize(ctx context.Context) error {
 		// A server that reports no progress soon after initialization is
 		// taken as loaded; one that does is loaded when all its progress
 		// has ended.
-		time.AfterFunc(s.conf.ProgressGrace.D(), func() {
+		time.AfterFunc(s.conf.ProgressGrace, func() {
 			s.mu.Lock()
 			quiet := !s.sawProgress
 			s.mu.Unlock()
@@ -335,7 +335,7 @@ func (s *server) markLoaded() { s.loadOnce.Do(func() { close(s.loaded) }) }
 // Ready signal), up to the load timeout; it says whether it has.
 // abs is the file the query is about ("" for none).
 func (s *server) waitLoaded(ctx context.Context, abs string) bool {
-	ctx, cancel := context.WithTimeout(ctx, s.conf.LoadTimeout.D())
+	ctx, cancel := context.WithTimeout(ctx, s.conf.LoadTimeout)
 	defer cancel()
 	if s.ready.kind == readyTsserver {
 		return s.tsserverLoaded(ctx, abs)
@@ -391,7 +391,7 @@ func (s *server) loadNote(ctx context.Context, abs string) string {
 		return fmt.Sprintf("may be incomplete: %s knows only the files opened so far, so uses in other files can be missing", s.cfg.Name)
 	}
 	if !s.waitLoaded(ctx, abs) {
-		return fmt.Sprintf("%s had not finished loading the workspace; the list may be incomplete (waited up to lsp.load_timeout, %s)", s.cfg.Name, s.conf.LoadTimeout.D())
+		return fmt.Sprintf("%s had not finished loading the workspace; the list may be incomplete (waited up to lsp.load_timeout, %s)", s.cfg.Name, s.conf.LoadTimeout)
 	}
 	return ""
 }
@@ -428,7 +428,7 @@ func (s *server) waitGone(d time.Duration) bool {
 // the request itself.
 func (s *server) call(ctx context.Context, method string, f func(ctx context.Context) error) error {
 	for attempt := 1; ; attempt++ {
-		cctx, cancel := context.WithTimeout(ctx, s.conf.RequestTimeout.D())
+		cctx, cancel := context.WithTimeout(ctx, s.conf.RequestTimeout)
 		start := time.Now()
 		err := f(cctx)
 		if s.metrics != nil {

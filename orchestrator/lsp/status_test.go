@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -87,11 +89,21 @@ func TestConfig(t *testing.T) {
 			t.Errorf("want %q, got %v", c.want, err)
 		}
 	}
-	var d Duration
-	if err := yamlUnmarshal("90s", &d); err != nil || d.D() != 90*time.Second {
-		t.Errorf("duration: %v %v", d.D(), err)
+}
+
+// Issue 12 item 4: the lsp section's durations are time.Durations, read
+// and printed as the other sections' are ("1m30s"); one that is not a
+// duration is refused, naming it.
+func TestIssue12Item4DurationsAreTimeDurations(t *testing.T) {
+	conf := DefaultConfig()
+	if err := yamlUnmarshal("debounce: 90s\nload_timeout: 1h30m\n", &conf); err != nil || conf.Debounce != 90*time.Second || conf.LoadTimeout != 90*time.Minute {
+		t.Errorf("read: debounce %s, load_timeout %s, %v", conf.Debounce, conf.LoadTimeout, err)
 	}
-	if err := yamlUnmarshal("soon", &d); err == nil || !strings.Contains(err.Error(), `"soon" is not a duration`) {
+	out, err := yaml.Marshal(conf)
+	if err != nil || !strings.Contains(string(out), "debounce: 1m30s\n") || !strings.Contains(string(out), "progress_grace: 1.5s\n") {
+		t.Errorf("printed:\n%s %v", out, err)
+	}
+	if err := yamlUnmarshal("debounce: soon\n", &conf); err == nil || !strings.Contains(err.Error(), "`soon` into time.Duration") {
 		t.Errorf("bad duration: %v", err)
 	}
 }

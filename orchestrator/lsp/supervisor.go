@@ -109,7 +109,7 @@ func (sv *supervisor) backoff(n int) time.Duration {
 	if n <= 0 {
 		return 0
 	}
-	return sv.conf.RestartBackoff.D() << (n - 1)
+	return sv.conf.RestartBackoff << (n - 1)
 }
 
 // launch starts sl's server after wait, in the background. Called with mu.
@@ -133,7 +133,7 @@ func (sv *supervisor) start(sl *slot, wait time.Duration) {
 			case <-runCtx.Done():
 			}
 		}
-		ctx, cancel := context.WithTimeout(runCtx, sv.conf.StartTimeout.D())
+		ctx, cancel := context.WithTimeout(runCtx, sv.conf.StartTimeout)
 		srv, err := startServer(ctx, sv.run, sv.conf, sl.m, sv.metrics)
 		cancel()
 		sv.mu.Lock()

@@ -87,7 +87,7 @@ func (p *Provider) verify(ctx context.Context, run *orchestrator.Run, s *server,
 		case after.err != nil:
 			v.notes = append(v.notes, after.cmdline+" "+after.err.Error())
 		case after.stopped:
-			v.notes = append(v.notes, fmt.Sprintf("%s was stopped after %s (lsp.checker_timeout)", after.cmdline, p.conf.CheckerTimeout.D()))
+			v.notes = append(v.notes, fmt.Sprintf("%s was stopped after %s (lsp.checker_timeout)", after.cmdline, p.conf.CheckerTimeout))
 		case after.failed():
 			v.notes = append(v.notes, fmt.Sprintf("%s failed (exit %d) without naming a problem; its output ends: %s", after.cmdline, after.code, lastLine(after.output)))
 		default:
