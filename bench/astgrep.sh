@@ -16,5 +16,5 @@ fi
 
 bin="$(mktemp -d)/orchestrator"
 trap 'rm -rf "$(dirname "$bin")"' EXIT
-go build -o "$bin" ./cmd/orchestrator
+go build -tags berthtest -o "$bin" ./cmd/orchestrator
 go run ./bench/astgrep -binary "$bin" "$@"

@@ -9,7 +9,8 @@
 //	res := callTool(t, c, run, "lsp", args) // tools/call on the full surface
 //	text(res)                               // the result's text blocks
 //
-// startStdio(t, testTools) also registers the test-only tools
+// The binary is built with -tags berthtest, which links the test-only
+// tools; startStdio(t, testTools) also registers them
 // (BERTH_TEST_TOOLS=1: test_echo, test_write, test_exec, test_panic,
 // test_slow, test_serial, test_child, test_ask, test_reenter).
 package e2e
@@ -49,7 +50,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "orchestrator")
-	args := []string{"build", "-o", binary}
+	args := []string{"build", "-tags", "berthtest", "-o", binary}
 	if raceEnabled {
 		args = append(args, "-race")
 	}

@@ -89,7 +89,7 @@ func run(n int, repo string) error {
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "orchestrator")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/orchestrator")
+	build := exec.Command("go", "build", "-tags", "berthtest", "-o", bin, "./cmd/orchestrator")
 	build.Dir, build.Stdout, build.Stderr = repo, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building the orchestrator: %w", err)
@@ -100,7 +100,7 @@ func run(n int, repo string) error {
 	// --listen as well, for /metrics: berth_lsp_request_duration_seconds
 	// says how long gopls took inside Berth on the very calls measured.
 	cmd := exec.Command(bin, "serve", "--stdio", "--listen", "127.0.0.1:0")
-	// test_echo, to time the protocol alone; a token of its own, so
+	// test_echo (linked by -tags berthtest), to time the protocol alone; a token of its own, so
 	// --listen writes none to the user's data directory.
 	cmd.Env = append(os.Environ(), "BERTH_TEST_TOOLS=1", "BERTH_TOKEN=bench-lsp-only")
 	stderr, err := cmd.StderrPipe()

@@ -1,3 +1,5 @@
+//go:build berthtest
+
 package main
 
 import (

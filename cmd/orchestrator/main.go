@@ -19,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/berth-dev/berth/cmd/orchestrator/internal/testtools"
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -136,11 +135,6 @@ func newLogger(cfg *config, stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// testToolsEnv turns on the test-only tools (read, write and exec tools
-// that echo, write, run, panic, sleep, serialise and start a child) used by
-// the end-to-end tests. Never set it in production.
-const testToolsEnv = "BERTH_TEST_TOOLS"
-
 // build wires the registry: metrics on a registry of our own, then every
 // component with its configuration section. It also sets the variables
 // the processes Berth starts do not inherit (env.drop).
@@ -155,10 +149,7 @@ func build(cfg *config, log *slog.Logger) (*orchestrator.Registry, *metrics.Metr
 			return nil, nil, nil, fmt.Errorf("%s: %w", c.section, err)
 		}
 	}
-	if os.Getenv(testToolsEnv) == "1" {
-		log.Warn("test-only tools are registered (" + testToolsEnv + "=1)")
-		reg.Add(testtools.New())
-	}
+	addTestTools(reg, log)
 	return reg, m, preg, nil
 }
 

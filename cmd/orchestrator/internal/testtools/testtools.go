@@ -1,9 +1,11 @@
+//go:build berthtest
+
 // Package testtools is a provider of tools that exist only for Berth's
 // end-to-end tests: one per tier, and tools that panic, sleep, serialise,
 // start a child process, print to stdout, ask the human and re-enter the
 // harness, so the tests can check dispatch, tiers, cancellation and
-// cleanup through the real binary. The binary registers it only when
-// BERTH_TEST_TOOLS=1.
+// cleanup through the real binary. Only a binary built with -tags berthtest
+// has it, and registers it only when BERTH_TEST_TOOLS=1.
 //
 // It must never be registered in production: test_write writes files and
 // test_exec runs any command.
