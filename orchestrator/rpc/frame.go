@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"strconv"
@@ -16,7 +17,8 @@ const DefaultMaxMessageSize = 16 << 20
 // Berth's wire that knows bytes, never JSON-RPC. Read returns a
 // *FrameError for a message that was skipped but left the stream in step
 // (too large, bad header): the wire answers it and reads on. Any other
-// error ends the connection.
+// error ends the connection. The body Read returns may be overwritten by
+// the next Read; Write does not keep msg.
 type Framer interface {
 	Read(ctx context.Context) ([]byte, error)
 	Write(ctx context.Context, msg []byte) error
@@ -46,10 +48,11 @@ type rereader interface{ reread(body []byte) }
 // ignored), a blank line, then N bytes of JSON. Its reading is the
 // streamReader's.
 type streamFramer struct {
-	r   *streamReader
-	w   io.Writer
-	c   io.Closer
-	wmu sync.Mutex
+	r    *streamReader
+	w    io.Writer
+	c    io.Closer
+	wmu  sync.Mutex
+	wbuf []byte // header and body of the message being written, under wmu
 }
 
 // NewStreamFramer frames messages on a byte stream with Content-Length
@@ -75,13 +78,25 @@ func (f *streamFramer) Write(_ context.Context, msg []byte) error {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
 	// One write for header and body: the reader wakes once per message.
-	buf := make([]byte, 0, len(msg)+32)
-	buf = append(buf, "Content-Length: "...)
+	buf := append(f.wbuf[:0], "Content-Length: "...)
 	buf = strconv.AppendInt(buf, int64(len(msg)), 10)
 	buf = append(buf, "\r\n\r\n"...)
 	buf = append(buf, msg...)
 	_, err := f.w.Write(buf)
+	f.wbuf = keep(buf)
 	return err
+}
+
+// maxKept bounds a buffer a framer keeps for its next message: a rare
+// large message should not hold its memory for the connection's life.
+const maxKept = 1 << 20
+
+// keep returns b to be used again, or nil when it is too large to keep.
+func keep(b []byte) []byte {
+	if cap(b) > maxKept {
+		return nil
+	}
+	return b
 }
 
 func (f *streamFramer) Close() error {
@@ -95,6 +110,7 @@ func (f *streamFramer) Close() error {
 type wsFramer struct {
 	c     *websocket.Conn
 	limit int64
+	body  bytes.Buffer // the message last read
 }
 
 // NewWebSocketFramer frames messages on a WebSocket. A message over the
@@ -113,10 +129,14 @@ func (f *wsFramer) Read(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(io.LimitReader(r, f.limit+1))
-	if err != nil {
+	if f.body.Cap() > maxKept {
+		f.body = bytes.Buffer{}
+	}
+	f.body.Reset()
+	if _, err := f.body.ReadFrom(io.LimitReader(r, f.limit+1)); err != nil {
 		return nil, err
 	}
+	body := f.body.Bytes()
 	if int64(len(body)) > f.limit {
 		n, err := io.Copy(io.Discard, r)
 		if err != nil {

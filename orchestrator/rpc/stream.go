@@ -32,6 +32,7 @@ type streamReader struct {
 	// body that did not parse was): what is skipped while finding the
 	// next good header gets no further error.
 	lost, quiet bool
+	last        []byte // the last body read, overwritten by the next
 }
 
 const (
@@ -52,9 +53,9 @@ func newStreamReader(src io.Reader, limit int64) *streamReader {
 	return &streamReader{src: src, buf: make([]byte, maxHeaderLine), limit: limit}
 }
 
-// read returns the next message's body, or a *FrameError for a message
-// that was skipped (the stream is still usable), or the error that ends
-// the stream.
+// read returns the next message's body (valid until the next read), or
+// a *FrameError for a message that was skipped (the stream is still
+// usable), or the error that ends the stream.
 func (s *streamReader) read() ([]byte, error) {
 	for {
 		if s.lost {
@@ -336,9 +337,13 @@ func (s *streamReader) fill() error {
 	return io.ErrNoProgress
 }
 
-// body reads n bytes into a buffer of their own: the caller keeps them.
+// body reads n bytes into the body buffer, which the next body reuses.
 func (s *streamReader) body(n int64) ([]byte, error) {
-	b := make([]byte, n)
+	if int64(cap(s.last)) < n {
+		s.last = make([]byte, n)
+	}
+	b := s.last[:n]
+	s.last = keep(s.last)
 	k := copy(b, s.buf[s.r:s.w])
 	s.r += k
 	if _, err := io.ReadFull(s.src, b[k:]); err != nil {

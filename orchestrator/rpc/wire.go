@@ -68,12 +68,20 @@ func (w *wire) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
 
 // Write frames one message.
 func (w *wire) Write(ctx context.Context, msg jsonrpc2.Message) (int64, error) {
-	b := jsonrpc2.AppendMessage(nil, msg)
-	if err := w.f.Write(ctx, b); err != nil {
+	bp := writeBuffers.Get().(*[]byte)
+	b := jsonrpc2.AppendMessage((*bp)[:0], msg)
+	err := w.f.Write(ctx, b)
+	*bp = keep(b)
+	writeBuffers.Put(bp)
+	if err != nil {
 		return 0, err
 	}
 	return int64(len(b)), nil
 }
+
+// writeBuffers hold messages being encoded: a framer does not keep what
+// it writes, so the buffer serves the next message, of any connection.
+var writeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // Close closes the framer once: both Berth (to end a connection at once)
 // and the library (once it has drained) close it.
