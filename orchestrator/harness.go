@@ -12,8 +12,10 @@ import (
 type Harness interface {
 	// CallTool re-enters the harness's tool registry (tool() from a cell).
 	// The harness applies its own restrictions and approvals; a refusal is
-	// an error result or a Go error, as the harness answers.
-	CallTool(ctx context.Context, call ToolCall) (*Result, error)
+	// an error result or a Go error, as the harness answers. The result is
+	// the harness's JSON as it came, a tool result {content, isError}
+	// (checked to be one), for the caller to pass on without decoding it.
+	CallTool(ctx context.Context, call ToolCall) (json.RawMessage, error)
 	// Ask renders a question card and blocks until it is answered, skipped
 	// or ctx ends (which cancels the card at the harness). An error means
 	// no human can answer (none connected) or the connection broke.

@@ -22,7 +22,7 @@ type noHarness struct{}
 
 var errNoHarness = errors.New("no harness connected: this is a one-shot \"orchestrator call\" run with no human and no harness tools; run the tool through \"orchestrator serve\" from a harness instead")
 
-func (noHarness) CallTool(context.Context, orchestrator.ToolCall) (*orchestrator.Result, error) {
+func (noHarness) CallTool(context.Context, orchestrator.ToolCall) (json.RawMessage, error) {
 	return nil, errNoHarness
 }
 

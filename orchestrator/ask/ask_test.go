@@ -29,7 +29,7 @@ type harness struct {
 	cards []orchestrator.Question
 }
 
-func (h *harness) CallTool(context.Context, orchestrator.ToolCall) (*orchestrator.Result, error) {
+func (h *harness) CallTool(context.Context, orchestrator.ToolCall) (json.RawMessage, error) {
 	return nil, errors.New("not used by ask_user")
 }
 

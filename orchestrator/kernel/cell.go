@@ -155,15 +155,11 @@ func (c *cellRun) serveCall(ctx context.Context, f bridge.Frame, callDone chan<-
 			reply.Error = fmt.Sprintf("the call was abandoned (%v): the cell that made it ended, was interrupted or its eval call was cancelled first; await tool() within its cell", err)
 		case err != nil:
 			reply.Error = err.Error()
-		case res == nil:
+		case len(res) == 0 || string(res) == "null":
 			reply.Result = json.RawMessage(`{"content":[],"isError":false}`)
 		default:
-			b, merr := json.Marshal(res)
-			if merr != nil {
-				reply.Error = fmt.Sprintf("the harness's answer could not be encoded: %v", merr)
-			} else {
-				reply.Result = b
-			}
+			// The harness's JSON as it came: nothing to decode here.
+			reply.Result = res
 		}
 	}
 	_ = c.k.w.Write(reply)
@@ -175,7 +171,7 @@ func (c *cellRun) serveCall(ctx context.Context, f bridge.Frame, callDone chan<-
 
 // callHarness is h.CallTool on this goroutine, where a panic would take
 // the whole process down: it becomes the call's error instead.
-func callHarness(ctx context.Context, h orchestrator.Harness, call orchestrator.ToolCall) (res *orchestrator.Result, err error) {
+func callHarness(ctx context.Context, h orchestrator.Harness, call orchestrator.ToolCall) (res json.RawMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, fmt.Errorf("the harness connection failed internally (%v)", p)

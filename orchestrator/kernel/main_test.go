@@ -33,14 +33,18 @@ type testHarness struct {
 	calls []orchestrator.ToolCall
 }
 
-func (h *testHarness) CallTool(ctx context.Context, call orchestrator.ToolCall) (*orchestrator.Result, error) {
+func (h *testHarness) CallTool(ctx context.Context, call orchestrator.ToolCall) (json.RawMessage, error) {
 	h.mu.Lock()
 	h.calls = append(h.calls, call)
 	h.mu.Unlock()
 	if h.answer == nil {
 		return nil, context.Canceled
 	}
-	return h.answer(ctx, call)
+	res, err := h.answer(ctx, call)
+	if err != nil || res == nil {
+		return nil, err
+	}
+	return json.Marshal(res)
 }
 
 func (h *testHarness) Ask(context.Context, orchestrator.Question) (*orchestrator.Answer, error) {

@@ -245,17 +245,61 @@ type runHarness struct {
 
 var _ orchestrator.Harness = (*runHarness)(nil)
 
-func (h *runHarness) CallTool(ctx context.Context, call orchestrator.ToolCall) (*orchestrator.Result, error) {
+func (h *runHarness) CallTool(ctx context.Context, call orchestrator.ToolCall) (json.RawMessage, error) {
 	args := call.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	var res orchestrator.Result
+	var res json.RawMessage
 	err := h.peer.Call(ctx, "harness/callTool", HarnessCallToolParams{RunID: h.runID, Name: call.Name, Arguments: args, Origin: call.Origin}, &res)
 	if err != nil {
 		return nil, harnessError("harness/callTool", err)
 	}
-	return &res, nil
+	if err := checkToolResult(res); err != nil {
+		return nil, fmt.Errorf("the harness answered harness/callTool with %v; it must answer with a tool result {content: [blocks], isError}", err)
+	}
+	return res, nil
+}
+
+// checkToolResult says what keeps a harness's answer (valid JSON: the
+// wire checked it) from being a tool result that a kernel's tool() can
+// read without decoding it here: an object whose content, if any, is an
+// array of objects and whose isError, if any, is a boolean. null is an
+// empty result.
+func checkToolResult(raw json.RawMessage) error {
+	if isNull(raw) {
+		return nil
+	}
+	if kindOf(raw) != "object" {
+		return fmt.Errorf("%s %s", article(kindOf(raw)), kindOf(raw))
+	}
+	var bad error
+	_ = eachMember(raw, func(name, v []byte) {
+		switch string(name) {
+		case `"content"`:
+			if k := kindOf(v); k != "array" && k != "null" {
+				bad = fmt.Errorf(`"content" that is %s %s`, article(k), k)
+				return
+			}
+			_ = eachElement(v, func(e []byte) {
+				if k := kindOf(e); k != "object" && bad == nil {
+					bad = fmt.Errorf(`%s %s among the "content" blocks`, article(k), k)
+				}
+			})
+		case `"isError"`:
+			if k := kindOf(v); k != "boolean" && k != "null" {
+				bad = fmt.Errorf(`"isError" that is %s %s`, article(k), k)
+			}
+		}
+	})
+	return bad
+}
+
+func article(kind string) string {
+	if kind == "array" || kind == "object" {
+		return "an"
+	}
+	return "a"
 }
 
 func (h *runHarness) Ask(ctx context.Context, q orchestrator.Question) (*orchestrator.Answer, error) {

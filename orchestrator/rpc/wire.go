@@ -241,6 +241,25 @@ func eachMember(obj []byte, f func(name, v []byte)) error {
 	return atEnd(dec)
 }
 
+// eachElement reads arr, one JSON array or null, and calls f with the
+// span of each element.
+func eachElement(arr []byte, f func(v []byte)) error {
+	dec := jsontext.NewDecoder(bytes.NewBuffer(arr), jsonOptions)
+	if t, err := dec.ReadToken(); err != nil || t.Kind() != '[' {
+		return err
+	}
+	for dec.PeekKind() != ']' {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		end := dec.InputOffset()
+		f(arr[end-int64(len(v)) : end])
+	}
+	_, err := dec.ReadToken()
+	return err
+}
+
 // check refuses a message that is JSON but not JSON-RPC 2.0 as Berth
 // reads it, in words that say what to send instead.
 func (m *members) check() *refusal {

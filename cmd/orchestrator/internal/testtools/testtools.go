@@ -198,9 +198,13 @@ func reenter(ctx context.Context, run *orchestrator.Run, args json.RawMessage) (
 		Arguments json.RawMessage
 	}
 	_ = json.Unmarshal(args, &a)
-	res, err := run.Harness.CallTool(ctx, orchestrator.ToolCall{Name: a.Name, Arguments: a.Arguments, Origin: orchestrator.Origin{Tool: "test_reenter"}})
+	raw, err := run.Harness.CallTool(ctx, orchestrator.ToolCall{Name: a.Name, Arguments: a.Arguments, Origin: orchestrator.Origin{Tool: "test_reenter"}})
 	if err != nil {
 		return orchestrator.Errorf("harness refused: %v", err), nil
+	}
+	var res orchestrator.Result
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, err
 	}
 	return &orchestrator.Result{Content: append([]orchestrator.Block{orchestrator.TextBlock("harness says:")}, res.Content...), IsError: res.IsError}, nil
 }
