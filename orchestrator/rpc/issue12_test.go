@@ -50,6 +50,7 @@ func TestIssue12Item4HarnessResultIsForwardedRaw(t *testing.T) {
 		isErr  bool
 	}{
 		{answer: `{ "content" : [{"type":"text","text":"a<b\u00e9"}], "isError":false, "extra":{"k":1} }`, want: `{ "content" : [{"type":"text","text":"a<b\u00e9"}], "isError":false, "extra":{"k":1} }`},
+		{answer: "{\"content\":[{\"type\":\"text\",\"text\":\"a\xffb\"}]}", want: "{\"content\":[{\"type\":\"text\",\"text\":\"a\uFFFDb\"}]}"},
 		{answer: `"just text"`, want: "the harness answered harness/callTool with a string; it must answer with a tool result {content: [blocks], isError}", isErr: true},
 		{answer: `{"content":"text"}`, want: `the harness answered harness/callTool with "content" that is a string`, isErr: true},
 		{answer: `{"content":[{"type":"text"},3]}`, want: `the harness answered harness/callTool with a number among the "content" blocks`, isErr: true},

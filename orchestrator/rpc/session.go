@@ -1,11 +1,13 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"go.lsp.dev/jsonrpc2"
 
@@ -257,6 +259,11 @@ func (h *runHarness) CallTool(ctx context.Context, call orchestrator.ToolCall) (
 	}
 	if err := checkToolResult(res); err != nil {
 		return nil, fmt.Errorf("the harness answered harness/callTool with %v; it must answer with a tool result {content: [blocks], isError}", err)
+	}
+	if !utf8.Valid(res) {
+		// Bytes that are not UTF-8 can only be inside strings: made
+		// U+FFFD, as decoding would, so a kernel can read the text.
+		res = bytes.ToValidUTF8(res, []byte("\uFFFD"))
 	}
 	return res, nil
 }
