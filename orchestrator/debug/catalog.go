@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // found is what detection found for one adapter, for one program (or the
@@ -47,7 +48,7 @@ func (p *Provider) detect(ctx context.Context, run *orchestrator.Run, a *Adapter
 	if f.root == "" {
 		where := "at the top of the working directory"
 		if dir != run.Workdir {
-			where = fmt.Sprintf("from %s up to the working directory", relTo(run.Workdir, dir))
+			where = fmt.Sprintf("from %s up to the working directory", workspace.Rel(run.Workdir, dir))
 		}
 		f.noMarker = fmt.Sprintf("no root marker (%s) %s", strings.Join(a.Markers, ", "), where)
 	}
@@ -158,16 +159,4 @@ func lastLine(s string) string {
 		return "no error message"
 	}
 	return s
-}
-
-// relTo shows path relative to root when inside it.
-func relTo(root, path string) string {
-	rel, err := filepath.Rel(root, path)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return path
-	}
-	if rel == "." {
-		return "the working directory"
-	}
-	return rel
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // Caps from the spec.
@@ -57,13 +59,7 @@ func (p paths) show(path string) string {
 	return path
 }
 
-func (p paths) rel(path string) (string, bool) {
-	rel, err := filepath.Rel(p.mapped, path)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
-		return "", false
-	}
-	return rel, true
-}
+func (p paths) rel(path string) (string, bool) { return workspace.Inside(p.mapped, path) }
 
 // sourceLine is line n (1-based) of the adapter's path, trimmed, or "".
 func (p paths) sourceLine(path string, n int) string {

@@ -10,8 +10,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // operate runs one operation, under the conversation's lock.
@@ -80,7 +82,11 @@ func (p *Provider) adapters(ctx context.Context, run *orchestrator.Run) string {
 		a := &p.cfg.Adapters[i]
 		f := p.detect(ctx, run, a, run.Workdir)
 		if f.usable() {
-			fmt.Fprintf(&b, "%s: usable (marker %s in %s, executable %s)\n", a.ID, f.marker, relTo(run.Workdir, f.root), f.exe)
+			in := "the working directory"
+			if f.root != run.Workdir {
+				in = workspace.Rel(run.Workdir, f.root)
+			}
+			fmt.Fprintf(&b, "%s: usable (marker %s in %s, executable %s)\n", a.ID, f.marker, in, f.exe)
 			continue
 		}
 		fmt.Fprintf(&b, "%s: not usable: %s", a.ID, f.why())
@@ -105,14 +111,14 @@ func (p *Provider) status(ctx context.Context, c *conversation) string {
 		return fmt.Sprintf("session: %s debugging %s, started %s ago (ends in %s, its time to live)\n%s",
 			s.adapter.ID, s.program, age, left, s.describeStop(ctx))
 	}
-	text := "no debug session is running in this conversation"
+	msg := "no debug session is running in this conversation"
 	if last != nil {
-		text += fmt.Sprintf("; the last one (%s, %s) %s", last.adapter.ID, last.program, strings.TrimPrefix(last.endText(), "the session "))
+		msg += fmt.Sprintf("; the last one (%s, %s) %s", last.adapter.ID, last.program, strings.TrimPrefix(last.endText(), "the session "))
 	}
 	if n := len(c.bps); n > 0 {
-		text += fmt.Sprintf("\nstored breakpoints in %s; launch sets them", plural(n, "file"))
+		msg += fmt.Sprintf("\nstored breakpoints in %s; launch sets them", text.Count(n, "file"))
 	}
-	return text
+	return msg
 }
 
 // breakpoints stores a file's lines and, in a session, sets them at once.
@@ -147,7 +153,7 @@ func (p *Provider) breakpoints(ctx context.Context, run *orchestrator.Run, c *co
 			which = "lines " + strings.Join(past, ", ") + " are"
 		}
 		return "", fmt.Errorf("%s has %s, so %s past its end: pass lines from 1 to %d (no breakpoint was changed)",
-			root.Rel(abs), plural(n, "line"), which, n)
+			root.Rel(abs), text.Count(n, "line"), which, n)
 	}
 	lines = c.setLines(abs, lines)
 	s, _ := p.current(c)
@@ -157,7 +163,7 @@ func (p *Provider) breakpoints(ctx context.Context, run *orchestrator.Run, c *co
 		}
 		pp := paths{host: run.Workdir, mapped: run.Workdir}
 		var b strings.Builder
-		fmt.Fprintf(&b, "stored %s in %s; launch sets them and says which the adapter verified:", plural(len(lines), "breakpoint"), root.Rel(abs))
+		fmt.Fprintf(&b, "stored %s in %s; launch sets them and says which the adapter verified:", text.Count(len(lines), "breakpoint"), root.Rel(abs))
 		for _, l := range lines {
 			fmt.Fprintf(&b, "\n%s:%d", root.Rel(abs), l)
 			if src := pp.sourceLine(abs, l); src != "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-dap"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
@@ -229,7 +230,7 @@ func (s *session) threads(ctx context.Context) (string, error) {
 		return "no threads", nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s:\n", plural(len(ts), "thread"))
+	fmt.Fprintf(&b, "%s:\n", text.Count(len(ts), "thread"))
 	for _, t := range ts {
 		fmt.Fprintf(&b, "thread_id %d: %s\n", t.Id, t.Name)
 	}
@@ -264,7 +265,7 @@ func (s *session) stack(ctx context.Context, threadID int) (string, error) {
 	}
 	s.noteFrames(st, frames)
 	var b strings.Builder
-	fmt.Fprintf(&b, "thread %d, %s", threadID, plural(len(frames), "frame"))
+	fmt.Fprintf(&b, "thread %d, %s", threadID, text.Count(len(frames), "frame"))
 	if total > len(frames) {
 		fmt.Fprintf(&b, " (showing %d of %d)", len(frames), total)
 	}
@@ -324,7 +325,7 @@ func (s *session) variables(ctx context.Context, ref int) (string, error) {
 	if len(shown) > maxChildren {
 		shown = shown[:maxChildren]
 	}
-	fmt.Fprintf(&b, "reference %d: %s", ref, plural(len(vars), "child"))
+	fmt.Fprintf(&b, "reference %d: %s", ref, text.Count(len(vars), "child"))
 	if len(vars) > len(shown) {
 		fmt.Fprintf(&b, " (showing %d of %d)", len(shown), len(vars))
 	}
@@ -495,17 +496,6 @@ func (s *session) breakpointTextMapped(mapped string) string {
 		b.WriteString("\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// plural is "1 frame", "2 frames", "3 children".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if noun == "child" {
-		return fmt.Sprintf("%d children", n)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func sorted(xs []string) []string {

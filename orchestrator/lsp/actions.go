@@ -11,6 +11,7 @@ import (
 	"go.lsp.dev/protocol"
 
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // Caps from the spec.
@@ -60,7 +61,7 @@ func (p *Provider) at(ctx context.Context, run *orchestrator.Run, a args) (c *cu
 		end++
 	}
 	line := uint32(a.Line - 1)
-	return &cursor{s: s, abs: abs, rel: relTo(run.Workdir, abs),
+	return &cursor{s: s, abs: abs, rel: workspace.Rel(run.Workdir, abs),
 		pos: protocol.Position{Line: line, Character: s.enc.toServer(lt, col)},
 		end: protocol.Position{Line: line, Character: s.enc.toServer(lt, end)}}, nil, false
 }
@@ -288,7 +289,7 @@ func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a
 		return orchestrator.Errorf("%s: %v", s.cfg.Name, err), errors.Is(err, errExited)
 	}
 	items, ok := s.diagnose(ctx, abs, doc)
-	rel := relTo(run.Workdir, abs)
+	rel := workspace.Rel(run.Workdir, abs)
 	if !ok && !s.alive() {
 		return orchestrator.Errorf("%s exited before it gave the diagnostics of %s: the state is unknown, not clean; it is restarted on the next call: call again (lsp status shows its stderr)",
 			s.cfg.Name, rel), true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // checker runs the project checker of every catalog entry in each of its
@@ -192,10 +193,10 @@ func parseChecker(out, workdir, encRoot, root string) []checkProblem {
 			}
 			path := m[1]
 			if filepath.IsAbs(path) {
-				if r := relTo(encRoot, path); r != path {
+				if r := workspace.Rel(encRoot, path); r != path {
 					path = r
 				} else {
-					path = relTo(workdir, path)
+					path = workspace.Rel(workdir, path)
 				}
 			} else {
 				path = filepath.ToSlash(filepath.Join(filepath.FromSlash(root), path))

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // match is what detection found for one catalog entry and one file.
@@ -38,7 +39,7 @@ func detect(ctx context.Context, run *orchestrator.Run, cfg Config, abs string, 
 		}
 		tried = append(tried, m)
 	}
-	rel := relTo(run.Workdir, abs)
+	rel := workspace.Rel(run.Workdir, abs)
 	if len(tried) == 0 {
 		return match{}, orchestrator.Errorf("no language server is configured for %q files (%s); configured extensions: %s. Use ast_grep or read the file instead.",
 			ext, rel, strings.Join(knownExtensions(cfg), " "))
@@ -62,7 +63,7 @@ func probe(ctx context.Context, run *orchestrator.Run, s ServerConfig, dir strin
 	var missing []string
 	if m.root == "" {
 		missing = append(missing, fmt.Sprintf("no root marker (%s) at or above %s inside the workdir",
-			strings.Join(s.RootMarkers, ", "), relTo(run.Workdir, dir)+"/"))
+			strings.Join(s.RootMarkers, ", "), workspace.Rel(run.Workdir, dir)+"/"))
 	}
 	if m.exeErr != nil {
 		m.exe = ""
@@ -108,7 +109,7 @@ func markerDirs(workdir string, markers []string, maxDirs int) map[string][]stri
 		}
 		for _, mk := range markers {
 			if _, err := os.Stat(filepath.Join(p, mk)); err == nil {
-				found[mk] = append(found[mk], relTo(workdir, p))
+				found[mk] = append(found[mk], workspace.Rel(workdir, p))
 			}
 		}
 		return nil
@@ -164,14 +165,4 @@ func knownExtensions(cfg Config) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// relTo is p relative to the workdir with forward slashes ("." for the
-// workdir itself); a path outside is returned as is.
-func relTo(workdir, p string) string {
-	r, err := filepath.Rel(workdir, p)
-	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-		return p
-	}
-	return filepath.ToSlash(r)
 }

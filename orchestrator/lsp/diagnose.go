@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"go.lsp.dev/protocol"
+
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // diagnose returns the diagnostics of the synced version doc of abs:
@@ -132,7 +134,7 @@ func (s *server) convert(abs string, items []protocol.Diagnostic, text string) [
 		if lt, _, err := lineAt(text, line); err == nil {
 			col = utf8.RuneCountInString(lt[:s.enc.fromServer(lt, it.Range.Start.Character)]) + 1
 		}
-		d := diag{rel: relTo(s.workdir, abs), line: line, col: col, severity: it.Severity, message: messageText(it.Message)}
+		d := diag{rel: workspace.Rel(s.workdir, abs), line: line, col: col, severity: it.Severity, message: messageText(it.Message)}
 		if d.severity == 0 {
 			d.severity = protocol.DiagnosticSeverityError
 		}

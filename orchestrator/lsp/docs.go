@@ -161,7 +161,7 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 		return document{}, s.gone(ctx, abs)
 	}
 	if err != nil {
-		return document{}, fmt.Errorf("reading %s: %w", relTo(s.workdir, abs), err)
+		return document{}, fmt.Errorf("reading %s: %w", workspace.Rel(s.workdir, abs), err)
 	}
 	if !save {
 		if d, ok := s.docs.unchanged(abs, st.Size(), st.ModTime()); ok {
@@ -173,7 +173,7 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 		return document{}, s.gone(ctx, abs)
 	}
 	if err != nil {
-		return document{}, fmt.Errorf("reading %s: %w", relTo(s.workdir, abs), err)
+		return document{}, fmt.Errorf("reading %s: %w", workspace.Rel(s.workdir, abs), err)
 	}
 	text := string(b)
 	// The counter is read before the notification goes out, so only a
@@ -204,7 +204,7 @@ func (s *server) gone(ctx context.Context, abs string) error {
 	if open {
 		_ = s.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(abs)}})
 	}
-	return fmt.Errorf("%s: %w", relTo(s.workdir, abs), errGone)
+	return fmt.Errorf("%s: %w", workspace.Rel(s.workdir, abs), errGone)
 }
 
 // syncOpen re-syncs every open document whose file changed on disk since

@@ -12,6 +12,8 @@ import (
 
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
+
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // location is a place in a file as Berth shows it: the path relative to
@@ -92,7 +94,7 @@ func (s *server) lineReader() *lines {
 // rel is a host path as locations show it, relative to the workdir.
 func (r *lines) rel(abs string) string {
 	if abs != r.lastAbs || r.lastRel == "" {
-		r.lastAbs, r.lastRel = abs, relTo(r.s.workdir, abs)
+		r.lastAbs, r.lastRel = abs, workspace.Rel(r.s.workdir, abs)
 	}
 	return r.lastRel
 }

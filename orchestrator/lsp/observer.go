@@ -16,6 +16,7 @@ import (
 	"go.lsp.dev/protocol"
 
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // WillWrite records the current diagnostics of the files about to be
@@ -49,7 +50,7 @@ func (p *Provider) WillWrite(ctx context.Context, run *orchestrator.Run, paths [
 			continue
 		}
 		if items, ok := s.diagnose(ctx, abs, doc); ok {
-			reg.record(relTo(run.Workdir, abs), s.convert(abs, items, doc.text))
+			reg.record(workspace.Rel(run.Workdir, abs), s.convert(abs, items, doc.text))
 		}
 	}
 	return nil
@@ -85,7 +86,7 @@ func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []
 	var order []*server
 	var unknown, unmeant []string
 	for _, abs := range files {
-		rel := relTo(run.Workdir, abs)
+		rel := workspace.Rel(run.Workdir, abs)
 		if !p.meantFor(abs) {
 			unmeant = append(unmeant, rel)
 			continue
@@ -194,7 +195,7 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 	deleted := false
 	for _, abs := range files {
 		written[abs] = true
-		rel := relTo(run.Workdir, abs)
+		rel := workspace.Rel(run.Workdir, abs)
 		known := s.docs.has(abs) // open since files/willWrite, or a query
 		doc, err := s.sync(ctx, abs, true)
 		if errors.Is(err, errGone) {
@@ -220,7 +221,7 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 			continue
 		}
 		items, ok := s.diagnose(ctx, abs, doc)
-		rel := relTo(run.Workdir, abs)
+		rel := workspace.Rel(run.Workdir, abs)
 		if !ok {
 			why := "gave no diagnostics for this version in time"
 			if !s.alive() {
@@ -253,7 +254,7 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 			}
 			continue
 		}
-		if rel := relTo(run.Workdir, abs); pub.seq <= seq0 && !reg.has(rel) {
+		if rel := workspace.Rel(run.Workdir, abs); pub.seq <= seq0 && !reg.has(rel) {
 			// First seen between checks: what it has is its baseline.
 			reg.record(rel, problems(s.convert(abs, pub.items, s.linesOf(abs))))
 			continue
@@ -309,7 +310,7 @@ func (p *Provider) newOnes(reg *registry, s *server, abs string, items []protoco
 	text := s.linesOf(abs)
 	cur := problems(s.convert(abs, items, text))
 	base := problems(s.convert(abs, before[abs], text))
-	rel := relTo(s.workdir, abs)
+	rel := workspace.Rel(s.workdir, abs)
 	f := reg.update(rel, cur, base)
 	p.metrics.Diagnostics.WithLabelValues("new").Add(float64(len(f)))
 	p.metrics.Diagnostics.WithLabelValues("suppressed").Add(float64(len(cur) - len(f)))

@@ -125,23 +125,23 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 		if !open {
 			b, err := s.readFile(abs)
 			if err != nil {
-				return orchestrator.Errorf("reading %s: %v; nothing was written", relTo(run.Workdir, abs), err)
+				return orchestrator.Errorf("reading %s: %v; nothing was written", workspace.Rel(run.Workdir, abs), err)
 			}
 			base = string(b)
 		}
 		if v := edits.version; v != nil && open {
 			cur, _ := s.docs.version(abs)
 			if *v != cur {
-				return orchestrator.Errorf("%s computed the rename for version %d of %s but it has version %d: call again; nothing was written", s.cfg.Name, *v, relTo(run.Workdir, abs), cur)
+				return orchestrator.Errorf("%s computed the rename for version %d of %s but it has version %d: call again; nothing was written", s.cfg.Name, *v, workspace.Rel(run.Workdir, abs), cur)
 			}
 		}
 		out, err := applyEdits(s.enc, base, edits.edits)
 		if err != nil {
-			return orchestrator.Errorf("%s: %v; nothing was written", relTo(run.Workdir, abs), err)
+			return orchestrator.Errorf("%s: %v; nothing was written", workspace.Rel(run.Workdir, abs), err)
 		}
 		changes = append(changes, workspace.Change{Path: abs, Expected: hashOf(base), Content: []byte(out)})
 		paths = append(paths, abs)
-		counts[relTo(run.Workdir, abs)] = len(edits.edits)
+		counts[workspace.Rel(run.Workdir, abs)] = len(edits.edits)
 	}
 	if len(changes) == 0 {
 		return orchestrator.Errorf("%s found nothing to change for renaming %q to %q: check that line and symbol name a symbol declared in the workdir", s.cfg.Name, a.Symbol, a.NewName)
@@ -260,7 +260,7 @@ func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, erro
 // relative to the workdir when a symlink in it leads there, with where
 // it leads.
 func (s *server) outsideName(p string) string {
-	rel := relTo(s.workdir, p)
+	rel := workspace.Rel(s.workdir, p)
 	if rel == p {
 		return p
 	}

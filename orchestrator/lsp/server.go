@@ -103,7 +103,7 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 	_, s.conn, s.api = protocol.NewClient(context.Background(), &client{s: s}, stream)
 	if err := s.initialize(ctx); err != nil {
 		s.kill()
-		msg := fmt.Sprintf("%s did not initialize in %s: %v", m.cfg.Name, relTo(run.Workdir, m.root), err)
+		msg := fmt.Sprintf("%s did not initialize in %s: %v", m.cfg.Name, workspace.Rel(run.Workdir, m.root), err)
 		if text := s.stderr.excerpt(6, 6); text != "" {
 			msg += "\nits stderr:\n" + text
 		}
@@ -249,7 +249,7 @@ func (s *server) folder() protocol.WorkspaceFolder {
 
 // mapPath turns a host path into the path the server sees.
 func (s *server) mapPath(abs string) string {
-	if r := relTo(s.workdir, abs); r != abs {
+	if r := workspace.Rel(s.workdir, abs); r != abs {
 		return filepath.Join(s.encRoot, filepath.FromSlash(r))
 	}
 	return abs
@@ -263,7 +263,7 @@ func (s *server) fromURI(u uri.URI) string {
 	if s.encRoot == s.workdir {
 		return filepath.Clean(p) // the server sees the host's paths
 	}
-	if r := relTo(s.encRoot, p); r != p {
+	if r := workspace.Rel(s.encRoot, p); r != p {
 		return filepath.Join(s.workdir, filepath.FromSlash(r))
 	}
 	return p

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // status lists the running servers and, for each catalog entry, whether
@@ -21,7 +22,7 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 	}
 	p.state(run).sv.mu.Lock()
 	for _, sl := range slots {
-		root := relTo(run.Workdir, sl.key.root)
+		root := workspace.Rel(run.Workdir, sl.key.root)
 		switch {
 		case !done(sl.ready):
 			fmt.Fprintf(&b, "  %s for root %s: starting\n", sl.key.name, root)
@@ -76,7 +77,7 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 		if bad != nil {
 			b.WriteString(bad.FirstText())
 		} else {
-			fmt.Fprintf(&b, "%s is served by %s with root %s", relTo(run.Workdir, abs), m.cfg.Name, relTo(run.Workdir, m.root))
+			fmt.Fprintf(&b, "%s is served by %s with root %s", workspace.Rel(run.Workdir, abs), m.cfg.Name, workspace.Rel(run.Workdir, m.root))
 		}
 	}
 	return orchestrator.Text(strings.TrimRight(b.String(), "\n"))
@@ -101,7 +102,7 @@ func (p *Provider) reload(ctx context.Context, run *orchestrator.Run, a args) *o
 			if _, err := sv.get(ctx, m); err != nil {
 				return orchestrator.Errorf("%v", err)
 			}
-			return orchestrator.Textf("started %s (root %s) in %s: it was not running", m.cfg.Name, relTo(run.Workdir, m.root), time.Since(start).Round(time.Millisecond))
+			return orchestrator.Textf("started %s (root %s) in %s: it was not running", m.cfg.Name, workspace.Rel(run.Workdir, m.root), time.Since(start).Round(time.Millisecond))
 		}
 		keep = func(k slotKey) bool { return k == key }
 	}
@@ -112,7 +113,7 @@ func (p *Provider) reload(ctx context.Context, run *orchestrator.Run, a args) *o
 	}
 	var names []string
 	for _, sl := range picked {
-		names = append(names, fmt.Sprintf("%s (root %s)", sl.key.name, relTo(run.Workdir, sl.key.root)))
+		names = append(names, fmt.Sprintf("%s (root %s)", sl.key.name, workspace.Rel(run.Workdir, sl.key.root)))
 	}
 	if err != nil {
 		return orchestrator.Errorf("restarting %s: %v", strings.Join(names, ", "), err)

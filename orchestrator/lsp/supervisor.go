@@ -9,6 +9,7 @@ import (
 
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // supervisor keeps a run's language servers: one per (root, server),
@@ -65,7 +66,7 @@ func (sv *supervisor) get(ctx context.Context, m match) (*server, error) {
 		}
 		if sl.crashes > sv.conf.MaxRestarts {
 			err := fmt.Errorf("%s for %s failed %d times in a row (last: %s); it is not restarted again until you call lsp with action \"reload\"",
-				m.cfg.Name, relTo(sv.run.Workdir, m.root), sl.crashes, sl.lastErr)
+				m.cfg.Name, workspace.Rel(sv.run.Workdir, m.root), sl.crashes, sl.lastErr)
 			sv.mu.Unlock()
 			return nil, err
 		}
@@ -77,7 +78,7 @@ func (sv *supervisor) get(ctx context.Context, m match) (*server, error) {
 		select {
 		case <-ready:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%s for %s is still starting (a cold server can take a while): call again in a moment; lsp status shows its progress (%w)", m.cfg.Name, relTo(sv.run.Workdir, m.root), ctx.Err())
+			return nil, fmt.Errorf("%s for %s is still starting (a cold server can take a while): call again in a moment; lsp status shows its progress (%w)", m.cfg.Name, workspace.Rel(sv.run.Workdir, m.root), ctx.Err())
 		}
 		sv.mu.Lock()
 		if sl.ready == ready {

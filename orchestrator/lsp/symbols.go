@@ -12,6 +12,7 @@ import (
 	"go.lsp.dev/protocol"
 
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // symbols searches the workspace for the query, else lists the file's
@@ -76,7 +77,7 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 			}
 		}
 	}
-	head := countLine("symbols in "+relTo(run.Workdir, abs), total, maxDocumentSymbols)
+	head := countLine("symbols in "+workspace.Rel(run.Workdir, abs), total, maxDocumentSymbols)
 	return orchestrator.Text(strings.TrimRight(head+"\n"+strings.Join(out, "\n"), "\n")), false
 }
 

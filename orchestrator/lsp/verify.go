@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // A rename is checked after it is written the way a user would check it:
@@ -35,7 +36,7 @@ func (p *Provider) startCheck(ctx context.Context, run *orchestrator.Run, s *ser
 	pc := &pendingCheck{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(pc.done)
-		pc.res = p.runCheck(ctx, run, s.cfg, relTo(run.Workdir, s.root))
+		pc.res = p.runCheck(ctx, run, s.cfg, workspace.Rel(run.Workdir, s.root))
 	}()
 	return pc
 }
@@ -82,7 +83,7 @@ func (p *Provider) verify(ctx context.Context, run *orchestrator.Run, s *server,
 			v.notes = append(v.notes, fmt.Sprintf("%s reports only on files it has open: other files that use the old name were not diagnosed", s.cfg.Name))
 		}
 	} else {
-		after := p.runCheck(ctx, run, s.cfg, relTo(run.Workdir, s.root))
+		after := p.runCheck(ctx, run, s.cfg, workspace.Rel(run.Workdir, s.root))
 		switch {
 		case after.err != nil:
 			v.notes = append(v.notes, after.cmdline+" "+after.err.Error())
@@ -166,7 +167,7 @@ func (p *Provider) leftovers(run *orchestrator.Run, s *server, v *verification) 
 		if err != nil {
 			return nil
 		}
-		rel := relTo(run.Workdir, path)
+		rel := workspace.Rel(run.Workdir, path)
 		for i, line := range strings.Split(string(b), "\n") {
 			for _, at := range identifierAt(line, v.name) {
 				v.leftN++

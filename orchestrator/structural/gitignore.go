@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // ignoreRule is one line of a .gitignore file.
@@ -128,11 +130,11 @@ func (ig *ignorer) ignored(path string, isDir bool) bool {
 		}
 		subject := name
 		if r.anchored {
-			rel, err := filepath.Rel(r.base, path)
-			if err != nil || strings.HasPrefix(rel, "..") {
+			rel, ok := workspace.Inside(r.base, path)
+			if !ok {
 				continue
 			}
-			subject = filepath.ToSlash(rel)
+			subject = rel
 		}
 		if r.re.MatchString(subject) {
 			return !r.negate

@@ -143,17 +143,6 @@ func decode(args json.RawMessage, v any) *orchestrator.Result {
 	return nil
 }
 
-// count is n and the word, plural unless n is 1: "2 replacements".
-func count(n int, word string) string { return fmt.Sprintf("%d %s", n, plural(n, word)) }
-
-// plural is word with an s unless n is 1.
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
-}
-
 // skippedNote says which files were not searched.
 func skippedNote(sk []skippedFile) string {
 	if len(sk) == 0 {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -112,7 +113,7 @@ func (e editTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 	id := sc.state.stage(staged, replacements)
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "(proposed) %s in %s", count(replacements, "replacement"), count(len(staged), "file"))
+	fmt.Fprintf(&b, "(proposed) %s in %s", text.Count(replacements, "replacement"), text.Count(len(staged), "file"))
 	if dropd > 0 {
 		fmt.Fprintf(&b, "; %d overlapping match(es) inside others were dropped (the outer one wins)", dropd)
 	}

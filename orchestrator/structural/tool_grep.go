@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -153,7 +154,7 @@ func firstLines(s string, n int) string {
 		}
 	}
 	if more > 0 {
-		lines = append(lines, fmt.Sprintf("… (%d more %s)", more, plural(more, "line")))
+		lines = append(lines, fmt.Sprintf("… (%d more %s)", more, text.Plural(more, "line")))
 	}
 	return strings.Join(lines, "\n")
 }

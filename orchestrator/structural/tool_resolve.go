@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -53,7 +54,7 @@ func (r resolveTool) Call(ctx context.Context, run *orchestrator.Run, raw json.R
 	}
 	if a.Action == "discard" {
 		st.done(e.id, "discarded")
-		return orchestrator.Textf("discarded %s: %s in %s dropped; nothing was written", e.id, count(e.replacements, "replacement"), count(len(e.files), "file")), nil
+		return orchestrator.Textf("discarded %s: %s in %s dropped; nothing was written", e.id, text.Count(e.replacements, "replacement"), text.Count(len(e.files), "file")), nil
 	}
 	root, err := run.Root()
 	if err != nil {
@@ -85,7 +86,7 @@ func (r resolveTool) Call(ctx context.Context, run *orchestrator.Run, raw json.R
 		return orchestrator.Errorf("%s was not applied: %v. It is still staged: call resolve again, or discard it.", e.id, werr), nil
 	}
 	st.done(e.id, "accepted")
-	return orchestrator.Textf("accepted %s: wrote %s in %s: %s\n%s", e.id, count(e.replacements, "replacement"), count(len(e.files), "file"), strings.Join(names, ", "),
+	return orchestrator.Textf("accepted %s: wrote %s in %s: %s\n%s", e.id, text.Count(e.replacements, "replacement"), text.Count(len(e.files), "file"), strings.Join(names, ", "),
 		checkWrite(ctx, run, obs, names)), nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
@@ -147,7 +148,7 @@ func (w *walker) found(langs *languages) string {
 			parts = append(parts, fmt.Sprintf("… %d more kinds", len(keys)-8))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s: %s", k, count(counts[k], "file")))
+		parts = append(parts, fmt.Sprintf("%s: %s", k, text.Count(counts[k], "file")))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -97,12 +97,26 @@ func (r *Root) ResolveStat(p string) (string, fs.FileInfo, error) {
 
 // Rel is abs relative to the root, with forward slashes; a path outside
 // the root is returned unchanged.
-func (r *Root) Rel(abs string) string {
-	rel, err := filepath.Rel(r.dir, abs)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return abs
+func (r *Root) Rel(abs string) string { return Rel(r.dir, abs) }
+
+// Rel is abs relative to dir with forward slashes ("." for dir itself),
+// as every answer shows a path; a path outside dir is returned unchanged.
+// It is lexical: abs and dir are clean, resolved paths.
+func Rel(dir, abs string) string {
+	if rel, ok := Inside(dir, abs); ok {
+		return rel
 	}
-	return filepath.ToSlash(rel)
+	return abs
+}
+
+// Inside is abs relative to dir with forward slashes, and whether abs is
+// dir or below it (lexically).
+func Inside(dir, abs string) (string, bool) {
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
 }
 
 // Contains says whether an absolute path is lexically inside the root.

@@ -257,3 +257,28 @@ func TestResolveStatSaysWhatIsThere(t *testing.T) {
 		}
 	}
 }
+
+// Rel and Inside are the one "path relative to the workdir" every tool
+// shows paths with: a name that merely starts with ".." is inside (the
+// structural ignorer's copy took "..foo" for outside), dir itself is ".".
+func TestIssue12Item4RelAndInside(t *testing.T) {
+	for _, tc := range []struct {
+		abs, want string
+		inside    bool
+	}{
+		{"/w", ".", true},
+		{"/w/a/b.go", "a/b.go", true},
+		{"/w/..foo", "..foo", true},
+		{"/", "/", false},
+		{"/other/x", "/other/x", false},
+		{"/wx/y", "/wx/y", false},
+	} {
+		rel, ok := Inside("/w", tc.abs)
+		if ok != tc.inside || (ok && rel != tc.want) {
+			t.Errorf("Inside(/w, %s) = %q, %v", tc.abs, rel, ok)
+		}
+		if got := Rel("/w", tc.abs); got != tc.want {
+			t.Errorf("Rel(/w, %s) = %q, want %q", tc.abs, got, tc.want)
+		}
+	}
+}
