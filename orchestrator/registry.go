@@ -147,12 +147,10 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	if err != nil {
 		return nil, err
 	}
+	args = ArgsOrEmpty(args)
 	if msg := validateArgs(name, sch, args); msg != "" {
 		g.count(name, tier, "invalid")
 		return Errorf("invalid arguments for %s: %s. Fix the arguments and call again.", name, msg), nil
-	}
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
 	}
 
 	timeout := spec.Timeout
@@ -348,7 +346,7 @@ func (g *Registry) schema(spec Spec) (*inputSchema, error) {
 	if ok && bytes.Equal(c.text, spec.InputSchema) {
 		return c.schema, nil
 	}
-	s, err := compileSchema(spec.Name, spec.InputSchema)
+	s, err := compileSchema(spec.Name, spec.Schema())
 	if err != nil {
 		return nil, err
 	}

@@ -335,3 +335,28 @@ func TestIssue11Item14ToolsSeeTheSurfaceOfTheirCall(t *testing.T) {
 		t.Errorf("a context of no call says %q", s)
 	}
 }
+
+// No arguments, however they are spelled (absent, blank, null), reach a
+// tool as {}: once defaulted in one place, a blank string used to pass
+// validation as {} yet reach the tool as itself.
+func TestIssue12Item4NoArgumentsReachTheToolAsEmptyObject(t *testing.T) {
+	var got []string
+	tool := fakeTool{spec: orchestrator.Spec{Name: "any", ParallelSafe: true},
+		call: func(_ context.Context, args json.RawMessage) (*orchestrator.Result, error) {
+			got = append(got, string(args))
+			return orchestrator.Text("ok"), nil
+		}}
+	reg, run := newRegistry(t, provider{orchestrator.FeatureStructural, []orchestrator.Tool{tool}})
+	for _, args := range []string{"", "  \n", "null", " null "} {
+		res, err := reg.Call(context.Background(), run, orchestrator.SurfaceFull, "any", json.RawMessage(args))
+		if err != nil || res.IsError {
+			t.Fatalf("%q: %v %v", args, err, res)
+		}
+	}
+	if strings.Join(got, ",") != "{},{},{},{}" {
+		t.Errorf("the tool received %q, want {} each time", got)
+	}
+	if s := (orchestrator.Spec{}).Schema(); string(s) != `{"type":"object"}` {
+		t.Errorf("a tool with no schema takes %s, want any object", s)
+	}
+}

@@ -22,12 +22,10 @@ type inputSchema struct {
 	doc      any
 }
 
-// compileSchema compiles a tool's input schema. A tool whose schema does
-// not compile is a programming error, reported when it is first listed.
+// compileSchema compiles a tool's input schema (Spec.Schema). A tool whose
+// schema does not compile is a programming error, reported when it is
+// first listed.
 func compileSchema(name string, raw json.RawMessage) (*inputSchema, error) {
-	if len(raw) == 0 {
-		raw = json.RawMessage(`{"type":"object"}`)
-	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: input schema is not JSON: %w", name, err)
@@ -102,13 +100,10 @@ type chainLink struct {
 	Else *chainLink     `json:"else,omitempty"`
 }
 
-// validateArgs checks a tool's arguments against its schema and returns
-// sentences that name each offending field and say what to pass, or ""
-// when they are valid.
+// validateArgs checks a tool's arguments (ArgsOrEmpty) against its schema
+// and returns sentences that name each offending field and say what to
+// pass, or "" when they are valid.
 func validateArgs(tool string, sch *inputSchema, args json.RawMessage) string {
-	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
-		args = json.RawMessage("{}")
-	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
 		return "arguments are not valid JSON: " + err.Error()

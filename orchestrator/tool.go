@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -100,6 +101,29 @@ type Spec struct {
 	// a cell printed before it was interrupted) before the call is
 	// answered without it; zero means DefaultCancelGrace.
 	CancelGrace time.Duration
+}
+
+// NoArgs is the input schema of a tool that takes no arguments.
+const NoArgs = `{"type":"object","properties":{},"additionalProperties":false}`
+
+// Schema is the input schema tools/list shows and the registry checks
+// arguments against: InputSchema, or any object for a tool that declares
+// none.
+func (sp Spec) Schema() json.RawMessage {
+	if len(sp.InputSchema) == 0 {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return sp.InputSchema
+}
+
+// ArgsOrEmpty is a call's arguments as a tool receives them: none
+// (absent, blank or null) is the empty object, so every tool decodes an
+// object.
+func ArgsOrEmpty(args json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
+		return json.RawMessage("{}")
+	}
+	return args
 }
 
 // Tool is one callable tool, bound to a run by its Provider.

@@ -118,12 +118,13 @@ func callCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "usage: orchestrator call [--workdir DIR] [--surface S] [--json] TOOL ['{\"arg\": ...}']")
 		return exitError(2)
 	}
-	name, rawArgs := fs.Arg(0), "{}"
+	// No arguments are the registry's to default (orchestrator.ArgsOrEmpty).
+	name, rawArgs := fs.Arg(0), ""
 	if fs.NArg() == 2 {
 		rawArgs = fs.Arg(1)
-	}
-	if !json.Valid([]byte(rawArgs)) {
-		return fmt.Errorf("arguments %q are not valid JSON: pass one JSON object, e.g. '{\"file\": \"main.go\"}'", rawArgs)
+		if !json.Valid([]byte(rawArgs)) {
+			return fmt.Errorf("arguments %q are not valid JSON: pass one JSON object, e.g. '{\"file\": \"main.go\"}'", rawArgs)
+		}
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()

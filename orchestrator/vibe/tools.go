@@ -199,7 +199,7 @@ func (t listTool) Spec() orchestrator.Spec {
 	return orchestrator.Spec{
 		Name: "vibe_list", Tier: orchestrator.Read, ParallelSafe: true,
 		Description: `List this run's workers: id, label, tier, status (running, succeeded, failed, killed), elapsed time of the current or last attempt, and the start of the last result. Takes no arguments. Use vibe_wait for a worker's full result.`,
-		InputSchema: json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`),
+		InputSchema: json.RawMessage(orchestrator.NoArgs),
 	}
 }
 
