@@ -30,7 +30,10 @@ type StartParams struct {
 	Enclosure      enclosure.Spec
 	Features       map[string]bool
 	Harness        Harness
-	Owner          any
+	// NewHarness, when set, builds the harness for the run's id (RunID, or
+	// the fresh one Start picks), for a harness that names its run.
+	NewHarness func(runID string) Harness
+	Owner      any
 }
 
 // Runs keeps the live runs, ends idle ones, and ends a connection's runs
@@ -74,7 +77,10 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	}
 	id := p.RunID
 	if id == "" {
-		id = NewRunID()
+		id = newRunID()
+	}
+	if p.NewHarness != nil {
+		p.Harness = p.NewHarness(id)
 	}
 	run := NewRun(id, p.ConversationID, wd, enc, p.Harness, p.Features)
 	run.Owner = p.Owner
@@ -192,9 +198,10 @@ func (rs *Runs) Reaper(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// NewRunID returns a fresh random run id ("run_" and 16 hex digits), for
-// a run/start that names none.
-func NewRunID() string {
+// newRunID returns a fresh random run id ("run_" and 16 hex digits), for
+// a run/start that names none. Runs.Start is the one place that defaults
+// an id.
+func newRunID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return "run_" + hex.EncodeToString(b[:])

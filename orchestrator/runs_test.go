@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +116,35 @@ func TestRunRootClosedAtEnd(t *testing.T) {
 	fresh.End("test over")
 	if _, err := fresh.Root(); err == nil {
 		t.Fatal("an ended run made a root")
+	}
+}
+
+// namedHarness is a harness that knows the run it serves.
+type namedHarness struct {
+	orchestrator.Harness
+	runID string
+}
+
+// Runs.Start is the one place a run id is defaulted: a harness that names
+// its run is built for the id Start picked, not for one its caller made
+// up beforehand.
+func TestIssue12Item4StartDefaultsTheRunIDForItsHarness(t *testing.T) {
+	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour)
+	newHarness := func(id string) orchestrator.Harness { return namedHarness{runID: id} }
+	run, err := rs.Start(context.Background(), orchestrator.StartParams{Workdir: t.TempDir(), Owner: 1, NewHarness: newHarness})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.End(orchestrator.EndStopped)
+	if h, ok := run.Harness.(namedHarness); !ok || h.runID != run.ID || !strings.HasPrefix(run.ID, "run_") {
+		t.Fatalf("run %q has harness %+v", run.ID, run.Harness)
+	}
+	named, err := rs.Start(context.Background(), orchestrator.StartParams{RunID: "mine", Workdir: t.TempDir(), Owner: 1, NewHarness: newHarness})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer named.End(orchestrator.EndStopped)
+	if h := named.Harness.(namedHarness); h.runID != "mine" {
+		t.Fatalf("harness for %q", h.runID)
 	}
 }

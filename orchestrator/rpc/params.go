@@ -137,9 +137,7 @@ func decodeParams(method string, raw []byte, v any, required ...string) error {
 	bad := func(format string, a ...any) error {
 		return Errorf(CodeInvalidParams, "invalid params for %s: %s", method, fmt.Sprintf(format, a...))
 	}
-	if len(raw) == 0 {
-		raw = json.RawMessage("{}")
-	}
+	raw = orchestrator.ArgsOrEmpty(raw)
 	if kindOf(raw) != "object" {
 		return bad("params must be an object of named fields, got %s", kindOf(raw))
 	}
@@ -242,12 +240,8 @@ func fieldNames(v any) []string {
 	return names
 }
 
-// NewToolInfo is a tool's spec as tools/list shows it; a tool with no
-// schema takes any object.
+// NewToolInfo is a tool's spec as tools/list shows it (Spec.Schema: a tool
+// with no schema takes any object).
 func NewToolInfo(sp orchestrator.Spec) ToolInfo {
-	schema := sp.InputSchema
-	if len(schema) == 0 {
-		schema = json.RawMessage(`{"type":"object"}`)
-	}
-	return ToolInfo{Name: sp.Name, Tier: sp.Tier.String(), Description: sp.Description, InputSchema: schema, ParallelSafe: sp.ParallelSafe}
+	return ToolInfo{Name: sp.Name, Tier: sp.Tier.String(), Description: sp.Description, InputSchema: sp.Schema(), ParallelSafe: sp.ParallelSafe}
 }

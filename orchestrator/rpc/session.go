@@ -66,18 +66,14 @@ func (s *session) startRun(ctx context.Context, req *jsonrpc2.Request) (any, err
 	if err := decodeParams(req.Method(), req.Params(), &p, "workdir"); err != nil {
 		return nil, err
 	}
-	id := p.RunID
-	if id == "" {
-		id = orchestrator.NewRunID()
-	}
-	h := &runHarness{peer: s.peer, runID: id}
 	var spec enclosure.Spec
 	if p.Enclosure != nil {
 		spec = enclosure.Spec(*p.Enclosure)
 	}
 	run, err := s.srv.Runs.Start(ctx, orchestrator.StartParams{
-		RunID: id, ConversationID: p.ConversationID, Workdir: p.Workdir, Enclosure: spec,
-		Features: p.Features, Harness: h, Owner: s,
+		RunID: p.RunID, ConversationID: p.ConversationID, Workdir: p.Workdir, Enclosure: spec,
+		Features: p.Features, Owner: s,
+		NewHarness: func(id string) orchestrator.Harness { return &runHarness{peer: s.peer, runID: id} },
 	})
 	if err != nil {
 		return nil, toError(err)
@@ -248,12 +244,8 @@ type runHarness struct {
 var _ orchestrator.Harness = (*runHarness)(nil)
 
 func (h *runHarness) CallTool(ctx context.Context, call orchestrator.ToolCall) (json.RawMessage, error) {
-	args := call.Arguments
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
-	}
 	var res json.RawMessage
-	err := h.peer.Call(ctx, "harness/callTool", HarnessCallToolParams{RunID: h.runID, Name: call.Name, Arguments: args, Origin: call.Origin}, &res)
+	err := h.peer.Call(ctx, "harness/callTool", HarnessCallToolParams{RunID: h.runID, Name: call.Name, Arguments: orchestrator.ArgsOrEmpty(call.Arguments), Origin: call.Origin}, &res)
 	if err != nil {
 		return nil, harnessError("harness/callTool", err)
 	}
