@@ -6,19 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
-	"sync"
-	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
+	"github.com/berth-dev/berth/orchestrator/serve"
 )
 
 func serveCmd(args []string, stderr io.Writer) error {
@@ -58,131 +53,34 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runs := orchestrator.NewRuns(m, cfg.Runs.IdleTimeout)
-	srv := &rpc.Server{
-		Registry: reg, Runs: runs, Metrics: m, Version: buildVersion(),
-		DisconnectGrace: cfg.Runs.DisconnectGrace, MaxMessageSize: cfg.RPC.MaxMessageBytes, Log: log,
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	// A harness that goes away may take our stderr with it: a log line
-	// written to it must fail, not kill the process (SIGPIPE) before it
-	// has ended its runs. Notify, not Ignore: children keep the default.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	var ready atomic.Bool
-	var stdioLost atomic.Pointer[error] // the only connection, stdio, is lost
-	ready.Store(true)
-	metricsHandler := promhttp.HandlerFor(preg, promhttp.HandlerOpts{Registry: preg})
-
-	var wg sync.WaitGroup
-	wg.Go(func() { runs.Reaper(ctx, cfg.Runs.ReaperInterval) })
-
-	var servers []*http.Server
-	serveHTTP := func(l net.Listener, h http.Handler) {
-		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-		servers = append(servers, hs)
-		wg.Go(func() {
-			if err := hs.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("http server stopped", "addr", l.Addr().String(), "err", err)
-				stop()
-			}
-		})
+	o := serve.Options{
+		Server: &rpc.Server{
+			Registry: reg, Runs: orchestrator.NewRuns(m, cfg.Runs.IdleTimeout), Metrics: m, Version: buildVersion(),
+			DisconnectGrace: cfg.Runs.DisconnectGrace, MaxMessageSize: cfg.RPC.MaxMessageBytes, Log: log,
+		},
+		Unix:           cfg.RPC.Unix,
+		Metrics:        promhttp.HandlerFor(preg, promhttp.HandlerOpts{Registry: preg}),
+		ReaperInterval: cfg.Runs.ReaperInterval,
+		Log:            log,
+		Stderr:         stderr,
 	}
 	if tcp {
 		token, path, err := loadToken(cfg.RPC.TokenFile)
 		if err != nil {
 			return err
 		}
-		l, err := net.Listen("tcp", cfg.RPC.Listen)
-		if err != nil {
-			return fmt.Errorf("listen %s: %w (pick another address with --listen)", cfg.RPC.Listen, err)
-		}
 		if path != "" {
 			fmt.Fprintf(stderr, "token written to %s (send it as \"Authorization: Bearer <token>\")\n", path)
 		}
-		serveHTTP(l, srv.HTTPHandler(rpc.HTTPOptions{Token: token, Transport: "websocket", Metrics: metricsHandler, Ready: ready.Load}))
-		fmt.Fprintf(stderr, "listening on http://%s (WebSocket at ws://%s%s)\n", l.Addr(), l.Addr(), rpc.RPCPath)
-	}
-	if cfg.RPC.Unix != "" {
-		l, err := listenUnix(cfg.RPC.Unix)
-		if err != nil {
-			return err
-		}
-		defer os.Remove(cfg.RPC.Unix)
-		serveHTTP(l, srv.HTTPHandler(rpc.HTTPOptions{Transport: "unix", Metrics: metricsHandler, Ready: ready.Load}))
-		fmt.Fprintf(stderr, "listening on unix:%s (WebSocket at %s, no token: the socket is mode 0600)\n", cfg.RPC.Unix, rpc.RPCPath)
+		o.Listen, o.Token = cfg.RPC.Listen, token
 	}
 	if *stdio {
-		out, err := protocolStdout()
-		if err != nil {
+		if o.Stdout, err = protocolStdout(); err != nil {
 			return err
 		}
-		in := protocolStdin()
-		wg.Go(func() {
-			err := srv.ServeStdio(in, out)
-			if errors.Is(err, rpc.ErrStreamLost) {
-				// Only this connection is lost: the listeners serve on.
-				if tcp || cfg.RPC.Unix != "" {
-					return
-				}
-				stdioLost.Store(&err)
-			} else {
-				log.Debug("stdin closed: stopping")
-			}
-			stop()
-		})
+		o.Stdin = protocolStdin()
 	}
-
-	<-ctx.Done()
-	ready.Store(false)
-	log.Info("stopping: ending every run")
-	srv.Close()
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, hs := range servers {
-		_ = hs.Shutdown(shutdown)
-	}
-	runs.StopAll()
-	if p := stdioLost.Load(); p != nil {
-		return fmt.Errorf("stdio: %w", *p)
-	}
-	if *stdio {
-		// A read from stdin cannot be interrupted; the process is exiting.
-		return nil
-	}
-	wg.Wait()
-	return nil
-}
-
-// listenUnix listens on a unix socket only its user may open. A stale
-// socket file (nobody listening) is replaced; anything else is an error.
-func listenUnix(path string) (net.Listener, error) {
-	if st, err := os.Lstat(path); err == nil {
-		if st.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("unix socket %s: a file that is not a socket is in the way: move it, or pick another path with --unix", path)
-		}
-		if c, err := net.Dial("unix", path); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("unix socket %s: another server is listening on it: stop that one, or pick another path with --unix", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("unix socket %s: removing the stale socket: %w", path, err)
-		}
-	}
-	// The socket is created with the process umask; tighten it before
-	// anyone can connect by creating it under a restrictive umask.
-	old := syscall.Umask(0o177)
-	l, err := net.Listen("unix", path)
-	syscall.Umask(old)
-	if err != nil {
-		return nil, fmt.Errorf("listen unix %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return nil, err
-	}
-	return l, nil
+	return serve.Run(context.Background(), o)
 }
 
 // protocolStdin returns stdin for the protocol. When it is a pipe or a
