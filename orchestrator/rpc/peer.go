@@ -231,34 +231,39 @@ func (p *peer) dispatch(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		}
 		return nil, e.toWire()
 	}
-	return p.encode(result)
+	return result, nil
 }
 
-// encode writes a result once, here, to hold it to the message limit:
-// the peer would skip a larger reply and wait for it for ever, so it gets
-// an error it can act on instead.
-func (p *peer) encode(result any) (any, error) {
-	b, err := codec.Marshal(result)
-	if err != nil {
-		return nil, Errorf(CodeInternalError, "internal error: encoding the result: %v", err).toWire()
-	}
-	if int64(len(b)) > p.limit {
-		return nil, Errorf(CodeInternalError,
-			"internal error: the result of %d bytes exceeds the message limit of %d bytes (rpc.max_message_bytes) and was not sent; ask for less output, or raise the limit on both ends", len(b), p.limit).toWire()
-	}
-	return jsonrpc2.RawMessage(b), nil
-}
-
-// handle runs the handler under a panic guard: a panic is the request's
-// internal error, not the connection's end.
-func (p *peer) handle(ctx context.Context, req *jsonrpc2.Request) (result any, err error) {
+// handle runs the handler and encodes its result under a panic guard: a
+// panic is the request's internal error, not the connection's end (the
+// library would end it).
+func (p *peer) handle(ctx context.Context, req *jsonrpc2.Request) (result jsonrpc2.RawMessage, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p.log.Error("rpc: handler panicked", "method", req.Method(), "panic", v, "stack", string(debug.Stack()))
 			result, err = nil, Errorf(CodeInternalError, "internal error handling %s: %v", req.Method(), v)
 		}
 	}()
-	return p.handler(ctx, req)
+	res, err := p.handler(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return p.encode(res)
+}
+
+// encode writes a result once, here, to hold it to the message limit:
+// the peer would skip a larger reply and wait for it for ever, so it gets
+// an error it can act on instead.
+func (p *peer) encode(result any) (jsonrpc2.RawMessage, error) {
+	b, err := codec.Marshal(result)
+	if err != nil {
+		return nil, Errorf(CodeInternalError, "internal error: encoding the result: %v", err)
+	}
+	if int64(len(b)) > p.limit {
+		return nil, Errorf(CodeInternalError,
+			"internal error: the result of %d bytes exceeds the message limit of %d bytes (rpc.max_message_bytes) and was not sent; ask for less output, or raise the limit on both ends", len(b), p.limit)
+	}
+	return b, nil
 }
 
 // cancelRequest cancels the request in flight with the id given; an id
