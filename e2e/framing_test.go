@@ -5,8 +5,6 @@ import (
 	"io"
 	"strings"
 	"testing"
-
-	"github.com/berth-dev/berth/orchestrator/rpc"
 )
 
 // Over stdio, a header line over 64 KiB, a header block over 8 KiB and a
@@ -14,28 +12,7 @@ import (
 // next request is answered and a run started before lives on (issue 11
 // item 5). The binary used to exit 0 at the first two, ending every run.
 func TestIssue11Item5StdioReadsOnAfterBadHeaders(t *testing.T) {
-	cmd := command([]string{testTools}, "serve", "--stdio")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := newStderr()
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		awaitExit(t, cmd, stderr, func() error {
-			stdin.Close()
-			_, _ = io.Copy(io.Discard, stdout)
-			return cmd.Wait()
-		})
-	})
-	r := &rawStdio{t: t, f: rpc.NewStreamFramer(stdout, stdin, nil, 0)}
+	r := startRaw(t, []string{testTools})
 	r.send(`{"jsonrpc":"2.0","id":1,"method":"run/start","params":{"workdir":` + mustQuote(t.TempDir()) + `}}`)
 	runID := r.recv()["result"].(map[string]any)["runId"].(string)
 
@@ -46,7 +23,7 @@ func TestIssue11Item5StdioReadsOnAfterBadHeaders(t *testing.T) {
 		"Content-Length: -1\r\n\r\n" + lost +
 		frame(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"runId":"`+runID+`"}}`)
 	written := make(chan error, 1)
-	go func() { _, err := io.WriteString(stdin, raw); written <- err }()
+	go func() { _, err := io.WriteString(r.in, raw); written <- err }()
 	var errs []string
 	for {
 		m := r.recv()

@@ -19,8 +19,9 @@ import (
 
 // rawStdio is "orchestrator serve --stdio" spoken to byte by byte.
 type rawStdio struct {
-	t *testing.T
-	f rpc.Framer
+	t  *testing.T
+	f  rpc.Framer
+	in io.Writer // the binary's stdin, for bytes no framer would write
 }
 
 // startRaw starts the binary on stdio with args after "serve --stdio".
@@ -47,7 +48,7 @@ func startRaw(t *testing.T, env []string, args ...string) *rawStdio {
 			return cmd.Wait()
 		})
 	})
-	return &rawStdio{t: t, f: rpc.NewStreamFramer(stdout, stdin, nil, 0)}
+	return &rawStdio{t: t, f: rpc.NewStreamFramer(stdout, stdin, nil, 0), in: stdin}
 }
 
 func (r *rawStdio) send(body string) {
