@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -267,16 +265,7 @@ func TestIssue11Item3StuckCallIsAnsweredOverTheProtocol(t *testing.T) {
 	late := &stuckTool{started: stuck.started, release: stuck.release,
 		spec: orchestrator.Spec{Name: "late", ParallelSafe: true, InputSchema: json.RawMessage(`{"type":"object"}`), Timeout: 10 * time.Millisecond, CancelGrace: time.Millisecond}}
 	s.Registry.Add(toolsProvider{stuck, late})
-	a, b := net.Pipe()
-	served := make(chan struct{})
-	go func() { s.ServeConn(NewStreamFramer(a, a, a, 0), "test"); close(served) }()
-	p := &rawPeer{t: t, f: NewStreamFramer(b, b, b, 0)}
-	defer func() {
-		_ = p.f.Close()
-		<-served
-	}()
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"run/start","params":{"workdir":` + strconv.Quote(t.TempDir()) + `}}`)
-	runID := p.recv()["result"].(map[string]any)["runId"].(string)
+	p, runID := startRunOverPipe(t, s)
 
 	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"runId":"` + runID + `","name":"stuck","arguments":{}}}`)
 	<-stuck.started

@@ -33,16 +33,7 @@ func (reenterTool) Call(ctx context.Context, run *orchestrator.Run, _ json.RawMe
 func TestIssue12Item4HarnessResultIsForwardedRaw(t *testing.T) {
 	s := newServer(t, 0)
 	s.Registry.Add(toolsProvider{reenterTool{}})
-	a, b := net.Pipe()
-	served := make(chan struct{})
-	go func() { s.ServeConn(NewStreamFramer(a, a, a, 0), "test"); close(served) }()
-	p := &rawPeer{t: t, f: NewStreamFramer(b, b, b, 0)}
-	defer func() {
-		_ = p.f.Close()
-		<-served
-	}()
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"run/start","params":{"workdir":` + strconv.Quote(t.TempDir()) + `}}`)
-	runID := p.recv()["result"].(map[string]any)["runId"].(string)
+	p, runID := startRunOverPipe(t, s)
 
 	for _, tc := range []struct {
 		answer string // the harness's result
@@ -72,4 +63,21 @@ func TestIssue12Item4HarnessResultIsForwardedRaw(t *testing.T) {
 			t.Errorf("answer %s: got %v, want isError %v and %q", tc.answer, m, tc.isErr, tc.want)
 		}
 	}
+}
+
+// startRunOverPipe serves s on one end of a pipe, speaks raw frames on the
+// other, starts a run in a fresh workdir and returns the peer and the run's
+// id; the connection is closed and served out when the test ends.
+func startRunOverPipe(t *testing.T, s *Server) (*rawPeer, string) {
+	t.Helper()
+	a, b := net.Pipe()
+	served := make(chan struct{})
+	go func() { s.ServeConn(NewStreamFramer(a, a, a, 0), "test"); close(served) }()
+	p := &rawPeer{t: t, f: NewStreamFramer(b, b, b, 0)}
+	t.Cleanup(func() {
+		_ = p.f.Close()
+		<-served
+	})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"run/start","params":{"workdir":` + strconv.Quote(t.TempDir()) + `}}`)
+	return p, p.recv()["result"].(map[string]any)["runId"].(string)
 }
