@@ -2,19 +2,23 @@
 // sandbox (a container) or, when there is none, on the host. It finds
 // enclosures and never creates one.
 //
-// Enclosure is the one core interface; each driver is split into a driver
-// (the Enclosure) and a handle (one running process with one owner
-// goroutine that waits and closes its done channel). Only the host driver is
-// built today; naming another driver is an error, never a silent fallback.
+// Enclosure is the one core interface. Each driver lives in a package of
+// its own (enclosure/host, enclosure/docker, ...) split as Nomad splits a
+// task driver: a driver (Driver: finds and attaches), an enclosure with its
+// state (one attached sandbox), and a handle (one running process with one
+// owner goroutine that waits and closes its done channel). Drivers are
+// looked up in a table (Lookup); naming a driver that is not in it is an
+// error, never a silent fallback.
 package enclosure
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
+	"syscall"
+	"time"
 )
 
 // Enclosure is where a run's processes live.
@@ -32,6 +36,10 @@ type Enclosure interface {
 	// MapPath turns a workspace path on the host into the path the
 	// enclosure's processes see.
 	MapPath(hostPath string) (string, error)
+	// HostPath is MapPath's inverse: a path as the enclosure's processes
+	// see it (an LSP URI, a DAP stack frame) turned into the host's path.
+	// A path outside every mount is an error wrapping ErrNotFound.
+	HostPath(enclosedPath string) (string, error)
 }
 
 // Cmd is a process to start.
@@ -39,7 +47,10 @@ type Cmd struct {
 	Path string   // executable; resolved with LookPath when it has no slash
 	Args []string // arguments after the executable
 	Env  []string // added to the enclosure's environment, KEY=VALUE
-	Dir  string   // working directory, as the host sees it
+	// Dir is the working directory. Like Path and every argument that
+	// names a file, it is as the enclosure sees it: callers pass MapPath's
+	// results, never host paths.
+	Dir string
 	// Stderr, when set, receives the process's stderr instead of a pipe.
 	Stderr io.Writer
 }
@@ -72,30 +83,47 @@ var (
 	ErrInvalidConfig = errors.New("invalid")
 )
 
-// Spec names an enclosure as run/start gives it: Driver "host", "auto", or
-// a driver with an ID.
-type Spec struct {
-	Driver string `json:"driver"`
-	ID     string `json:"id,omitempty"`
+// Driver finds and attaches to the enclosures of one kind. It never
+// creates, starts, stops or removes one.
+type Driver interface {
+	// Name is the driver's name in run/start's {driver, id}.
+	Name() string
+	// Attach returns the running enclosure with this id (or name). One
+	// that is missing or not running is an error that says so.
+	Attach(ctx context.Context, id string) (Enclosure, error)
+	// Find returns the ids of the running enclosures labelled
+	// berth.conversation=<conversationID>, for "auto". An engine that does
+	// not answer is an error wrapping ErrUnavailable.
+	Find(ctx context.Context, conversationID string) ([]string, error)
 }
 
-// Lookup finds the enclosure a run should use. It never creates one:
-//   - "" or "host": the host;
-//   - "auto": the container labelled berth.conversation=<conversationID>
-//     when a container driver finds one, else the host (no container
-//     driver is built today, so auto is the host);
-//   - any other driver: that driver's enclosure with that ID, or an error.
-func Lookup(ctx context.Context, spec Spec, conversationID string) (Enclosure, error) {
-	switch spec.Driver {
-	case "", "host":
-		if spec.ID != "" && spec.ID != HostID {
-			return nil, fmt.Errorf("host enclosure has no id %q: omit the id or use %q: %w", spec.ID, HostID, ErrInvalidConfig)
-		}
-		return Host(), nil
-	case "auto":
-		return Host(), nil
-	case "docker", "containerd", "kubernetes":
-		return nil, fmt.Errorf("enclosure driver %q is not built into this Berth yet: use \"host\" or \"auto\": %w", spec.Driver, ErrNotSupported)
+// ErrUnavailable marks an engine that did not answer; "auto" skips it.
+var ErrUnavailable = errors.New("unavailable")
+
+// ConversationLabel is the label "auto" looks for, its value the
+// conversation's id.
+const ConversationLabel = "berth.conversation"
+
+// Stop ends p as os/exec's Cancel and WaitDelay do: it sends sig (SIGTERM
+// when nil; closing stdin is the caller's first step where the process
+// ends on EOF), waits up to grace for the process to exit, then kills it
+// and everything it started. It returns once the process has exited.
+func Stop(p Process, sig os.Signal, grace time.Duration) {
+	if sig == nil {
+		sig = syscall.SIGTERM
 	}
-	return nil, fmt.Errorf("unknown enclosure driver %q: use \"host\" or \"auto\", the drivers built into this Berth: %w", spec.Driver, ErrInvalidConfig)
+	select {
+	case <-p.Done():
+		return
+	default:
+	}
+	_ = p.Signal(sig)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.Done():
+	case <-t.C:
+	}
+	_ = p.Kill()
+	<-p.Done()
 }

@@ -129,3 +129,7 @@ func closeAll(files ...*os.File) {
 		}
 	}
 }
+
+func (hostDriver) HostPath(enclosedPath string) (string, error) {
+	return filepath.Clean(enclosedPath), nil
+}

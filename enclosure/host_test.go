@@ -125,28 +125,6 @@ func TestHostLookPathAndDial(t *testing.T) {
 	}
 }
 
-func TestLookupNeverFallsBackSilently(t *testing.T) {
-	for _, tc := range []struct {
-		spec Spec
-		want string
-	}{
-		{Spec{Driver: "docker", ID: "x"}, `enclosure driver "docker" is not built into this Berth yet: use "host" or "auto"`},
-		{Spec{Driver: "containerd", ID: "x"}, `enclosure driver "containerd" is not built`},
-		{Spec{Driver: "nope"}, `unknown enclosure driver "nope": use "host" or "auto"`},
-		{Spec{Driver: "host", ID: "other"}, `host enclosure has no id "other"`},
-	} {
-		if _, err := Lookup(context.Background(), tc.spec, "c"); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Lookup(%+v) = %v, want an error containing %q", tc.spec, err, tc.want)
-		}
-	}
-	for _, s := range []Spec{{}, {Driver: "host"}, {Driver: "auto"}} {
-		e, err := Lookup(context.Background(), s, "c")
-		if err != nil || e.Driver() != "host" {
-			t.Errorf("Lookup(%+v) = %v, %v", s, e, err)
-		}
-	}
-}
-
 // A process's stdout pipe holds a large answer whole: the process writes
 // 200 KiB and exits while nobody reads (through a default 64 KiB pipe it
 // would wait for the reader at each 64 KiB), and every byte is there.

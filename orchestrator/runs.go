@@ -41,7 +41,7 @@ type StartParams struct {
 type Runs struct {
 	metrics     *metrics.Metrics
 	idleTimeout time.Duration
-	lookup      func(ctx context.Context, spec enclosure.Spec, conversationID string) (enclosure.Enclosure, error)
+	lookup      *enclosure.Lookup
 
 	mu   sync.Mutex
 	runs map[string]*Run
@@ -49,8 +49,12 @@ type Runs struct {
 
 // NewRuns builds the run table. idleTimeout <= 0 disables idle reaping.
 func NewRuns(m *metrics.Metrics, idleTimeout time.Duration) *Runs {
-	return &Runs{metrics: m, idleTimeout: idleTimeout, lookup: enclosure.Lookup, runs: map[string]*Run{}}
+	return &Runs{metrics: m, idleTimeout: idleTimeout, lookup: &enclosure.Lookup{Host: enclosure.Host()}, runs: map[string]*Run{}}
 }
+
+// UseEnclosures sets the drivers run/start looks enclosures up in; the
+// default is the host alone. Call it before serving.
+func (rs *Runs) UseEnclosures(l *enclosure.Lookup) { rs.lookup = l }
 
 // Start creates a run. The working directory must exist; the enclosure is
 // looked up, never created.
@@ -71,7 +75,7 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	if err := CheckFeatures(p.Features); err != nil {
 		return nil, err
 	}
-	enc, err := rs.lookup(ctx, p.Enclosure, p.ConversationID)
+	enc, err := rs.lookup.Find(ctx, p.Enclosure, p.ConversationID)
 	if err != nil {
 		return nil, fmt.Errorf("enclosure: %v: %w", err, ErrInvalid)
 	}
