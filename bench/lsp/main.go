@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,10 +67,15 @@ var queries = []query{
 // virtual machine each wake-up of an idle process then costs far more.
 var gap time.Duration
 
+// cpuProfile, when set, names the file the in-process calls' CPU profile
+// goes to: what Berth's own code costs, for `go tool pprof`.
+var cpuProfile string
+
 func main() {
 	n := flag.Int("n", 300, "measured requests per query and path (fewer leave the added time uncertain by several hundred µs)")
 	flag.DurationVar(&gap, "gap", 0, "pause before each measured request")
 	repo := flag.String("repo", ".", "the Go module to query (this repository)")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the in-process calls (Berth's tool path without the protocol) to this file")
 	flag.Parse()
 	if err := run(*n, *repo); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/lsp:", err)
@@ -224,6 +230,10 @@ func run(n int, repo string) error {
 			"  own", round(median(own)), round(percentile(own, 90)), verdict(median(own), median(direct)))
 		// The same tool call in process, against the direct request.
 		var local, direct2 []time.Duration
+		stopProfile, err := startProfile(q.action)
+		if err != nil {
+			return err
+		}
 		for i := 0; i < n; i++ {
 			var a, b time.Duration
 			var aerr, berr error
@@ -239,6 +249,7 @@ func run(n int, repo string) error {
 			}
 			local, direct2 = append(local, b), append(direct2, a)
 		}
+		stopProfile()
 		report("  in process", direct2, local)
 		// The harness protocol alone: a small request whose answer is as
 		// long as the lsp answer (test_echo repeats a line of it).
@@ -256,6 +267,24 @@ func run(n int, repo string) error {
 		fmt.Printf("%-13s %21s   the harness protocol round trip alone (a small request, a %d-byte answer like the lsp one)\n", "  protocol", round(median(echo)), len(answer))
 	}
 	return didWrite(ctx, c, d, n)
+}
+
+// startProfile starts the CPU profile of one query's in-process calls,
+// to cpuProfile with the action's name added; the function it returns
+// stops it.
+func startProfile(action string) (func(), error) {
+	if cpuProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(cpuProfile + "." + action)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // inProcess is the lsp provider behind a registry in this process, as

@@ -75,9 +75,10 @@ type lines struct {
 	// disk after it (recheck, while the server worked) is not checked again.
 	since time.Time
 
-	lastURI          uri.URI // path's last answer
-	lastPath         string
-	lastInside       bool
+	// paths holds path's answers, and resolver what it looked at: a list
+	// of locations names the same files and folders again and again.
+	paths            map[uri.URI]resolved
+	resolver         *workspace.Resolver
 	lastAbs, lastRel string // rel's
 	lastFile         string // line's
 	lastLines        []string
@@ -87,8 +88,14 @@ type lines struct {
 	outside map[spot]bool
 }
 
+// resolved is a URI's path, resolved, and whether it is inside the workdir.
+type resolved struct {
+	path   string
+	inside bool
+}
+
 func (s *server) lineReader() *lines {
-	return &lines{s: s, files: map[string][]string{}}
+	return &lines{s: s, files: map[string][]string{}, paths: map[uri.URI]resolved{}}
 }
 
 // rel is a host path as locations show it, relative to the workdir.
@@ -103,11 +110,19 @@ func (r *lines) rel(abs string) string {
 // and whether it is inside the workdir. The answer is kept for this
 // query only: a link may change between queries.
 func (r *lines) path(u uri.URI) (string, bool) {
-	if u != r.lastURI || r.lastPath == "" {
-		r.lastURI = u
-		r.lastPath, r.lastInside = r.s.resolve(r.s.pathOf(u))
+	a, ok := r.paths[u]
+	if !ok {
+		if r.resolver == nil {
+			r.resolver = r.s.ws.Resolver()
+		}
+		p := r.s.pathOf(u)
+		a = resolved{p, false}
+		if real, err := r.resolver.Resolve(p); err == nil {
+			a = resolved{real, true}
+		}
+		r.paths[u] = a
 	}
-	return r.lastPath, r.lastInside
+	return a.path, a.inside
 }
 
 func (r *lines) line(abs string, n int) (string, bool) {

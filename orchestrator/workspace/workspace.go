@@ -73,6 +73,42 @@ func (r *Root) Resolve(p string) (string, error) {
 // there. The walk looked at it already; a caller that needs it would
 // otherwise look it up again.
 func (r *Root) ResolveStat(p string) (string, fs.FileInfo, error) {
+	return r.resolveStat(p, os.Lstat)
+}
+
+// Resolver resolves the many paths of one answer (a language server's
+// locations): it remembers what each component of a path is, so the
+// folders those paths share are looked at once rather than once per path.
+// Keep one for a single answer: a link may change between answers.
+type Resolver struct {
+	r    *Root
+	seen map[string]lstatAnswer
+}
+
+type lstatAnswer struct {
+	st  fs.FileInfo
+	err error
+}
+
+// Resolver returns a Resolver for one batch of paths.
+func (r *Root) Resolver() *Resolver { return &Resolver{r: r, seen: map[string]lstatAnswer{}} }
+
+// Resolve is Root.Resolve, remembering each component's Lstat.
+func (v *Resolver) Resolve(p string) (string, error) {
+	abs, _, err := v.r.resolveStat(p, v.lstat)
+	return abs, err
+}
+
+func (v *Resolver) lstat(path string) (fs.FileInfo, error) {
+	a, ok := v.seen[path]
+	if !ok {
+		a.st, a.err = os.Lstat(path)
+		v.seen[path] = a
+	}
+	return a.st, a.err
+}
+
+func (r *Root) resolveStat(p string, lstat func(string) (fs.FileInfo, error)) (string, fs.FileInfo, error) {
 	if strings.ContainsRune(p, 0) {
 		return "", nil, fmt.Errorf("path %q contains a NUL byte: pass a plain file path", p)
 	}
@@ -85,7 +121,7 @@ func (r *Root) ResolveStat(p string) (string, fs.FileInfo, error) {
 	if !r.contains(abs) {
 		return "", nil, fmt.Errorf("path %q is %w %s: pass a path inside it", p, ErrOutside, r.dir)
 	}
-	real, st, err := r.resolveBelow(abs)
+	real, st, err := r.resolveBelow(abs, lstat)
 	if err != nil {
 		return "", nil, fmt.Errorf("path %q: %w", p, err)
 	}
@@ -132,7 +168,7 @@ func (r *Root) contains(abs string) bool {
 // must not pass for a new file inside it); a path that leaves the root is
 // resolved the thorough way, for the caller to refuse. A component that
 // does not exist ends the walk: the rest does not exist either.
-func (r *Root) resolveBelow(abs string) (string, fs.FileInfo, error) {
+func (r *Root) resolveBelow(abs string, lstat func(string) (fs.FileInfo, error)) (string, fs.FileInfo, error) {
 	for hops := 0; ; hops++ {
 		if hops > 40 {
 			return "", nil, fmt.Errorf("too many levels of symlinks")
@@ -146,7 +182,7 @@ func (r *Root) resolveBelow(abs string) (string, fs.FileInfo, error) {
 			}
 			return real, statOrNil(real), nil
 		}
-		link, target, st, err := r.firstSymlink(abs)
+		link, target, st, err := r.firstSymlink(abs, lstat)
 		if err != nil || link == "" {
 			return abs, st, err
 		}
@@ -158,7 +194,7 @@ func (r *Root) resolveBelow(abs string) (string, fs.FileInfo, error) {
 // first that is a symlink, with its target as an absolute path; "" when
 // there is none before the path ends (then st is the last component's
 // Lstat) or stops existing (st nil).
-func (r *Root) firstSymlink(abs string) (link, target string, st fs.FileInfo, err error) {
+func (r *Root) firstSymlink(abs string, lstat func(string) (fs.FileInfo, error)) (link, target string, st fs.FileInfo, err error) {
 	if abs == r.dir {
 		return "", "", statOrNil(r.dir), nil
 	}
@@ -167,7 +203,7 @@ func (r *Root) firstSymlink(abs string) (link, target string, st fs.FileInfo, er
 		var name string
 		name, rest, _ = strings.Cut(rest, string(filepath.Separator))
 		cur = filepath.Join(cur, name)
-		st, err = os.Lstat(cur)
+		st, err = lstat(cur)
 		if errors.Is(err, os.ErrNotExist) {
 			return "", "", nil, nil
 		}

@@ -22,6 +22,7 @@ func TestResolveKeepsPathsInside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	batch := root.Resolver()
 	for _, tc := range []struct {
 		in      string
 		want    string // relative to the root, "" for an error
@@ -46,16 +47,26 @@ func TestResolveKeepsPathsInside(t *testing.T) {
 		{"chain", "a/f.txt", false},
 		{"inner/new.go", "a/new.go", false},
 	} {
-		got, err := root.Resolve(tc.in)
-		if tc.want == "" {
-			if !errors.Is(err, ErrOutside) {
-				t.Errorf("Resolve(%q) = %q, %v; want ErrOutside", tc.in, got, err)
-			}
-			continue
+		checkResolve(t, root, root, tc.in, tc.want)
+		// One Resolver for every path in turn, as for the locations of one
+		// answer: what it remembers of the folders never changes an answer.
+		checkResolve(t, root, batch, tc.in, tc.want)
+	}
+}
+
+// checkResolve asks r (a Root, or one Resolver for many paths) to resolve
+// in, and wants want relative to root ("" for ErrOutside).
+func checkResolve(t *testing.T, root *Root, r interface{ Resolve(string) (string, error) }, in, want string) {
+	t.Helper()
+	got, err := r.Resolve(in)
+	if want == "" {
+		if !errors.Is(err, ErrOutside) {
+			t.Errorf("%T.Resolve(%q) = %q, %v; want ErrOutside", r, in, got, err)
 		}
-		if err != nil || root.Rel(got) != tc.want {
-			t.Errorf("Resolve(%q) = %q, %v; want %q", tc.in, root.Rel(got), err, tc.want)
-		}
+		return
+	}
+	if err != nil || root.Rel(got) != want {
+		t.Errorf("%T.Resolve(%q) = %q, %v; want %q", r, in, root.Rel(got), err, want)
 	}
 }
 
