@@ -1,0 +1,146 @@
+// Package mounts maps paths across a container's mounts, both ways, with
+// the same rules and errors for every driver: Docker's inspect Mounts,
+// containerd's OCI spec mounts and a Kubernetes pod's volume mounts all
+// become a Table. Berth's own view of the host, when it runs in a
+// container itself, is a Table too (its own mounts, or enclosure.path_map).
+package mounts
+
+import (
+	"cmp"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/berth-dev/berth/enclosure"
+)
+
+// Mount is one mount: Source is the path outside (on the host), and
+// Destination where it appears inside. A mount without a Source (a tmpfs)
+// maps nothing, but hides whatever lies under its Destination.
+type Mount struct {
+	Source      string
+	Destination string
+}
+
+// Table is a container's mounts.
+type Table []Mount
+
+// Inside maps a path outside to the path it has inside: the mount whose
+// Source is the longest prefix of p wins, provided no other mount hides
+// the result (a tmpfs or another bind mounted beneath its Destination).
+// A path no mount shows is an error wrapping enclosure.ErrNotFound.
+func (t Table) Inside(p string) (string, error) {
+	p, err := clean(p)
+	if err != nil {
+		return "", err
+	}
+	candidates := slices.SortedFunc(slices.Values(t.indexes()), func(a, b int) int {
+		return cmp.Compare(len(t[b].Source), len(t[a].Source))
+	})
+	var hidden []string
+	for _, i := range candidates {
+		m := t[i]
+		rest, ok := under(p, m.Source)
+		if m.Source == "" || !ok {
+			continue
+		}
+		q := join(m.Destination, rest)
+		if j := t.owner(q); j != i {
+			hidden = append(hidden, fmt.Sprintf("%s is hidden by the mount at %s", q, t[j].Destination))
+			continue
+		}
+		return q, nil
+	}
+	if len(hidden) > 0 {
+		return "", fmt.Errorf("%s is not visible inside: %s (mounts: %s): %w", p, strings.Join(hidden, "; "), t, enclosure.ErrNotFound)
+	}
+	return "", fmt.Errorf("%s is not under any mount's source (mounts: %s): %w", p, t, enclosure.ErrNotFound)
+}
+
+// Outside maps a path inside to the path outside: the mount whose
+// Destination is the longest prefix of p holds it. A path under no mount,
+// or under one without a Source, is an error wrapping enclosure.ErrNotFound.
+func (t Table) Outside(p string) (string, error) {
+	p, err := clean(p)
+	if err != nil {
+		return "", err
+	}
+	i := t.owner(p)
+	if i < 0 {
+		return "", fmt.Errorf("%s is not under any mount (mounts: %s): %w", p, t, enclosure.ErrNotFound)
+	}
+	m := t[i]
+	if m.Source == "" {
+		return "", fmt.Errorf("%s is under %s, a mount with no host path (a tmpfs): %w", p, m.Destination, enclosure.ErrNotFound)
+	}
+	rest, _ := under(p, m.Destination)
+	return join(m.Source, rest), nil
+}
+
+// String lists the mounts as "source -> destination", for errors.
+func (t Table) String() string {
+	if len(t) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(t))
+	for i, m := range t {
+		src := m.Source
+		if src == "" {
+			src = "(tmpfs)"
+		}
+		parts[i] = src + " -> " + m.Destination
+	}
+	return strings.Join(parts, ", ")
+}
+
+// owner is the index of the mount whose Destination is the longest prefix
+// of p (the one whose files p names), or -1.
+func (t Table) owner(p string) int {
+	best := -1
+	for i, m := range t {
+		if _, ok := under(p, m.Destination); ok && (best < 0 || len(m.Destination) > len(t[best].Destination)) {
+			best = i
+		}
+	}
+	return best
+}
+
+func (t Table) indexes() []int {
+	idx := make([]int, len(t))
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+func clean(p string) (string, error) {
+	if !path.IsAbs(p) {
+		return "", fmt.Errorf("%q is not an absolute path: %w", p, enclosure.ErrInvalidConfig)
+	}
+	return path.Clean(p), nil
+}
+
+// under says whether p is root or below it, and returns the rest ("" for
+// root itself). root "" is under nothing.
+func under(p, root string) (string, bool) {
+	if root == "" {
+		return "", false
+	}
+	root = path.Clean(root)
+	if p == root {
+		return "", true
+	}
+	if root == "/" {
+		return p[1:], true
+	}
+	rest, ok := strings.CutPrefix(p, root+"/")
+	return rest, ok
+}
+
+func join(root, rest string) string {
+	if rest == "" {
+		return path.Clean(root)
+	}
+	return path.Join(root, rest)
+}

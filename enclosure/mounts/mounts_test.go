@@ -1,0 +1,79 @@
+package mounts
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/enclosure"
+)
+
+func TestIssue13Item4LongestPrefixWinsBothWays(t *testing.T) {
+	tab := Table{
+		{Source: "/home/u/src", Destination: "/workspace"},
+		{Source: "/home/u/src/vendor", Destination: "/deps"},
+		{Source: "/var/lib/docker/volumes/cache/_data", Destination: "/workspace/.cache"},
+		{Source: "/", Destination: "/host"},
+	}
+	for _, c := range []struct{ out, in string }{
+		{"/home/u/src", "/workspace"},
+		{"/home/u/src/a/b.go", "/workspace/a/b.go"},
+		{"/home/u/src/vendor/x.go", "/deps/x.go"},
+		{"/var/lib/docker/volumes/cache/_data/f", "/workspace/.cache/f"},
+		{"/etc/passwd", "/host/etc/passwd"},
+	} {
+		in, err := tab.Inside(c.out)
+		if err != nil || in != c.in {
+			t.Errorf("Inside(%s) = %s, %v; want %s", c.out, in, err, c.in)
+		}
+		out, err := tab.Outside(c.in)
+		if err != nil || out != c.out {
+			t.Errorf("Outside(%s) = %s, %v; want %s", c.in, out, err, c.out)
+		}
+	}
+	// A sibling whose name only starts like a mount is not under it.
+	if in, err := tab.Inside("/home/u/srcfoo/x"); err != nil || in != "/host/home/u/srcfoo/x" {
+		t.Errorf("Inside(/home/u/srcfoo/x) = %s, %v", in, err)
+	}
+}
+
+func TestIssue13Item4UnmountedPathsAreErrorsNamingTheMounts(t *testing.T) {
+	tab := Table{{Source: "/home/u/src", Destination: "/workspace"}, {Destination: "/tmp"}}
+	_, err := tab.Inside("/home/u/other")
+	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "/home/u/src -> /workspace, (tmpfs) -> /tmp") {
+		t.Fatalf("Inside of an unmounted path: %v", err)
+	}
+	if _, err := tab.Outside("/etc/hosts"); !errors.Is(err, enclosure.ErrNotFound) {
+		t.Fatalf("Outside of a path under no mount: %v", err)
+	}
+	if _, err := tab.Outside("/tmp/x"); !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "tmpfs") {
+		t.Fatalf("Outside of a path on a tmpfs: %v", err)
+	}
+	if _, err := tab.Inside("relative/x"); !errors.Is(err, enclosure.ErrInvalidConfig) {
+		t.Fatalf("a relative path: %v", err)
+	}
+	if _, err := Table(nil).Inside("/x"); err == nil || !strings.Contains(err.Error(), "mounts: none") {
+		t.Fatalf("no mounts: %v", err)
+	}
+}
+
+// A mount beneath another's destination hides what the outer one would
+// show there: the path outside is not visible inside through it.
+func TestIssue13Item4AHiddenPathIsNotMapped(t *testing.T) {
+	tab := Table{
+		{Source: "/src", Destination: "/workspace"},
+		{Destination: "/workspace/tmp"},
+		{Source: "/elsewhere", Destination: "/workspace/gen"},
+		{Source: "/src/gen", Destination: "/gen"},
+	}
+	if _, err := tab.Inside("/src/tmp/x"); !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "hidden by the mount at /workspace/tmp") {
+		t.Fatalf("a path under a tmpfs: %v", err)
+	}
+	// /src/gen is hidden at /workspace/gen but seen at /gen.
+	if in, err := tab.Inside("/src/gen/a"); err != nil || in != "/gen/a" {
+		t.Fatalf("Inside(/src/gen/a) = %s, %v", in, err)
+	}
+	if out, err := tab.Outside("/workspace/gen/a"); err != nil || out != "/elsewhere/a" {
+		t.Fatalf("Outside(/workspace/gen/a) = %s, %v", out, err)
+	}
+}
