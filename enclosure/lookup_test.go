@@ -25,6 +25,10 @@ type fakeEnclosure struct {
 func (e fakeEnclosure) Driver() string { return e.driver }
 func (e fakeEnclosure) ID() string     { return e.id }
 
+// fakeHost stands in for the host enclosure (enclosure/host imports this
+// package, so its tests cannot use it).
+var fakeHost = fakeEnclosure{driver: "host", id: "local"}
+
 func (d fakeDriver) Name() string { return d.name }
 func (d fakeDriver) Attach(_ context.Context, id string) (Enclosure, error) {
 	if d.down {
@@ -40,7 +44,7 @@ func (d fakeDriver) Find(_ context.Context, conv string) ([]string, error) {
 }
 
 func TestLookupNeverFallsBackSilently(t *testing.T) {
-	l := &Lookup{Host: Host(), Drivers: map[string]Driver{
+	l := &Lookup{Host: fakeHost, Drivers: map[string]Driver{
 		"docker":     fakeDriver{name: "docker", found: map[string][]string{"one": {"c1"}, "two": {"c1", "c2"}}},
 		"containerd": fakeDriver{name: "containerd", down: true},
 	}, Auto: []string{"containerd", "docker"}}
@@ -65,9 +69,9 @@ func TestLookupNeverFallsBackSilently(t *testing.T) {
 		conv       string
 		driver, id string
 	}{
-		{Spec{}, "c", "host", HostID},
-		{Spec{Driver: "host"}, "c", "host", HostID},
-		{Spec{Driver: "auto"}, "none", "host", HostID},
+		{Spec{}, "c", "host", "local"},
+		{Spec{Driver: "host"}, "c", "host", "local"},
+		{Spec{Driver: "auto"}, "none", "host", "local"},
 		{Spec{Driver: "auto"}, "one", "docker", "c1"},
 		{Spec{Driver: "docker", ID: "named"}, "c", "docker", "named"},
 	} {
@@ -79,7 +83,7 @@ func TestLookupNeverFallsBackSilently(t *testing.T) {
 }
 
 func TestLookupWithoutHostFallbackRefusesNoContainer(t *testing.T) {
-	l := &Lookup{Host: Host(), NoHostFallback: true, Auto: []string{"docker"},
+	l := &Lookup{Host: fakeHost, NoHostFallback: true, Auto: []string{"docker"},
 		Drivers: map[string]Driver{"docker": fakeDriver{name: "docker", down: true}}}
 	_, err := l.Find(context.Background(), Spec{Driver: "auto"}, "c")
 	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "tried: docker (did not answer)") || !strings.Contains(err.Error(), "host_fallback is false") {

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -54,7 +54,7 @@ func newRegistry(t *testing.T, ps ...orchestrator.Provider) (*orchestrator.Regis
 	for _, p := range ps {
 		reg.Add(p)
 	}
-	run := orchestrator.NewRun("r1", "c1", t.TempDir(), enclosure.Host(), nil, nil)
+	run := orchestrator.NewRun("r1", "c1", t.TempDir(), host.New(), nil, nil)
 	t.Cleanup(func() { run.End("test") })
 	return reg, run
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
@@ -49,7 +50,7 @@ type Runs struct {
 
 // NewRuns builds the run table. idleTimeout <= 0 disables idle reaping.
 func NewRuns(m *metrics.Metrics, idleTimeout time.Duration) *Runs {
-	return &Runs{metrics: m, idleTimeout: idleTimeout, lookup: &enclosure.Lookup{Host: enclosure.Host()}, runs: map[string]*Run{}}
+	return &Runs{metrics: m, idleTimeout: idleTimeout, lookup: &enclosure.Lookup{Host: host.New()}, runs: map[string]*Run{}}
 }
 
 // UseEnclosures sets the drivers run/start looks enclosures up in; the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -71,7 +72,7 @@ func TestReaperEndsIdleRuns(t *testing.T) {
 }
 
 func TestOnEndUnregisterAndValueAfterEnd(t *testing.T) {
-	run := orchestrator.NewRun("r", "", t.TempDir(), enclosure.Host(), nil, nil)
+	run := orchestrator.NewRun("r", "", t.TempDir(), host.New(), nil, nil)
 	var ran []string
 	run.OnEnd(func() { ran = append(ran, "kept") })
 	unregister := run.OnEnd(func() { ran = append(ran, "dropped") })
@@ -100,7 +101,7 @@ func TestRunRootClosedAtEnd(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := orchestrator.NewRun("r", "c", dir, enclosure.Host(), nil, nil)
+	run := orchestrator.NewRun("r", "c", dir, host.New(), nil, nil)
 	root, err := run.Root()
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +113,7 @@ func TestRunRootClosedAtEnd(t *testing.T) {
 	if _, err := root.ReadFile("f.txt"); err == nil {
 		t.Fatal("the root still reads after the run ended")
 	}
-	fresh := orchestrator.NewRun("r2", "c", dir, enclosure.Host(), nil, nil)
+	fresh := orchestrator.NewRun("r2", "c", dir, host.New(), nil, nil)
 	fresh.End("test over")
 	if _, err := fresh.Root(); err == nil {
 		t.Fatal("an ended run made a root")

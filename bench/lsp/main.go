@@ -40,7 +40,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/lsp"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -302,7 +302,7 @@ func newInProcess(repo string) (*inProcess, error) {
 	}
 	reg := orchestrator.NewRegistry(m, 0)
 	reg.Add(p)
-	return &inProcess{reg: reg, run: orchestrator.NewRun("bench", "", repo, enclosure.Host(), nil, nil)}, nil
+	return &inProcess{reg: reg, run: orchestrator.NewRun("bench", "", repo, host.New(), nil, nil)}, nil
 }
 
 func (ip *inProcess) call(ctx context.Context, args map[string]any) (time.Duration, error) {

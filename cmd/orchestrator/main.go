@@ -19,7 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -139,7 +139,7 @@ func newLogger(cfg *config, stderr io.Writer) *slog.Logger {
 // component with its configuration section. It also sets the variables
 // the processes Berth starts do not inherit (env.drop).
 func build(cfg *config, log *slog.Logger) (*orchestrator.Registry, *metrics.Metrics, *prometheus.Registry, error) {
-	enclosure.DropEnv(cfg.Env.Drop)
+	host.DropEnv(cfg.Env.Drop)
 	preg := prometheus.NewRegistry()
 	m := metrics.New(preg, buildVersion())
 	reg := orchestrator.NewRegistry(m, cfg.Runs.CallTimeout)

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -24,7 +24,7 @@ func TestIssue12Item2NoToolSchemaHasATopLevelCombinator(t *testing.T) {
 	for f := range features {
 		features[f] = true
 	}
-	run := orchestrator.NewRun("schema-test", "conversation", t.TempDir(), enclosure.Host(), nil, features)
+	run := orchestrator.NewRun("schema-test", "conversation", t.TempDir(), host.New(), nil, features)
 	defer run.End(orchestrator.EndStopped)
 	specs := reg.List(run, orchestrator.SurfaceFull)
 	if len(specs) < 13 {

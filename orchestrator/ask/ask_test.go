@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/ask"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -79,7 +79,7 @@ func newFixture(t *testing.T, cfg ask.Config) *fixture {
 
 func (f *fixture) run(t *testing.T, id, conversation string, questions bool) *orchestrator.Run {
 	t.Helper()
-	run := orchestrator.NewRun(id, conversation, t.TempDir(), enclosure.Host(), f.h,
+	run := orchestrator.NewRun(id, conversation, t.TempDir(), host.New(), f.h,
 		map[string]bool{orchestrator.FeatureQuestions: questions})
 	t.Cleanup(func() { run.End("test") })
 	return run
@@ -298,7 +298,7 @@ func TestOnlyRunsWithQuestionsSeeAskUser(t *testing.T) {
 
 func TestNoHarnessFailsAtOnce(t *testing.T) {
 	f := newFixture(t, ask.DefaultConfig())
-	run := orchestrator.NewRun("r", "c", t.TempDir(), enclosure.Host(), nil, map[string]bool{orchestrator.FeatureQuestions: true})
+	run := orchestrator.NewRun("r", "c", t.TempDir(), host.New(), nil, map[string]bool{orchestrator.FeatureQuestions: true})
 	defer run.End("test")
 	res := f.call(t, run, `{"question":"q","allow_free_text":true}`)
 	if !res.IsError || !strings.Contains(res.FirstText(), "no harness connection") {

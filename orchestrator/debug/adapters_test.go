@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -106,13 +106,13 @@ func TestToolNeedsConversation(t *testing.T) {
 		conv, dir string
 		want      int
 	}{{"", "/tmp", 0}, {"c", "", 0}, {"c", "/tmp", 1}} {
-		run := orchestrator.NewRun("r", tc.conv, tc.dir, enclosure.Host(), nil, nil)
+		run := orchestrator.NewRun("r", tc.conv, tc.dir, host.New(), nil, nil)
 		if got := len(p.Tools(run)); got != tc.want {
 			t.Errorf("conversation %q workdir %q: %d tools, want %d", tc.conv, tc.dir, got, tc.want)
 		}
 		run.End("test over")
 	}
-	run := orchestrator.NewRun("r", "c", "/tmp", enclosure.Host(), nil, nil)
+	run := orchestrator.NewRun("r", "c", "/tmp", host.New(), nil, nil)
 	defer run.End("test over")
 	spec := p.Tools(run)[0].Spec()
 	if !strings.Contains(spec.Description, "it ends by itself 30m0s after launch") {

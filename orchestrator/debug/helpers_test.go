@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -64,7 +64,7 @@ func newEnv(t *testing.T, fixture string, tune func(*Config)) *env {
 	}
 	reg := orchestrator.NewRegistry(m, 0)
 	reg.Add(p)
-	run := orchestrator.NewRun("run-1", "conv-1", dir, enclosure.Host(), nil, nil)
+	run := orchestrator.NewRun("run-1", "conv-1", dir, host.New(), nil, nil)
 	e := &env{t: t, dir: dir, run: run, reg: reg, p: p, metrics: m}
 	t.Cleanup(func() { run.End("test over") })
 	return e

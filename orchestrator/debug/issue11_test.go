@@ -13,7 +13,7 @@ import (
 	"github.com/berth-dev/berth/internal/procfs"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -38,14 +38,14 @@ func TestIssue11Item4SessionBelongsToConnection(t *testing.T) {
 	e.ok(`{"operation":"breakpoints","file":"serve.py","lines":[5]}`)
 	e.ok(`{"operation":"launch","program":"serve.py"}`, "launched serve.py with debugpy", "stopped (breakpoint)")
 
-	sub := orchestrator.NewRun("run-sub", "conv-1", e.dir, enclosure.Host(), nil, nil)
+	sub := orchestrator.NewRun("run-sub", "conv-1", e.dir, host.New(), nil, nil)
 	sub.Owner = connA
 	defer sub.End("test over")
 	if res := e.callAs(sub, `{"operation":"evaluate","expression":"count"}`); res.IsError {
 		t.Fatalf("a run of the launching connection could not evaluate: %s", res.FirstText())
 	}
 
-	other := orchestrator.NewRun("run-other", "conv-1", e.dir, enclosure.Host(), nil, nil)
+	other := orchestrator.NewRun("run-other", "conv-1", e.dir, host.New(), nil, nil)
 	other.Owner = connB
 	defer other.End("test over")
 	for _, op := range []string{

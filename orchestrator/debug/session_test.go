@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -27,7 +27,7 @@ func TestSecondLaunchRefused(t *testing.T) {
 	e.fails(`{"operation":"attach","port":1}`, "already running in this conversation", "serve.py")
 
 	// Another run of the same conversation sees the same session.
-	run2 := orchestrator.NewRun("run-2", "conv-1", e.dir, enclosure.Host(), nil, nil)
+	run2 := orchestrator.NewRun("run-2", "conv-1", e.dir, host.New(), nil, nil)
 	defer run2.End("test over")
 	res, err := e.reg.Call(t.Context(), run2, orchestrator.SurfaceFull, "debug", []byte(`{"operation":"status"}`))
 	if err != nil || res.IsError {
@@ -213,7 +213,7 @@ func TestOperationsSerialised(t *testing.T) {
 			t.Fatal("the continue never resumed the program")
 		}
 	}
-	run2 := orchestrator.NewRun("run-2", "conv-1", e.dir, enclosure.Host(), nil, nil)
+	run2 := orchestrator.NewRun("run-2", "conv-1", e.dir, host.New(), nil, nil)
 	defer run2.End("test over")
 	res, err := e.reg.Call(t.Context(), run2, orchestrator.SurfaceFull, "debug", []byte(`{"operation":"status"}`))
 	statusAt := time.Now()
@@ -241,7 +241,7 @@ func TestJoinAfterRunEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := orchestrator.NewRun("r", "conv-late", t.TempDir(), enclosure.Host(), nil, nil)
+	run := orchestrator.NewRun("r", "conv-late", t.TempDir(), host.New(), nil, nil)
 	run.End("test over")
 	if _, err := p.join(run); err == nil {
 		t.Fatal("join on an ended run succeeded")

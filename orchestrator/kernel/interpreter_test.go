@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -40,7 +40,7 @@ func TestInterpreterChoice(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			run := orchestrator.NewRun("r", "c", dir, enclosure.Host(), nil, nil)
+			run := orchestrator.NewRun("r", "c", dir, host.New(), nil, nil)
 			defer run.End(orchestrator.EndStopped)
 			lang := tt.lang
 			if lang == "" {

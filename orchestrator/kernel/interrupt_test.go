@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -43,7 +44,7 @@ func TestInterruptFrame(t *testing.T) {
 			dir := t.TempDir()
 			reg := orchestrator.NewRegistry(metrics.NewForTest(), 0)
 			reg.Add(New(cfg, reg.Metrics()))
-			run := orchestrator.NewRun("run", "conv", dir, noSignals{enclosure.Host()}, &testHarness{}, nil)
+			run := orchestrator.NewRun("run", "conv", dir, noSignals{host.New()}, &testHarness{}, nil)
 			t.Cleanup(func() { run.End(orchestrator.EndStopped) })
 			e := &env{t: t, reg: reg, run: run, dir: dir}
 			opt := func(a map[string]any) { a["language"] = tt.lang }

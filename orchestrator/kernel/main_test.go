@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -82,7 +82,7 @@ func newEnvIn(t *testing.T, cfg Config, h orchestrator.Harness, dir string) *env
 	}
 	reg := orchestrator.NewRegistry(metrics.NewForTest(), 0)
 	reg.Add(New(cfg, reg.Metrics()))
-	run := orchestrator.NewRun("run-"+t.Name(), "conv", dir, enclosure.Host(), h, nil)
+	run := orchestrator.NewRun("run-"+t.Name(), "conv", dir, host.New(), h, nil)
 	t.Cleanup(func() { run.End(orchestrator.EndStopped) })
 	return &env{t: t, reg: reg, run: run, dir: dir}
 }

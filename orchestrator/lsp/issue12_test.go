@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -33,7 +33,7 @@ func (specOnlyProvider) Tools(*orchestrator.Run) []orchestrator.Tool {
 func BenchmarkDispatchLSPArgs(b *testing.B) {
 	reg := orchestrator.NewRegistry(metrics.NewForTest(), time.Minute)
 	reg.Add(specOnlyProvider{})
-	run := orchestrator.NewRun("bench", "conv", b.TempDir(), enclosure.Host(), nil, nil)
+	run := orchestrator.NewRun("bench", "conv", b.TempDir(), host.New(), nil, nil)
 	defer run.End("bench over")
 	args := json.RawMessage(`{"action":"references","file":"internal/server/handler.go","line":42,"symbol":"h.store.Lookup"}`)
 	ctx := context.Background()
@@ -51,7 +51,7 @@ func BenchmarkDispatchLSPArgs(b *testing.B) {
 func TestIssue12Item2ActionRequirementsAreCheckedByTheSchema(t *testing.T) {
 	reg := orchestrator.NewRegistry(metrics.NewForTest(), time.Minute)
 	reg.Add(specOnlyProvider{})
-	run := orchestrator.NewRun("r", "c", t.TempDir(), enclosure.Host(), nil, nil)
+	run := orchestrator.NewRun("r", "c", t.TempDir(), host.New(), nil, nil)
 	defer run.End("test over")
 	const where = `pass "file", the 1-based "line" and "symbol", a substring of that line that names the symbol (a column is never guessed)`
 	for _, tc := range []struct{ args, want string }{

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 	"github.com/berth-dev/berth/orchestrator/workspace"
@@ -80,7 +81,7 @@ func newFixture(t *testing.T, project string, conf Config, hide ...string) *fixt
 // newFixtureIn is newFixture on a workdir the test has laid out itself.
 func newFixtureIn(t *testing.T, dir, runID string, conf Config, hide ...string) *fixture {
 	t.Helper()
-	var enc enclosure.Enclosure = enclosure.Host()
+	var enc enclosure.Enclosure = host.New()
 	if len(hide) > 0 {
 		h := hiding{Enclosure: enc, hidden: map[string]bool{}}
 		for _, n := range hide {

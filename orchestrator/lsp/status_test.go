@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -115,7 +115,7 @@ func TestNoWorkdirNoTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := orchestrator.NewRun("run-nowhere", "conv", "", enclosure.Host(), nil, nil)
+	run := orchestrator.NewRun("run-nowhere", "conv", "", host.New(), nil, nil)
 	defer run.End(orchestrator.EndStopped)
 	if tools := p.Tools(run); len(tools) != 0 {
 		t.Errorf("a run without a workdir got %d tools", len(tools))

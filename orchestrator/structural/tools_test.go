@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 	"github.com/berth-dev/berth/orchestrator/workspace"
@@ -41,7 +41,7 @@ func newFixture(t *testing.T, cfg Config, files map[string]string) *fixture {
 	for name, content := range files {
 		writeFile(t, filepath.Join(dir, name), content)
 	}
-	run := orchestrator.NewRun("r1", "c1", dir, enclosure.Host(), nil, nil)
+	run := orchestrator.NewRun("r1", "c1", dir, host.New(), nil, nil)
 	t.Cleanup(func() { run.End("test over") })
 	return &fixture{t: t, p: p, reg: reg, run: run, dir: dir}
 }
@@ -388,7 +388,7 @@ func TestWriteToolsAreReadOnlySurfacesAbsent(t *testing.T) {
 func TestStagedEditsBelongToTheirRun(t *testing.T) {
 	f := newFixture(t, DefaultConfig(), map[string]string{"a.go": goCall})
 	f.ok("ast_edit", map[string]any{"pattern": "done($X)", "rewrite": "finish($X)", "path": "a.go"})
-	other := orchestrator.NewRun("r2", "c1", f.dir, enclosure.Host(), nil, nil)
+	other := orchestrator.NewRun("r2", "c1", f.dir, host.New(), nil, nil)
 	defer other.End("test over")
 	res, err := f.reg.Call(context.Background(), other, orchestrator.SurfaceFull, "resolve", json.RawMessage(`{"edit_id":"edit_1","action":"accept"}`))
 	if err != nil || !res.IsError || !strings.Contains(res.FirstText(), `unknown edit_id "edit_1"`) {

@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
-	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -55,7 +55,7 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := orchestrator.NewRun("r1", "c1", dir, enclosure.Host(), nil, map[string]bool{orchestrator.FeatureVibe: true})
+	run := orchestrator.NewRun("r1", "c1", dir, host.New(), nil, map[string]bool{orchestrator.FeatureVibe: true})
 	t.Cleanup(func() { run.End("test") })
 	return &fixture{reg: reg, metrics: m, prov: p, run: run}
 }

@@ -1,4 +1,12 @@
-package enclosure
+// Package host is the host enclosure: the fallback where a conversation
+// has no container, so a run's processes run on Berth's own machine.
+//
+// It is split as a Nomad task driver is: the enclosure (this file: finds
+// executables, starts processes, maps paths, which on the host is the
+// identity), the handle (handle.go: one running process, with the one
+// goroutine that waits for it) and the state the enclosure keeps between
+// processes (state.go: the environment no child may inherit).
+package host
 
 import (
 	"context"
@@ -9,46 +17,61 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/berth-dev/berth/enclosure"
 )
 
-// HostID is the ID of the host enclosure.
-const HostID = "local"
+// ID is the ID of the host enclosure.
+const ID = "local"
 
-type hostDriver struct{}
+// Enclosure is the host enclosure: processes run directly, each in its own
+// process group so Kill reaches everything it started, with a parent-death
+// signal so none outlives Berth, and with Berth's environment less its
+// secrets (SecretEnv, DropEnv).
+type Enclosure struct{}
 
-var _ Enclosure = hostDriver{}
+var _ enclosure.Enclosure = (*Enclosure)(nil)
 
-// Host is the host fallback enclosure: processes run directly, each in its
-// own process group so Kill reaches everything it started, with a
-// parent-death signal so none outlives Berth, and with Berth's
-// environment less its secrets (SecretEnv, DropEnv).
-func Host() Enclosure { return hostDriver{} }
+// New returns the host enclosure.
+func New() *Enclosure { return &Enclosure{} }
 
-func (hostDriver) Driver() string { return "host" }
-func (hostDriver) ID() string     { return HostID }
+// Driver is "host".
+func (*Enclosure) Driver() string { return "host" }
 
-func (hostDriver) LookPath(_ context.Context, name string) (string, error) {
+// ID is ID.
+func (*Enclosure) ID() string { return ID }
+
+// LookPath looks name up on Berth's own PATH.
+func (*Enclosure) LookPath(_ context.Context, name string) (string, error) {
 	p, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("%s: executable not found on the host's PATH: %w", name, ErrNotFound)
+		return "", fmt.Errorf("%s: executable not found on the host's PATH: %w", name, enclosure.ErrNotFound)
 	}
 	return p, nil
 }
 
-func (hostDriver) Dial(ctx context.Context, port int) (net.Conn, error) {
+// Dial connects to a port on the loopback address.
+func (*Enclosure) Dial(ctx context.Context, port int) (net.Conn, error) {
 	if port <= 0 || port > 65535 {
-		return nil, fmt.Errorf("port %d out of range 1-65535: %w", port, ErrInvalidConfig)
+		return nil, fmt.Errorf("port %d out of range 1-65535: %w", port, enclosure.ErrInvalidConfig)
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 }
 
-func (hostDriver) MapPath(hostPath string) (string, error) { return filepath.Clean(hostPath), nil }
+// MapPath is the identity: the host's processes see the host's paths.
+func (*Enclosure) MapPath(hostPath string) (string, error) { return filepath.Clean(hostPath), nil }
 
-func (d hostDriver) Start(ctx context.Context, c Cmd) (Process, error) {
+// HostPath is the identity too.
+func (*Enclosure) HostPath(enclosedPath string) (string, error) {
+	return filepath.Clean(enclosedPath), nil
+}
+
+// Start starts c.
+func (e *Enclosure) Start(ctx context.Context, c enclosure.Cmd) (enclosure.Process, error) {
 	path := c.Path
 	if filepath.Base(path) == path {
-		p, err := d.LookPath(ctx, path)
+		p, err := e.LookPath(ctx, path)
 		if err != nil {
 			return nil, err
 		}
@@ -56,7 +79,7 @@ func (d hostDriver) Start(ctx context.Context, c Cmd) (Process, error) {
 	}
 	cmd := exec.Command(path, c.Args...)
 	cmd.Dir = c.Dir
-	cmd.Env = hostEnv(c.Env)
+	cmd.Env = childEnv(c.Env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Plain OS pipes rather than exec's Pipe helpers: exec.Cmd.Wait closes
 	// those when the process exits, which can cut off output still being
@@ -91,7 +114,7 @@ func (d hostDriver) Start(ctx context.Context, c Cmd) (Process, error) {
 		closeAll(stdinW, stdoutR, stderrR)
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	h := &hostHandle{cmd: cmd, stdin: stdinW, stdout: &eofCloser{f: stdoutR}, done: make(chan struct{})}
+	h := &handle{cmd: cmd, stdin: stdinW, stdout: &eofCloser{f: stdoutR}, done: make(chan struct{})}
 	if stderrR != nil {
 		h.stderr = &eofCloser{f: stderrR}
 	}
@@ -128,8 +151,4 @@ func closeAll(files ...*os.File) {
 			f.Close()
 		}
 	}
-}
-
-func (hostDriver) HostPath(enclosedPath string) (string, error) {
-	return filepath.Clean(enclosedPath), nil
 }

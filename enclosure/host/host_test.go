@@ -1,4 +1,4 @@
-package enclosure
+package host
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/internal/procfs"
 
 	"go.uber.org/goleak"
@@ -18,7 +19,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestHostRunsAndReportsExit(t *testing.T) {
-	p, err := Host().Start(context.Background(), Cmd{Path: "sh", Args: []string{"-c", "read x; echo got $x; echo err >&2; exit 3"}, Dir: t.TempDir()})
+	p, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "read x; echo got $x; echo err >&2; exit 3"}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestHostRunsAndReportsExit(t *testing.T) {
 }
 
 func TestHostKillEndsTheWholeGroup(t *testing.T) {
-	p, err := Host().Start(context.Background(), Cmd{Path: "sh", Args: []string{"-c", "sleep 60 & echo $!; wait"}})
+	p, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "sleep 60 & echo $!; wait"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestHostKillEndsTheWholeGroup(t *testing.T) {
 }
 
 func TestHostKillReachesDescendantsInOtherGroups(t *testing.T) {
-	p, err := Host().Start(context.Background(), Cmd{Path: "sh", Args: []string{"-c", "setsid sleep 60 & echo $!; wait"}})
+	p, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "setsid sleep 60 & echo $!; wait"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestHostKillReachesDescendantsInOtherGroups(t *testing.T) {
 }
 
 func TestHostOrphansDieWithTheLeader(t *testing.T) {
-	p, err := Host().Start(context.Background(), Cmd{Path: "sh", Args: []string{"-c", "sleep 60 >/dev/null & echo $!"}})
+	p, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "sleep 60 >/dev/null & echo $!"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestHostOrphansDieWithTheLeader(t *testing.T) {
 }
 
 func TestHostSignalReachesProcess(t *testing.T) {
-	p, err := Host().Start(context.Background(), Cmd{Path: "sh", Args: []string{"-c", "trap 'echo int; exit 0' INT; echo ready; while :; do sleep 0.05; done"}})
+	p, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "trap 'echo int; exit 0' INT; echo ready; while :; do sleep 0.05; done"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,13 +115,13 @@ func TestHostSignalReachesProcess(t *testing.T) {
 }
 
 func TestHostLookPathAndDial(t *testing.T) {
-	if _, err := Host().LookPath(context.Background(), "definitely-not-a-command-xyz"); !errors.Is(err, ErrNotFound) {
+	if _, err := New().LookPath(context.Background(), "definitely-not-a-command-xyz"); !errors.Is(err, enclosure.ErrNotFound) {
 		t.Fatalf("LookPath missing = %v", err)
 	}
-	if _, err := Host().Start(context.Background(), Cmd{Path: "definitely-not-a-command-xyz"}); !errors.Is(err, ErrNotFound) {
+	if _, err := New().Start(context.Background(), enclosure.Cmd{Path: "definitely-not-a-command-xyz"}); !errors.Is(err, enclosure.ErrNotFound) {
 		t.Fatalf("Start missing = %v", err)
 	}
-	if _, err := Host().Dial(context.Background(), 70000); err == nil {
+	if _, err := New().Dial(context.Background(), 70000); err == nil {
 		t.Fatal("Dial accepted port 70000")
 	}
 }
@@ -130,7 +131,7 @@ func TestHostLookPathAndDial(t *testing.T) {
 // would wait for the reader at each 64 KiB), and every byte is there.
 func TestHostStdoutHoldsALargeAnswer(t *testing.T) {
 	const n = 200 << 10
-	p, err := Host().Start(context.Background(), Cmd{Path: "head", Args: []string{"-c", strconv.Itoa(n), "/dev/zero"}, Dir: t.TempDir()})
+	p, err := New().Start(context.Background(), enclosure.Cmd{Path: "head", Args: []string{"-c", strconv.Itoa(n), "/dev/zero"}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestIssue11Item6SecretsDoNotReachChildren(t *testing.T) {
 	t.Setenv("BERTH_TEST_KEPT", "kept")
 	DropEnv([]string{"BERTH_TEST_DROPPED"})
 	t.Cleanup(func() { DropEnv(nil) })
-	p, err := Host().Start(context.Background(), Cmd{Path: "env", Env: []string{"BERTH_TEST_GIVEN=given"}, Dir: t.TempDir()})
+	p, err := New().Start(context.Background(), enclosure.Cmd{Path: "env", Env: []string{"BERTH_TEST_GIVEN=given"}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

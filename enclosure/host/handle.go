@@ -1,4 +1,4 @@
-package enclosure
+package host
 
 import (
 	"errors"
@@ -8,12 +8,13 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/internal/procfs"
 )
 
-// hostHandle is one host process. Its owner goroutine (wait) waits for the
+// handle is one host process. Its owner goroutine (wait) waits for the
 // process and closes done; the exit status is read only after done.
-type hostHandle struct {
+type handle struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *eofCloser
@@ -25,12 +26,12 @@ type hostHandle struct {
 	killOnce sync.Once
 }
 
-var _ Process = (*hostHandle)(nil)
+var _ enclosure.Process = (*handle)(nil)
 
-func (h *hostHandle) Pid() int              { return h.cmd.Process.Pid }
-func (h *hostHandle) Stdin() io.WriteCloser { return h.stdin }
-func (h *hostHandle) Stdout() io.Reader     { return h.stdout }
-func (h *hostHandle) Stderr() io.Reader {
+func (h *handle) Pid() int              { return h.cmd.Process.Pid }
+func (h *handle) Stdin() io.WriteCloser { return h.stdin }
+func (h *handle) Stdout() io.Reader     { return h.stdout }
+func (h *handle) Stderr() io.Reader {
 	if h.stderr == nil {
 		return nil
 	}
@@ -38,7 +39,7 @@ func (h *hostHandle) Stderr() io.Reader {
 }
 
 // Signal sends sig to the whole process group.
-func (h *hostHandle) Signal(sig os.Signal) error {
+func (h *handle) Signal(sig os.Signal) error {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
 		return h.cmd.Process.Signal(sig)
@@ -49,7 +50,7 @@ func (h *hostHandle) Signal(sig os.Signal) error {
 // Kill kills the process group, so children the process started die too,
 // and every descendant that left the group (a debugger puts its debuggee
 // in a group of its own).
-func (h *hostHandle) Kill() error {
+func (h *handle) Kill() error {
 	h.killOnce.Do(func() {
 		for _, pid := range procfs.Descendants(h.cmd.Process.Pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -59,14 +60,14 @@ func (h *hostHandle) Kill() error {
 	return nil
 }
 
-func (h *hostHandle) Done() <-chan struct{} { return h.done }
+func (h *handle) Done() <-chan struct{} { return h.done }
 
-func (h *hostHandle) Wait() (int, error) {
+func (h *handle) Wait() (int, error) {
 	<-h.done
 	return h.code, h.err
 }
 
-func (h *hostHandle) wait() {
+func (h *handle) wait() {
 	err := h.cmd.Wait()
 	// The leader is gone; end whatever it left in its group, so nothing
 	// outlives it and the pipes reach EOF.

@@ -1,4 +1,4 @@
-package enclosure
+package host
 
 import (
 	"os"
@@ -24,9 +24,9 @@ func DropEnv(names []string) {
 	dropped.Store(&names)
 }
 
-// hostEnv is Berth's environment without the variables no child may
+// childEnv is Berth's environment without the variables no child may
 // see, then extra (a Cmd's own Env, which its caller sets on purpose).
-func hostEnv(extra []string) []string {
+func childEnv(extra []string) []string {
 	var drop []string
 	if p := dropped.Load(); p != nil {
 		drop = *p
