@@ -11,12 +11,24 @@ import (
 	"strconv"
 )
 
+// ReadyLine is what dial --ready writes to stderr once it is connected.
+const ReadyLine = "berth-relay: dial: connected"
+
 // dialMode connects to a loopback TCP port and copies stdin to it and it
 // to stdout, so that a port inside a container with --network none can be
 // reached through an exec. Each direction's end is passed on: stdin EOF
 // half-closes the connection; the connection's EOF closes stdout. It
 // returns when both have ended.
+//
+// With --ready it writes ReadyLine to stderr once connected: a caller
+// reading an exec's streams cannot otherwise tell a connection that is up
+// (and silent, as a DAP server is until asked) from one still being made,
+// and must report a refused connection as Dial's error.
 func dialMode(args []string) int {
+	ready := len(args) > 0 && args[0] == "--ready"
+	if ready {
+		args = args[1:]
+	}
 	if len(args) != 1 {
 		return fail("dial: want one address\n%s", usage)
 	}
@@ -30,6 +42,9 @@ func dialMode(args []string) int {
 		return 1
 	}
 	defer c.Close()
+	if ready {
+		fmt.Fprintln(os.Stderr, ReadyLine)
+	}
 	up := make(chan struct{})
 	go func() {
 		defer close(up)

@@ -10,7 +10,7 @@
 //
 //	berth-relay run [--grace D] [--stdin raw|framed] [--tag T] -- PROG ARGS...
 //	berth-relay signal PGID|tag=T SIGNAL
-//	berth-relay dial [127.0.0.1:]PORT
+//	berth-relay dial [--ready] [127.0.0.1:]PORT
 //	berth-relay which NAME
 //	berth-relay version
 //
@@ -46,8 +46,8 @@
 // knowing its pid (a container's pids are not the engine's).
 //
 // The relay never writes to its stdout, and to its stderr only when it
-// fails itself (lines starting "berth-relay:"): PROG's output is PROG's
-// alone. It never starts a shell, never touches a file outside /proc,
+// fails itself or when dial --ready is connected (lines starting
+// "berth-relay:"): PROG's output is PROG's alone. It never starts a shell, never touches a file outside /proc,
 // never dials anything but a loopback address, and never leaves a
 // process running behind it.
 package main
@@ -68,7 +68,7 @@ const (
 const usage = `usage:
   berth-relay run [--grace D] [--stdin raw|framed] [--tag T] -- PROG ARGS...
   berth-relay signal PGID|tag=T SIGNAL
-  berth-relay dial [127.0.0.1:]PORT
+  berth-relay dial [--ready] [127.0.0.1:]PORT
   berth-relay which NAME
   berth-relay version`
 

@@ -459,6 +459,55 @@ func TestDial(t *testing.T) {
 	}
 }
 
+// dial --ready tells a connection that is up from one being made before
+// any byte flows (issue 13 item 3: Enclosure.Dial reports a refused
+// connection as its error); a refused one says nothing of the kind.
+func TestIssue13Item3DialReady(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	cmd := exec.Command(relayBin, "dial", "--ready", port)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if err != nil || line != ReadyLine+"\n" {
+		t.Fatalf("stderr's first line %q, %v; want %q", line, err, ReadyLine)
+	}
+	c := <-accepted
+	io.WriteString(c, "hello\n")
+	if l, err := bufio.NewReader(stdout).ReadString('\n'); l != "hello\n" {
+		t.Fatalf("read %q, %v through the relay", l, err)
+	}
+	c.Close()
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+
+	ln.Close()
+	p := startRelay(t, "dial", "--ready", port)
+	if code, _ := p.wait(t); code != 1 || strings.Contains(p.stderr.String(), ReadyLine) || !strings.Contains(p.stderr.String(), "connection refused") {
+		t.Fatalf("a refused dial --ready: exit %d, stderr %q", code, p.stderr)
+	}
+}
+
 func TestWhich(t *testing.T) {
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "berth-tool")

@@ -162,10 +162,15 @@ func SignalArgs(relayPath, tag, sig string) []string {
 }
 
 // DialArgs is the command line that connects the relay's stdio to the
-// loopback TCP port.
+// loopback TCP port. The relay writes ReadyLine to its stderr once
+// connected; a refused connection ends it with exit code 1 and the
+// reason on stderr.
 func DialArgs(relayPath string, port int) []string {
-	return []string{relayPath, "dial", "127.0.0.1:" + strconv.Itoa(port)}
+	return []string{relayPath, "dial", "--ready", "127.0.0.1:" + strconv.Itoa(port)}
 }
+
+// ReadyLine is the line dial writes to stderr once connected.
+const ReadyLine = "berth-relay: dial: connected"
 
 // WhichArgs is the command line that prints where name is on PATH; it
 // exits 1 when it is not.

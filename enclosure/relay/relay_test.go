@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,6 +106,23 @@ func TestIssue13Item3ArgvBuildersMatchTheRelay(t *testing.T) {
 	out, err := cmd.Output()
 	if err != nil || string(out) != "framed input\narg0\n" {
 		t.Fatalf("run: %q, %v", out, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	argv = relay.DialArgs(bin.Path, ln.Addr().(*net.TCPAddr).Port)
+	var dialErr bytes.Buffer
+	dial := exec.Command(argv[0], argv[1:]...)
+	dial.Stderr = &dialErr
+	if err := dial.Run(); err != nil || dialErr.String() != relay.ReadyLine+"\n" {
+		t.Fatalf("dial: %v, stderr %q", err, dialErr.String())
 	}
 	argv = relay.WhichArgs(bin.Path, "sh")
 	out, err = exec.Command(argv[0], argv[1:]...).Output()
