@@ -118,6 +118,8 @@ func (g *Registry) List(run *Run, s Surface) []Spec {
 		if sp.Tier <= s.MaxTier() {
 			specs = append(specs, sp)
 		}
+		// Created at zero once offered, so the first call shows in rate().
+		g.metrics.KnowTool(sp.Name, sp.Tier.String())
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator/metrics"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
@@ -168,6 +169,19 @@ func (r *Run) Ended() (bool, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.ended, r.endReason
+}
+
+// SessionEndReason is the berth_session_ends_total reason of a session
+// that ends because its run did: disconnected or shutdown when that is why
+// the run ended, run_ended otherwise (stopped, idle).
+func (r *Run) SessionEndReason() string {
+	switch _, why := r.Ended(); why {
+	case EndDisconnect:
+		return metrics.ReasonDisconnected
+	case EndShutdown:
+		return metrics.ReasonShutdown
+	}
+	return metrics.ReasonRunEnded
 }
 
 // End ends the run: cancels its context and runs every closer, newest

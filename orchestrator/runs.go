@@ -78,8 +78,10 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	}
 	enc, err := rs.lookup.Find(ctx, p.Enclosure, p.ConversationID)
 	if err != nil {
+		rs.metrics.AttachFailed(p.Enclosure.Driver, err)
 		return nil, fmt.Errorf("enclosure: %v: %w", err, ErrInvalid)
 	}
+	enc = rs.metrics.Enclosure(enc) // timed and counted for every driver
 	id := p.RunID
 	if id == "" {
 		id = newRunID()

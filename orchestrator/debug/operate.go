@@ -199,8 +199,9 @@ func (p *Provider) newSessionFor(run *orchestrator.Run, c *conversation, a *Adap
 	}
 	pp := paths{host: run.Workdir, mapped: mapped, anywhere: run.Enclosure.Driver() == "host", mapFn: run.Enclosure.MapPath}
 	s := newSession(&p.cfg, a, p.metrics, pp, program)
+	s.driver = run.Enclosure.Driver()
 	p.adopt(c, s)
-	run.OnEnd(func() { s.end(metrics.ReasonRunEnded, "the run that launched it ended") })
+	run.OnEnd(func() { s.end(run.SessionEndReason(), "the run that launched it ended") })
 	return s, nil
 }
 

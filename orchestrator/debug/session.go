@@ -45,6 +45,7 @@ type session struct {
 	cfg      *Config
 	adapter  *Adapter
 	metrics  *metrics.Metrics
+	driver   string // the enclosure's, for metrics
 	paths    paths
 	program  string // as the model gave it
 	attached bool
@@ -259,7 +260,7 @@ func (s *session) end(reason, detail string) {
 		live := s.live
 		s.mu.Unlock()
 		if live {
-			s.metrics.SessionEnded(metrics.KindDebug, reason)
+			s.metrics.SessionEnded(metrics.KindDebug, s.driver, reason)
 		} else {
 			s.metrics.SessionFailed(metrics.KindDebug)
 		}
@@ -276,7 +277,7 @@ func (s *session) markLive() {
 	s.mu.Lock()
 	s.live = true
 	s.mu.Unlock()
-	s.metrics.SessionStarted(metrics.KindDebug)
+	s.metrics.SessionStarted(metrics.KindDebug, s.driver)
 }
 
 // joinDistinct joins the stop's text and description (an exception's

@@ -72,7 +72,7 @@ func TestTTLEndsSession(t *testing.T) {
 	if got := testutil.ToFloat64(e.metrics.SessionEnds.WithLabelValues(metrics.KindDebug, metrics.ReasonTTL)); got != 1 {
 		t.Fatalf("berth_session_ends_total{kind=debug,reason=ttl} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(e.metrics.SessionsActive.WithLabelValues(metrics.KindDebug)); got != 0 {
+	if got := testutil.ToFloat64(e.metrics.SessionsActive.WithLabelValues(metrics.KindDebug, metrics.DriverHost)); got != 0 {
 		t.Fatalf("berth_sessions_active{kind=debug} = %v, want 0", got)
 	}
 }

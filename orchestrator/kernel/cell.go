@@ -144,12 +144,12 @@ func (c *cellRun) serveCall(ctx context.Context, f bridge.Frame, callDone chan<-
 	} else {
 		// In flight while the harness has it; counted down before the
 		// answer goes back, so the cell cannot end with it still counted.
-		c.k.m.BridgeCallsInFlight.Inc()
+		done := c.k.m.BridgeCall()
 		res, err := callHarness(ctx, h, orchestrator.ToolCall{
 			Name: f.Name, Arguments: f.Arguments,
 			Origin: orchestrator.Origin{Tool: "eval", Cell: f.Cell},
 		})
-		c.k.m.BridgeCallsInFlight.Dec()
+		done()
 		switch {
 		case err != nil && ctx.Err() != nil:
 			reply.Error = fmt.Sprintf("the call was abandoned (%v): the cell that made it ended, was interrupted or its eval call was cancelled first; await tool() within its cell", err)

@@ -120,15 +120,17 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 func (t *evalTool) settle(ks *kernels, lang string, c *cellRun) string {
 	switch c.end {
 	case endInterrupted:
+		t.m.CellInterrupted(metrics.InterruptInterrupted)
 		ks.release(lang, c.k)
 		c.out.failed = true
 		return fmt.Sprintf("The cell was interrupted (%s); the %s kernel and its state are intact.", c.reason(), lang)
 	case endKilled:
+		t.m.CellInterrupted(metrics.InterruptKilled)
 		ks.discard(lang, c.k, metrics.ReasonStopped)
 		c.out.failed = true
 		return fmt.Sprintf("The cell was interrupted (%s) and did not stop within %s, so the %s kernel was killed: its state (variables, imports) is lost, and the next call starts a fresh kernel.", c.reason(), t.cfg.InterruptGrace, lang)
 	case endDied:
-		ks.discard(lang, c.k, metrics.ReasonCrashed)
+		ks.discard(lang, c.k, c.k.diedReason())
 		c.out.failed = true
 		note := fmt.Sprintf("The %s kernel died during this cell (%s): its state (variables, imports) is lost, and the next call starts a fresh kernel.", lang, c.died)
 		if tail := strings.TrimSpace(c.k.stderr.String()); tail != "" {

@@ -27,6 +27,7 @@ type kernel struct {
 	ended   chan struct{}     // closed by end: nobody reads frames any more
 	stderr  *enclosure.Tail
 	m       *metrics.Metrics
+	driver  string // the enclosure's, for metrics
 	mu      sync.Mutex
 	readErr error // why the reader stopped before the end of stdout
 
@@ -60,7 +61,7 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 		m.SessionFailed(metrics.KindKernel)
 		return nil, fmt.Errorf("start %s: %w", interp, err)
 	}
-	k := &kernel{interp: interp, proc: proc, w: bridge.NewWriter(proc.Stdin()),
+	k := &kernel{driver: run.Enclosure.Driver(), interp: interp, proc: proc, w: bridge.NewWriter(proc.Stdin()),
 		frames: make(chan bridge.Frame, 256), ended: make(chan struct{}), stderr: stderr, m: m}
 	ready := make(chan error, 1)
 	go k.read(ready)
@@ -85,7 +86,7 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 		}
 		return nil, err
 	}
-	m.SessionStarted(metrics.KindKernel)
+	m.SessionStarted(metrics.KindKernel, k.driver)
 	return k, nil
 }
 
@@ -139,8 +140,20 @@ func (k *kernel) end(reason string) {
 		case <-k.proc.Done():
 		case <-time.After(10 * time.Second):
 		}
-		k.m.SessionEnded(metrics.KindKernel, reason)
+		k.m.SessionEnded(metrics.KindKernel, k.driver, reason)
 	})
+}
+
+// diedReason is why a kernel that ended during a cell ended, for metrics:
+// error when Berth stopped it for breaking the protocol (a frame over the
+// limit), crashed when it died on its own.
+func (k *kernel) diedReason() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.readErr != nil {
+		return metrics.ReasonError
+	}
+	return metrics.ReasonCrashed
 }
 
 // exitDescription says how the process ended, for a result.

@@ -18,6 +18,7 @@ type kernelsKey struct{}
 type kernels struct {
 	cfg Config
 	m   *metrics.Metrics
+	run *orchestrator.Run // for why its end ended the kernels
 
 	mu     sync.Mutex
 	live   map[string]*slot
@@ -35,7 +36,7 @@ type slot struct {
 // the run ends.
 func kernelsOf(run *orchestrator.Run, cfg Config, m *metrics.Metrics) *kernels {
 	return run.Value(kernelsKey{}, func() any {
-		return &kernels{cfg: cfg, m: m, live: map[string]*slot{}}
+		return &kernels{cfg: cfg, m: m, run: run, live: map[string]*slot{}}
 	}).(*kernels)
 }
 
@@ -73,7 +74,7 @@ func (ks *kernels) acquire(ctx context.Context, run *orchestrator.Run, lang stri
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	if ks.closed {
-		go k.end(metrics.ReasonRunEnded)
+		go k.end(run.SessionEndReason())
 		return nil, "", orchestrator.ErrRunEnded
 	}
 	s := &slot{k: k, busy: true}
@@ -133,7 +134,7 @@ func (ks *kernels) Close() {
 	for _, s := range live {
 		s.idle.Stop()
 		wg.Add(1)
-		go func() { defer wg.Done(); s.k.end(metrics.ReasonRunEnded) }()
+		go func() { defer wg.Done(); s.k.end(ks.run.SessionEndReason()) }()
 	}
 	wg.Wait()
 }

@@ -131,7 +131,7 @@ func TestIdleTimeout(t *testing.T) {
 	if n := testutil.ToFloat64(idle); n != 1 {
 		t.Errorf("kernel ends (idle) = %v, want 1", n)
 	}
-	if n := testutil.ToFloat64(m.SessionsActive.WithLabelValues(metrics.KindKernel)); n != 0 {
+	if n := testutil.ToFloat64(m.SessionsActive.WithLabelValues(metrics.KindKernel, metrics.DriverHost)); n != 0 {
 		t.Errorf("kernels active = %v, want 0", n)
 	}
 	if pid2 := e.pidOf(Python); pid2 == pid {
@@ -184,7 +184,7 @@ func TestRunEndLeavesNothing(t *testing.T) {
 	for _, pid := range []int{py, node, sleeper} {
 		waitGone(t, pid)
 	}
-	if n := testutil.ToFloat64(e.reg.Metrics().SessionsActive.WithLabelValues(metrics.KindKernel)); n != 0 {
+	if n := testutil.ToFloat64(e.reg.Metrics().SessionsActive.WithLabelValues(metrics.KindKernel, metrics.DriverHost)); n != 0 {
 		t.Errorf("kernels active after run end = %v, want 0", n)
 	}
 	if r, err := e.reg.Call(context.Background(), e.run, "full", "eval", []byte(`{"code":"1","description":"one more cell after the end"}`)); err == nil {

@@ -161,7 +161,7 @@ func TestServersEndWithTheRun(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server outlived its run")
 	}
-	if n := testutil.ToFloat64(f.p.metrics.SessionsActive.WithLabelValues(metrics.KindLSP)); n != 0 {
+	if n := testutil.ToFloat64(f.p.metrics.SessionsActive.WithLabelValues(metrics.KindLSP, metrics.DriverHost)); n != 0 {
 		t.Errorf("active sessions after the run ended: %v", n)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -247,7 +247,7 @@ func TestReloadRacesCalls(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the run's end waits for a server it does not know of")
 	}
-	if n := testutil.ToFloat64(f.p.metrics.SessionsActive.WithLabelValues(metrics.KindLSP)); n != 0 {
+	if n := testutil.ToFloat64(f.p.metrics.SessionsActive.WithLabelValues(metrics.KindLSP, metrics.DriverHost)); n != 0 {
 		t.Errorf("active sessions after the run ended: %v", n)
 	}
 }

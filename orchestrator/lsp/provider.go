@@ -29,6 +29,9 @@ func New(conf Config, m *metrics.Metrics) (*Provider, error) {
 	if err := conf.validate(); err != nil {
 		return nil, err
 	}
+	for _, s := range conf.Servers {
+		m.KnowLSPServer(s.Name)
+	}
 	return &Provider{conf: conf, metrics: m, Writer: &workspace.Writer{}}, nil
 }
 

@@ -70,6 +70,7 @@ func (sv *supervisor) get(ctx context.Context, m match) (*server, error) {
 			sv.mu.Unlock()
 			return nil, err
 		}
+		sv.metrics.LSPServerRestarted(m.cfg.Name)
 		sv.launch(sl, sv.backoff(sl.crashes))
 	}
 	for {
@@ -151,7 +152,7 @@ func (sv *supervisor) start(sl *slot, wait time.Duration) {
 			sl.lastErr = firstLine(err.Error())
 			sv.metrics.SessionFailed(metrics.KindLSP)
 		} else {
-			sv.metrics.SessionStarted(metrics.KindLSP)
+			sv.metrics.SessionStarted(metrics.KindLSP, sv.run.Enclosure.Driver())
 			sv.wg.Add(1)
 			go sv.watch(sl, srv)
 		}
@@ -193,7 +194,7 @@ func (sv *supervisor) noteCrash(sl *slot, srv *server) {
 	if tail := srv.stderr.tail(1); tail != "" {
 		sl.lastErr += ": " + tail
 	}
-	sv.metrics.SessionEnded(metrics.KindLSP, metrics.ReasonCrashed)
+	sv.metrics.SessionEnded(metrics.KindLSP, sv.run.Enclosure.Driver(), metrics.ReasonCrashed)
 }
 
 // reload ends the servers whose root and name match (all of them when
@@ -225,7 +226,7 @@ func (sv *supervisor) reload(ctx context.Context, keep func(slotKey) bool) ([]*s
 		sv.mu.Unlock()
 		if old != nil && old.alive() && !old.isClosing() {
 			old.close()
-			sv.metrics.SessionEnded(metrics.KindLSP, metrics.ReasonStopped)
+			sv.metrics.SessionEnded(metrics.KindLSP, sv.run.Enclosure.Driver(), metrics.ReasonStopped)
 		}
 		sv.mu.Lock()
 		sl.crashes = 0
@@ -251,7 +252,7 @@ func (sv *supervisor) stop(sl *slot, reason string) {
 	sv.mu.Unlock()
 	if srv != nil && srv.alive() && !srv.isClosing() {
 		srv.close()
-		sv.metrics.SessionEnded(metrics.KindLSP, reason)
+		sv.metrics.SessionEnded(metrics.KindLSP, sv.run.Enclosure.Driver(), reason)
 	}
 }
 
@@ -290,7 +291,7 @@ func (sv *supervisor) Close() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sv.stop(sl, metrics.ReasonRunEnded)
+			sv.stop(sl, sv.run.SessionEndReason())
 		}()
 	}
 	wg.Wait()

@@ -3,36 +3,78 @@
 // global registry and nothing registers itself at import: a test or a
 // second server builds its own.
 //
-// Labels are bounded: never a run, conversation or container id.
+// Labels are bounded: never a run, conversation or container id. Every
+// label value that can appear is created at zero when the collectors are
+// built (as JupyterHub does), so rate() and absent() work from the first
+// scrape instead of missing the first increment of a series.
 package metrics
 
 import (
 	"runtime"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// Session kinds and end reasons used as label values.
+// Session kinds, end reasons and other label values.
 const (
 	KindLSP    = "lsp"
 	KindDebug  = "debug"
 	KindKernel = "kernel"
 	KindWorker = "worker"
 
-	ReasonIdle     = "idle"
-	ReasonTTL      = "ttl"
-	ReasonStopped  = "stopped"
-	ReasonCrashed  = "crashed"
-	ReasonRunEnded = "run_ended"
+	ReasonIdle         = "idle"         // its own idle timeout (kernels.idle_timeout)
+	ReasonTTL          = "ttl"          // its time to live (debug.session_ttl)
+	ReasonStopped      = "stopped"      // on request, or its program ended
+	ReasonCrashed      = "crashed"      // its process died on its own
+	ReasonError        = "error"        // Berth ended it after an error on it
+	ReasonRunEnded     = "run_ended"    // its run was stopped, or idle
+	ReasonDisconnected = "disconnected" // its run's connection went away
+	ReasonShutdown     = "shutdown"     // Berth is stopping
+
+	DriverHost       = "host"
+	DriverDocker     = "docker"
+	DriverContainerd = "containerd"
+	DriverKubernetes = "kubernetes"
+
+	InterruptInterrupted = "interrupted" // the cell stopped within its grace
+	InterruptKilled      = "killed"      // it did not: its kernel was killed
+
+	OpAttach   = "attach"   // run/start attaching to the enclosure
+	OpStart    = "start"    // starting a process in it
+	OpDial     = "dial"     // connecting to a port in it
+	OpLookPath = "lookpath" // resolving an executable in it
+)
+
+// The label values created at zero. Kinds, Drivers and the others are
+// every value their label takes.
+var (
+	Kinds             = []string{KindLSP, KindDebug, KindKernel, KindWorker}
+	Drivers           = []string{DriverHost, DriverDocker, DriverContainerd, DriverKubernetes}
+	Reasons           = []string{ReasonIdle, ReasonTTL, ReasonStopped, ReasonCrashed, ReasonError, ReasonRunEnded, ReasonDisconnected, ReasonShutdown}
+	InterruptOutcomes = []string{InterruptInterrupted, InterruptKilled}
+	EnclosureOps      = []string{OpAttach, OpStart, OpDial, OpLookPath}
+	StartOutcomes     = []string{"ok", "error"}
+	// ToolOutcomes are berth_tool_calls_total's outcome values.
+	ToolOutcomes     = []string{"ok", "error", "refused", "invalid", "panic", "timeout", "canceled"}
+	RejectReasons    = []string{"parse", "invalid", "too_large", "unauthorized"}
+	Transports       = []string{"stdio", "unix", "websocket"}
+	Dispositions     = []string{"new", "suppressed"}
+	durationBuckets  = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+	lspBuckets       = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+	enclosureBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 )
 
 // Metrics holds Berth's collectors.
 type Metrics struct {
 	RunsActive       prometheus.Gauge
-	SessionsActive   *prometheus.GaugeVec   // kind
+	SessionsActive   *prometheus.GaugeVec   // kind, driver
 	SessionStarts    *prometheus.CounterVec // kind, outcome (ok, error)
 	SessionEnds      *prometheus.CounterVec // kind, reason
+	IdleTimeouts     *prometheus.CounterVec // kind
+	TTLExpiries      *prometheus.CounterVec // kind
+	CellInterrupts   *prometheus.CounterVec // outcome (interrupted, killed)
 	ToolCalls        *prometheus.CounterVec // tool, tier, outcome (ok, error, refused, invalid, panic, timeout, canceled)
 	ToolCallDuration *prometheus.HistogramVec
 	// StuckCalls counts tool calls that were answered at their deadline
@@ -41,7 +83,10 @@ type Metrics struct {
 	// ever) shows here instead of hanging its call.
 	StuckCalls           prometheus.Gauge
 	BridgeCallsInFlight  prometheus.Gauge
-	Diagnostics          *prometheus.CounterVec // disposition (new, suppressed)
+	BridgeCallDuration   prometheus.Histogram
+	EnclosureExec        *prometheus.HistogramVec // driver
+	EnclosureErrors      *prometheus.CounterVec   // driver, op
+	Diagnostics          *prometheus.CounterVec   // disposition (new, suppressed)
 	QuestionsPending     prometheus.Gauge
 	ReaperLastRun        prometheus.Gauge
 	BuildInfo            *prometheus.GaugeVec
@@ -51,85 +96,193 @@ type Metrics struct {
 	// the requests tools make, so a slow tool call can be told apart
 	// from a slow server.
 	LSPRequestDuration *prometheus.HistogramVec // server, method
+	LSPServerRestarts  *prometheus.CounterVec   // server
 }
 
-// New builds the collectors and registers them, with the Go and process
-// collectors, on reg. version is the build's version for berth_build_info.
+// New builds the collectors, creates every label value at zero and
+// registers them, with the Go and process collectors, on reg. version is
+// the build's version for berth_build_info.
 func New(reg prometheus.Registerer, version string) *Metrics {
 	m := &Metrics{
 		RunsActive: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "berth_runs_active", Help: "Runs currently live.",
+			Name: "berth_runs_active", Help: "Runs currently live (count); up on run/start, down when a run ends for any reason.",
 		}),
 		SessionsActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "berth_sessions_active", Help: "Live sessions (language servers, debug sessions, kernels, workers) by kind.",
-		}, []string{"kind"}),
+			Name: "berth_sessions_active", Help: "Live sessions (count) by kind (lsp, debug, kernel, worker) and the driver of the enclosure they run in; up when one starts, down when it ends.",
+		}, []string{"kind", "driver"}),
 		SessionStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "berth_session_starts_total", Help: "Session starts by kind and outcome.",
+			Name: "berth_session_starts_total", Help: "Session starts (count) by kind and outcome (ok, error); moves when a start finishes.",
 		}, []string{"kind", "outcome"}),
 		SessionEnds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "berth_session_ends_total", Help: "Session ends by kind and reason (idle, ttl, stopped, crashed, run_ended).",
+			Name: "berth_session_ends_total", Help: "Session ends (count) by kind and reason (idle, ttl, stopped, crashed, error, run_ended, disconnected, shutdown); moves when a live session ends.",
 		}, []string{"kind", "reason"}),
+		IdleTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_idle_timeouts_total", Help: "Sessions ended by their own idle timeout (count) by kind, e.g. a kernel culled after kernels.idle_timeout; also in berth_session_ends_total{reason=\"idle\"}.",
+		}, []string{"kind"}),
+		TTLExpiries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_ttl_expiries_total", Help: "Sessions ended by their time to live (count) by kind, e.g. a debug session past debug.session_ttl; also in berth_session_ends_total{reason=\"ttl\"}.",
+		}, []string{"kind"}),
+		CellInterrupts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_cell_interrupts_total", Help: "Eval cells interrupted (count) for their idle budget, timeout or cancellation, by outcome: interrupted (the kernel survived) or killed (it did not stop within the grace).",
+		}, []string{"outcome"}),
 		ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "berth_tool_calls_total", Help: "Tool calls by tool, tier and outcome.",
+			Name: "berth_tool_calls_total", Help: "Tool calls (count) by tool, tier and outcome (ok, error, refused, invalid, panic, timeout, canceled); moves when a call is answered.",
 		}, []string{"tool", "tier", "outcome"}),
 		ToolCallDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "berth_tool_call_duration_seconds",
-			Help:    "Tool call duration in seconds.",
-			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+			Help:    "Tool call duration in seconds, from dispatch to answer, by tool and tier; observed when a call is answered.",
+			Buckets: durationBuckets,
 		}, []string{"tool", "tier"}),
 		StuckCalls: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "berth_stuck_calls", Help: "Tool calls answered at their deadline or cancellation whose work has not returned yet.",
+			Name: "berth_stuck_calls", Help: "Tool calls (count) answered at their deadline or cancellation whose work has not returned yet; down when that work returns.",
 		}),
 		BridgeCallsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "berth_bridge_calls_in_flight", Help: "tool() re-entry calls from kernels waiting on the harness.",
+			Name: "berth_bridge_calls_in_flight", Help: "tool() re-entry calls from kernels (count) waiting on the harness; up when a kernel calls tool(), down when the harness answers.",
 		}),
+		BridgeCallDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "berth_bridge_call_duration_seconds",
+			Help:    "tool() re-entry call duration in seconds, from the kernel's call to the harness's answer; observed when the harness answers or the call is abandoned.",
+			Buckets: durationBuckets,
+		}),
+		EnclosureExec: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "berth_enclosure_exec_duration_seconds",
+			Help:    "Time in seconds to start a process in an enclosure (a docker exec, a fork on the host), by driver; observed when the start returns, failed or not.",
+			Buckets: enclosureBuckets,
+		}, []string{"driver"}),
+		EnclosureErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_enclosure_errors_total", Help: "Enclosure operations that failed (count) by driver and op (attach, start, dial, lookpath); moves when one returns an error.",
+		}, []string{"driver", "op"}),
 		Diagnostics: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "berth_diagnostics_total", Help: "Diagnostics seen on write, by disposition (new, suppressed).",
+			Name: "berth_diagnostics_total", Help: "Diagnostics seen on write (count), by disposition (new: reported, suppressed: already reported); moves after each observed write.",
 		}, []string{"disposition"}),
 		QuestionsPending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "berth_questions_pending", Help: "ask_user cards waiting for a human.",
+			Name: "berth_questions_pending", Help: "ask_user cards (count) waiting for a human; down when answered or abandoned.",
 		}),
 		ReaperLastRun: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "berth_reaper_last_run_timestamp_seconds", Help: "Unix time of the idle-run reaper's last pass.",
+			Name: "berth_reaper_last_run_timestamp_seconds", Help: "Unix time in seconds of the idle-run reaper's last pass; set on each pass (every runs.reap_interval).",
 		}),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "berth_build_info", Help: "Always 1; labels carry the build's version and Go version.",
 		}, []string{"version", "goversion"}),
 		RPCMessagesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "berth_rpc_messages_rejected_total", Help: "Harness protocol messages rejected, by reason (parse, invalid, too_large, unauthorized).",
+			Name: "berth_rpc_messages_rejected_total", Help: "Harness protocol messages rejected (count), by reason (parse, invalid, too_large, unauthorized); moves on each rejection.",
 		}, []string{"reason"}),
 		RPCConnectionsActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "berth_rpc_connections_active", Help: "Open harness connections by transport.",
+			Name: "berth_rpc_connections_active", Help: "Open harness connections (count) by transport; up on connect, down on close.",
 		}, []string{"transport"}),
 		LSPRequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "berth_lsp_request_duration_seconds",
-			Help:    "Language-server request duration in seconds, by server and LSP method, each attempt on its own.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+			Help:    "Language-server request duration in seconds, by server and LSP method, each attempt on its own; observed when the server answers.",
+			Buckets: lspBuckets,
 		}, []string{"server", "method"}),
+		LSPServerRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_lsp_server_restarts_total", Help: "Language servers restarted after a crash or failed start (count), by server; moves when the restart is launched.",
+		}, []string{"server"}),
 	}
 	m.BuildInfo.WithLabelValues(version, runtime.Version()).Set(1)
-	reg.MustRegister(m.RunsActive, m.SessionsActive, m.SessionStarts, m.SessionEnds, m.ToolCalls,
-		m.ToolCallDuration, m.StuckCalls, m.BridgeCallsInFlight, m.Diagnostics, m.QuestionsPending,
-		m.ReaperLastRun, m.BuildInfo, m.RPCMessagesRejected, m.RPCConnectionsActive, m.LSPRequestDuration,
+	m.zero()
+	reg.MustRegister(m.RunsActive, m.SessionsActive, m.SessionStarts, m.SessionEnds, m.IdleTimeouts,
+		m.TTLExpiries, m.CellInterrupts, m.ToolCalls, m.ToolCallDuration, m.StuckCalls,
+		m.BridgeCallsInFlight, m.BridgeCallDuration, m.EnclosureExec, m.EnclosureErrors,
+		m.Diagnostics, m.QuestionsPending, m.ReaperLastRun, m.BuildInfo, m.RPCMessagesRejected,
+		m.RPCConnectionsActive, m.LSPRequestDuration, m.LSPServerRestarts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// zero creates every label value known at start. Tools and language
+// servers are named by configuration: KnowTool and KnowLSPServer create
+// theirs.
+func (m *Metrics) zero() {
+	for _, k := range Kinds {
+		for _, d := range Drivers {
+			m.SessionsActive.WithLabelValues(k, d)
+		}
+		for _, o := range StartOutcomes {
+			m.SessionStarts.WithLabelValues(k, o)
+		}
+		for _, r := range Reasons {
+			m.SessionEnds.WithLabelValues(k, r)
+		}
+		m.IdleTimeouts.WithLabelValues(k)
+		m.TTLExpiries.WithLabelValues(k)
+	}
+	for _, o := range InterruptOutcomes {
+		m.CellInterrupts.WithLabelValues(o)
+	}
+	for _, d := range Drivers {
+		m.EnclosureExec.WithLabelValues(d)
+		for _, op := range EnclosureOps {
+			m.EnclosureErrors.WithLabelValues(d, op)
+		}
+	}
+	for _, d := range Dispositions {
+		m.Diagnostics.WithLabelValues(d)
+	}
+	for _, r := range RejectReasons {
+		m.RPCMessagesRejected.WithLabelValues(r)
+	}
+	for _, t := range Transports {
+		m.RPCConnectionsActive.WithLabelValues(t)
+	}
 }
 
 // NewForTest builds collectors on a fresh registry, for tests and tools
 // that need a *Metrics but serve none.
 func NewForTest() *Metrics { return New(prometheus.NewRegistry(), "test") }
 
-// SessionStarted records a session start and counts it active.
-func (m *Metrics) SessionStarted(kind string) {
+// KnowTool creates a tool's series at zero (every outcome, and its
+// duration histogram), so its first call is seen by rate().
+func (m *Metrics) KnowTool(tool, tier string) {
+	for _, o := range ToolOutcomes {
+		m.ToolCalls.WithLabelValues(tool, tier, o)
+	}
+	m.ToolCallDuration.WithLabelValues(tool, tier)
+}
+
+// KnowLSPServer creates a language server's restart counter at zero.
+func (m *Metrics) KnowLSPServer(server string) { m.LSPServerRestarts.WithLabelValues(server) }
+
+// LSPServerRestarted counts a restart of a crashed or failed server.
+func (m *Metrics) LSPServerRestarted(server string) {
+	m.LSPServerRestarts.WithLabelValues(server).Inc()
+}
+
+// SessionStarted records a session start in an enclosure of driver and
+// counts it active.
+func (m *Metrics) SessionStarted(kind, driver string) {
 	m.SessionStarts.WithLabelValues(kind, "ok").Inc()
-	m.SessionsActive.WithLabelValues(kind).Inc()
+	m.SessionsActive.WithLabelValues(kind, driver).Inc()
 }
 
 // SessionFailed records a session that failed to start.
 func (m *Metrics) SessionFailed(kind string) { m.SessionStarts.WithLabelValues(kind, "error").Inc() }
 
-// SessionEnded records a session end with its reason and counts it inactive.
-func (m *Metrics) SessionEnded(kind, reason string) {
+// SessionEnded records a session end with its reason and counts it
+// inactive; an idle timeout or a TTL expiry is also counted on its own.
+func (m *Metrics) SessionEnded(kind, driver, reason string) {
 	m.SessionEnds.WithLabelValues(kind, reason).Inc()
-	m.SessionsActive.WithLabelValues(kind).Dec()
+	m.SessionsActive.WithLabelValues(kind, driver).Dec()
+	switch reason {
+	case ReasonIdle:
+		m.IdleTimeouts.WithLabelValues(kind).Inc()
+	case ReasonTTL:
+		m.TTLExpiries.WithLabelValues(kind).Inc()
+	}
+}
+
+// CellInterrupted counts an interrupted cell by outcome (InterruptInterrupted
+// or InterruptKilled).
+func (m *Metrics) CellInterrupted(outcome string) { m.CellInterrupts.WithLabelValues(outcome).Inc() }
+
+// BridgeCall counts a tool() re-entry call in flight; the returned
+// function, called when the harness answers, counts it out and observes
+// its duration.
+func (m *Metrics) BridgeCall() (done func()) {
+	start := time.Now()
+	m.BridgeCallsInFlight.Inc()
+	return func() {
+		m.BridgeCallsInFlight.Dec()
+		m.BridgeCallDuration.Observe(time.Since(start).Seconds())
+	}
 }

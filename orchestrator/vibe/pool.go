@@ -29,6 +29,7 @@ type pool struct {
 	cfg     Config
 	metrics *metrics.Metrics
 	enc     enclosure.Enclosure
+	run     *orchestrator.Run // for why its end ended the workers
 	runCtx  context.Context
 	workdir string
 
@@ -48,7 +49,7 @@ type poolKey struct{}
 // register its Close).
 func poolOf(run *orchestrator.Run, cfg Config, m *metrics.Metrics) *pool {
 	return run.Value(poolKey{}, func() any {
-		p := &pool{cfg: cfg, metrics: m, enc: run.Enclosure, runCtx: run.Context(), workdir: run.Workdir}
+		p := &pool{cfg: cfg, metrics: m, enc: run.Enclosure, run: run, runCtx: run.Context(), workdir: run.Workdir}
 		context.AfterFunc(run.Context(), p.Close)
 		return p
 	}).(*pool)
@@ -76,7 +77,7 @@ func (p *pool) spawn(tier, label, brief string, surface orchestrator.Surface) (*
 	}
 	p.next++
 	p.workers = append(p.workers, w)
-	p.metrics.SessionStarted(metrics.KindWorker)
+	p.metrics.SessionStarted(metrics.KindWorker, p.enc.Driver())
 	return w, nil
 }
 
@@ -248,7 +249,7 @@ func (p *pool) kill(w *worker) bool {
 		_ = a.proc.Kill()
 		<-a.done
 	}
-	p.metrics.SessionEnded(metrics.KindWorker, metrics.ReasonStopped)
+	p.metrics.SessionEnded(metrics.KindWorker, p.enc.Driver(), metrics.ReasonStopped)
 	return true
 }
 
@@ -303,7 +304,7 @@ func (p *pool) Close() {
 				continue
 			}
 			w.gone = true
-			p.metrics.SessionEnded(metrics.KindWorker, metrics.ReasonRunEnded)
+			p.metrics.SessionEnded(metrics.KindWorker, p.enc.Driver(), p.run.SessionEndReason())
 			if a := p.stopLocked(w); a != nil {
 				running = append(running, a)
 			}

@@ -158,7 +158,7 @@ func TestSpawnWaitList(t *testing.T) {
 	f.ok(t, "vibe_list", obj{}, "2 worker(s): 0 running, 2 succeeded",
 		`w1  "rename"  fast  succeeded`, "rename Foo to Bar in pkg/x done in",
 		`w2  "two"  fast  succeeded`)
-	if v := testutil.ToFloat64(f.metrics.SessionsActive.WithLabelValues(metrics.KindWorker)); v != 2 {
+	if v := testutil.ToFloat64(f.metrics.SessionsActive.WithLabelValues(metrics.KindWorker, metrics.DriverHost)); v != 2 {
 		t.Fatalf("berth_sessions_active{kind=worker} = %v, want 2", v)
 	}
 }
@@ -211,7 +211,7 @@ func TestKill(t *testing.T) {
 	if v := testutil.ToFloat64(f.metrics.SessionEnds.WithLabelValues(metrics.KindWorker, metrics.ReasonStopped)); v != 1 {
 		t.Fatalf("berth_session_ends_total{kind=worker,reason=stopped} = %v, want 1", v)
 	}
-	if v := testutil.ToFloat64(f.metrics.SessionsActive.WithLabelValues(metrics.KindWorker)); v != 0 {
+	if v := testutil.ToFloat64(f.metrics.SessionsActive.WithLabelValues(metrics.KindWorker, metrics.DriverHost)); v != 0 {
 		t.Fatalf("berth_sessions_active{kind=worker} = %v, want 0", v)
 	}
 }
@@ -291,7 +291,7 @@ func TestRunEndLeavesNoWorkerProcess(t *testing.T) {
 	if v := testutil.ToFloat64(f.metrics.SessionEnds.WithLabelValues(metrics.KindWorker, metrics.ReasonRunEnded)); v != 3 {
 		t.Fatalf("berth_session_ends_total{kind=worker,reason=run_ended} = %v, want 3", v)
 	}
-	if v := testutil.ToFloat64(f.metrics.SessionsActive.WithLabelValues(metrics.KindWorker)); v != 0 {
+	if v := testutil.ToFloat64(f.metrics.SessionsActive.WithLabelValues(metrics.KindWorker, metrics.DriverHost)); v != 0 {
 		t.Fatalf("berth_sessions_active{kind=worker} = %v, want 0", v)
 	}
 	res, err := f.reg.Call(context.Background(), f.run, orchestrator.SurfaceFull, "vibe_list", nil)
@@ -334,7 +334,7 @@ func TestRunEndRacingSendAndSpawn(t *testing.T) {
 		for _, p := range leaders {
 			waitGroupSize(t, p, 0)
 		}
-		if v := testutil.ToFloat64(f.metrics.SessionsActive.WithLabelValues(metrics.KindWorker)); v != 0 {
+		if v := testutil.ToFloat64(f.metrics.SessionsActive.WithLabelValues(metrics.KindWorker, metrics.DriverHost)); v != 0 {
 			t.Fatalf("round %d: berth_sessions_active{kind=worker} = %v, want 0", i, v)
 		}
 	}
