@@ -1,47 +1,29 @@
 package e2e
 
 import (
-	"os"
+	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/berth-dev/berth/internal/procfs"
-
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
 
-// debugConfig names Debian's interpreter, the one with python3-debugpy
-// (the python3 first on PATH may lack it).
-const debugConfig = "debug:\n  python: /usr/bin/python3\n  stop_wait: 2s\n"
+// debugSection names Debian's interpreter, the one with python3-debugpy
+// (the python3 first on PATH may lack it; in the images it is the one).
+var debugSection = map[string]any{"debug": map[string]any{"python": "/usr/bin/python3", "stop_wait": "2s"}}
 
-// debugApp is a Python project with a program worth stopping in.
+// debugApp is a Python project with a program worth stopping in, and a
+// service that runs until killed, to attach to.
 var debugApp = map[string]string{
 	"requirements.txt": "# none\n",
 	"app.py":           "def main():\n    name = \"berth\"\n    print(\"hello\", name)\n\n\nmain()\n",
 	"serve.py":         "import time\nwhile True:\n    time.sleep(0.05)\n",
-}
-
-// startDebug starts the binary with debugConfig and a run for a
-// conversation in a fresh copy of debugApp.
-func startDebug(t *testing.T, conversation string) (*rpc.Client, string, string) {
-	t.Helper()
-	c := startWithConfig(t, debugConfig)
-	dir := t.TempDir()
-	for name, body := range debugApp {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir, _ = filepath.EvalSymlinks(dir)
-	r, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: dir, ConversationID: conversation})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, r.RunID, dir
+	"service.py":       "import time\ncount = 0\nwhile True:\n    count += 1\n    time.sleep(0.05)\n",
 }
 
 // debugCall calls debug on the full surface and wants a success holding
@@ -65,7 +47,10 @@ func debugCall(t *testing.T, c *rpc.Client, run string, args map[string]any, wan
 // debug is an exec tool: listed on the full surface only, refused from
 // plan and readonly, and offered only to a run with a conversation id.
 func TestDebugSurfaces(t *testing.T) {
-	c, run, dir := startDebug(t, "conv-surfaces")
+	c := startFamilies(t, debugpy)
+	s := onHost.fresh(t)
+	writeTree(t, s.Dir, debugApp)
+	run, dir := s.start(t, c, nil), s.Dir
 	if !slices.Contains(toolNames(t, c, run, orchestrator.SurfaceFull), "debug") {
 		t.Fatalf("the full surface lacks debug")
 	}
@@ -89,11 +74,18 @@ func TestDebugSurfaces(t *testing.T) {
 
 // A debugpy session through the protocol; run/stop ends it and leaves no
 // process in the working directory.
-func TestDebugThroughProtocol(t *testing.T) {
-	c, run, dir := startDebug(t, "conv-session")
+func TestDebugThroughProtocol(t *testing.T) { runFamily(t, onHost, debugpy) }
+
+var debugpy = family{name: "debug-debugpy", config: debugSection, check: func(t *testing.T, c *rpc.Client, s *site) {
+	writeTree(t, s.Dir, debugApp)
+	run := s.start(t, c, nil)
 	debugCall(t, c, run, map[string]any{"operation": "adapters"}, "debugpy: usable")
 	debugCall(t, c, run, map[string]any{"operation": "breakpoints", "file": "app.py", "lines": []int{3}}, "stored 1 breakpoint")
 	debugCall(t, c, run, map[string]any{"operation": "launch", "program": "app.py"}, "app.py:3 verified", "stopped (breakpoint)", `3 | print("hello", name)`)
+	st := debugCall(t, c, run, map[string]any{"operation": "stack"}, "#0 frame_id", "app.py:3 in main", "app.py:6 in <module>")
+	if strings.Contains(st, s.Inside+"/") && s.Inside != "" {
+		t.Errorf("the stack shows the container's paths:\n%s", st)
+	}
 	debugCall(t, c, run, map[string]any{"operation": "evaluate", "expression": "name * 2"}, "'berthberth'")
 	debugCall(t, c, run, map[string]any{"operation": "continue"}, "the program ended (exit code 0)")
 	debugCall(t, c, run, map[string]any{"operation": "output"}, "hello berth")
@@ -102,17 +94,79 @@ func TestDebugThroughProtocol(t *testing.T) {
 	if err := c.StopRun(testCtx(t), run); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		left := processesIn(dir)
-		if len(left) == 0 {
-			break
-		}
+	s.waitNoProcesses(t, "run/stop")
+}}
+
+// Attaching to a service already running in the place (debugpy listening
+// on a port there, reached through the enclosure's Dial); terminate
+// detaches and leaves it running.
+func TestDebugAttachThroughProtocol(t *testing.T) { runFamily(t, onHost, debugAttach) }
+
+var debugAttach = family{name: "debug-attach", config: debugSection, check: func(t *testing.T, c *rpc.Client, s *site) {
+	writeTree(t, s.Dir, debugApp)
+	port := 20000 + rand.IntN(20000)
+	stop := s.service(t, "/usr/bin/python3", "-m", "debugpy", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--wait-for-client", "service.py")
+	for deadline := time.Now().Add(20 * time.Second); !s.listeningIn(t, port); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("processes left in %s after run/stop: %v", dir, left)
+			t.Fatalf("debugpy did not listen on %d in %s", port, s.place)
 		}
+	}
+	run := s.start(t, c, nil)
+	debugCall(t, c, run, map[string]any{"operation": "breakpoints", "file": "service.py", "lines": []int{4}}, "stored 1 breakpoint")
+	debugCall(t, c, run, map[string]any{"operation": "attach", "port": port}, fmt.Sprintf("attached to the debugpy on port %d", port), "service.py:4 verified")
+	debugCall(t, c, run, map[string]any{"operation": "pause"}, "service.py:4", "count += 1")
+	debugCall(t, c, run, map[string]any{"operation": "evaluate", "expression": "count >= 0"}, "True")
+	debugCall(t, c, run, map[string]any{"operation": "breakpoints", "file": "service.py", "lines": []int{}}, "cleared")
+	debugCall(t, c, run, map[string]any{"operation": "terminate"}, "detached from the program on port", "keeps running")
+	if !slices.ContainsFunc(s.processes(t), func(p string) bool { return strings.Contains(p, "service.py") }) {
+		t.Fatalf("the service did not survive the detach: %v", s.processes(t))
+	}
+	stop()
+	if err := c.StopRun(testCtx(t), run); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNoProcesses(t, "run/stop")
+}}
+
+// dlv dap (a TCP server, reached through the enclosure's Dial) on a Go
+// package it builds, and lldb-dap on a C program built with the place's
+// own gcc: launch to a breakpoint, step, evaluate, run to the end.
+func TestDebugAdaptersThroughProtocol(t *testing.T) {
+	for _, f := range []family{debugDelve, debugLLDB} {
+		t.Run(f.name, func(t *testing.T) { runFamily(t, onHost, f) })
 	}
 }
 
-// processesIn lists the processes (zombies too) whose working directory
-// is inside dir.
-func processesIn(dir string) []string { return procfs.Strings(procfs.In(dir)) }
+var debugDelve = family{name: "debug-delve", config: debugSection, check: func(t *testing.T, c *rpc.Client, s *site) {
+	copyTree(t, filepath.Join("..", "orchestrator", "debug", "testdata", "golang"), s.Dir)
+	run := s.start(t, c, nil)
+	debugCall(t, c, run, map[string]any{"operation": "breakpoints", "file": "main.go", "lines": []int{22}}, "stored 1 breakpoint")
+	debugCall(t, c, run, map[string]any{"operation": "launch", "program": "."},
+		"launched . with delve", "main.go:22 verified", "stopped (breakpoint)", "main.go:22 in main.main", "22 | total := square(7)")
+	debugCall(t, c, run, map[string]any{"operation": "step_in"}, "main.go:9 in main.square")
+	debugCall(t, c, run, map[string]any{"operation": "step_out"}, "main.go:22 in main.main")
+	debugCall(t, c, run, map[string]any{"operation": "evaluate", "expression": "len(name)"}, "5")
+	debugCall(t, c, run, map[string]any{"operation": "continue"}, "the program ended (exit code 0)")
+	debugCall(t, c, run, map[string]any{"operation": "output"}, "total 49 500 10000 berth")
+	if err := c.StopRun(testCtx(t), run); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNoProcesses(t, "run/stop")
+}}
+
+var debugLLDB = family{name: "debug-lldb", config: debugSection, check: func(t *testing.T, c *rpc.Client, s *site) {
+	copyTree(t, filepath.Join("..", "orchestrator", "debug", "testdata", "c"), s.Dir)
+	s.run(t, "gcc", "-g", "-O0", "-o", "prog", "prog.c")
+	run := s.start(t, c, nil)
+	debugCall(t, c, run, map[string]any{"operation": "breakpoints", "file": "prog.c", "lines": []int{17}}, "stored 1 breakpoint")
+	debugCall(t, c, run, map[string]any{"operation": "launch", "program": "prog"},
+		"launched prog with lldb", "prog.c:17 verified", "stopped (breakpoint)", "17 | int total = square(7);")
+	debugCall(t, c, run, map[string]any{"operation": "step_in"}, "prog.c:5 in square", "5 | int result = n * n;")
+	debugCall(t, c, run, map[string]any{"operation": "step_out"}, "prog.c:17 in main")
+	debugCall(t, c, run, map[string]any{"operation": "continue"}, "the program ended (exit code 0)")
+	debugCall(t, c, run, map[string]any{"operation": "output"}, "total 49 berth 10000")
+	if err := c.StopRun(testCtx(t), run); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNoProcesses(t, "run/stop")
+}}

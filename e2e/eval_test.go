@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,9 +14,10 @@ import (
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
 
-// evalConfig names Debian's python (the one with pandas and matplotlib)
-// and a short idle budget, so the budget's two sides show quickly.
-const evalConfig = "kernels:\n  python: /usr/bin/python3\n  cell_idle_budget: 3s\n  interrupt_grace: 2s\n"
+// kernelsSection names Debian's python (the one with pandas and
+// matplotlib; in the images the only one) and a short idle budget, so the
+// budget's two sides show quickly.
+var kernelsSection = map[string]any{"kernels": map[string]any{"python": "/usr/bin/python3", "cell_idle_budget": "3s", "interrupt_grace": "2s"}}
 
 // evalCell runs one cell through tools/call.
 func evalCell(t *testing.T, c *rpc.Client, run, lang, code string) *orchestrator.Result {
@@ -23,11 +25,11 @@ func evalCell(t *testing.T, c *rpc.Client, run, lang, code string) *orchestrator
 	return callTool(t, c, run, "eval", map[string]any{"code": code, "language": lang, "description": "run one cell for the end to end test"})
 }
 
-// interpretersIn lists the live python and node processes working inside
-// dir (processesIn is the debug test's).
-func interpretersIn(dir string) []string {
-	return slices.DeleteFunc(processesIn(dir), func(p string) bool {
-		return !strings.Contains(p, "python") && !strings.Contains(p, "node")
+// interpreters lists the site's python and node processes (not the
+// relays that run them).
+func interpreters(t *testing.T, s *site) []string {
+	return slices.DeleteFunc(s.processes(t), func(p string) bool {
+		return strings.Contains(p, "berth-relay") || !strings.Contains(p, "python") && !strings.Contains(p, "node")
 	})
 }
 
@@ -35,8 +37,9 @@ func interpretersIn(dir string) []string {
 // figure, tool() re-entry over harness/callTool answered and refused, the
 // idle budget suspended by a slow bridge call but interrupting a silent
 // loop, and run/stop leaving no interpreter behind.
-func TestEvalThroughProtocol(t *testing.T) {
-	c := startWithConfig(t, evalConfig)
+func TestEvalThroughProtocol(t *testing.T) { runFamily(t, onHost, eval) }
+
+var eval = family{name: "eval", config: kernelsSection, check: func(t *testing.T, c *rpc.Client, s *site) {
 	var origins []orchestrator.Origin
 	c.OnCallTool(func(ctx context.Context, p rpc.HarnessCallToolParams) (*orchestrator.Result, error) {
 		origins = append(origins, p.Origin)
@@ -53,11 +56,7 @@ func TestEvalThroughProtocol(t *testing.T) {
 		}
 		return nil, errors.New("this harness does not allow " + p.Name + " from a cell")
 	})
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := newRun(t, c, dir, nil)
+	run := s.start(t, c, nil)
 	if !slices.Contains(toolNames(t, c, run, orchestrator.SurfaceFull), "eval") {
 		t.Fatal("eval is not on the full surface")
 	}
@@ -101,17 +100,25 @@ func TestEvalThroughProtocol(t *testing.T) {
 		t.Errorf("harness/callTool origins: %+v", origins)
 	}
 
-	if len(interpretersIn(dir)) != 2 {
-		t.Fatalf("want a python and a node kernel in %s, found %v", dir, interpretersIn(dir))
+	// The kernel works in the workdir as its place sees it, and what it
+	// writes there is in the workdir Berth sees.
+	cwd := s.Dir
+	if s.Container != "" {
+		cwd = s.Inside
+	}
+	res := evalCell(t, c, run, "python", "import os\nopen('from_kernel.txt', 'w').write('written in '+os.getcwd())\nos.getcwd()")
+	if got := text(res); res.IsError || got != "'"+cwd+"'" {
+		t.Errorf("the kernel's cwd: %s, want %q", got, cwd)
+	}
+	if b, err := os.ReadFile(filepath.Join(s.Dir, "from_kernel.txt")); err != nil || string(b) != "written in "+cwd {
+		t.Errorf("the kernel's file, read from Berth's side: %q, %v", b, err)
+	}
+
+	if len(interpreters(t, s)) != 2 {
+		t.Fatalf("want a python and a node kernel in %s, found %v", s.place, interpreters(t, s))
 	}
 	if err := c.StopRun(testCtx(t), run); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(processesIn(dir)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("processes left after run/stop: %v", processesIn(dir))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+	s.waitNoProcesses(t, "run/stop")
+}}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/rpc"
 )
 
 // writeTree writes files (relative path → content) under dir.
@@ -58,11 +59,15 @@ func f(x int) error {
 // examples (Dart loaded from the library scripts/setup builds), Go's
 // fmt.Errorf split over lines, and the write tools kept off the plan and
 // readonly surfaces.
-func TestStructuralThroughTheProtocol(t *testing.T) {
-	dir := t.TempDir()
+//
+// In a container they read and write the workspace from Berth's side, as
+// on the host: the same answers.
+func TestStructuralThroughTheProtocol(t *testing.T) { runFamily(t, onHost, structural) }
+
+var structural = family{name: "structural", check: func(t *testing.T, c *rpc.Client, s *site) {
+	dir := s.Dir
 	writeTree(t, dir, map[string]string{"lib/panel.dart": dartWidget, "a.go": goErrors})
-	c := startStdio(t)
-	run := newRun(t, c, dir, nil)
+	run := s.start(t, c, nil)
 
 	full := toolNames(t, c, run, orchestrator.SurfaceFull)
 	for _, n := range []string{"ast_grep", "ast_edit", "resolve"} {
@@ -121,11 +126,11 @@ func TestStructuralThroughTheProtocol(t *testing.T) {
 	}
 
 	// With the feature off the tools are not offered.
-	off := newRun(t, c, dir, map[string]bool{orchestrator.FeatureStructural: false})
+	off := s.start(t, c, map[string]bool{orchestrator.FeatureStructural: false})
 	if names := toolNames(t, c, off, orchestrator.SurfaceFull); slices.Contains(names, "ast_grep") {
 		t.Errorf("structural off, yet the tools are listed: %v", names)
 	}
-}
+}}
 
 // A grammar library the configuration requires and that cannot be loaded
 // stops the server at start with a message naming it.
@@ -146,10 +151,11 @@ func TestStructuralMissingGrammarStopsTheServer(t *testing.T) {
 // the same diagnostics-on-write path as files/didWrite and lsp_rename, with
 // a real gopls: a rewrite that breaks the types is accepted and the result
 // names the new error; writing the original back is clean.
-func TestIssue11Item12cResolveReportsNewProblems(t *testing.T) {
-	dir := copyProject(t, "go")
-	c := startStdio(t)
-	run := newRun(t, c, dir, nil)
+func TestIssue11Item12cResolveReportsNewProblems(t *testing.T) { runFamily(t, onHost, resolveChecks) }
+
+var resolveChecks = family{name: "resolve-diagnostics", check: func(t *testing.T, c *rpc.Client, s *site) {
+	copyProjectInto(t, "go", s.Dir)
+	run := s.start(t, c, nil)
 
 	res := callTool(t, c, run, "ast_edit", map[string]any{"pattern": "g.Greet($X)", "rewrite": "g.Greet($X, 42)", "path": "main.go"})
 	if res.IsError || !strings.Contains(text(res), `edit_id "edit_1"`) {
@@ -170,4 +176,4 @@ func TestIssue11Item12cResolveReportsNewProblems(t *testing.T) {
 	if got := text(res); res.IsError || !strings.Contains(got, "\nNo new problems") {
 		t.Errorf("resolve accept of the fix:\n%s", got)
 	}
-}
+}}

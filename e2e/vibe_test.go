@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -12,15 +11,17 @@ import (
 	"github.com/berth-dev/berth/internal/procfs"
 
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/rpc"
 )
 
 var vibeTools = []string{"vibe_kill", "vibe_list", "vibe_send", "vibe_spawn", "vibe_wait"}
 
 // markedProcesses lists the live (not zombie) processes whose command line
-// holds marker.
+// holds marker, on the host or in any container (the host's /proc shows
+// them all), but not the relays that run them.
 func markedProcesses(marker string) []string {
 	return procfs.Strings(procfs.Filter(func(p procfs.Process) bool {
-		return p.Live() && strings.Contains(p.Cmdline(), marker)
+		return p.Live() && strings.Contains(p.Cmdline(), marker) && !strings.Contains(p.Cmdline(), "berth-relay")
 	}))
 }
 
@@ -39,7 +40,10 @@ func waitMarked(t *testing.T, marker string, n int) {
 // Workers through the protocol: run/update toggles vibe and tools/list
 // follows; spawn, send, wait, kill and list; run/stop leaves no worker
 // process behind.
-func TestVibeWorkers(t *testing.T) {
+func TestVibeWorkers(t *testing.T) { runFamily(t, onHost, vibeWorkers()) }
+
+// vibeWorkers is the workers' family, with runners of its own.
+func vibeWorkers() family {
 	// The long-running worker sleeps for a number no other test uses, so
 	// its processes can be found in /proc.
 	marker := fmt.Sprint(400000 + rand.IntN(500000))
@@ -48,18 +52,20 @@ case "$assignment" in
 *finish*) printf '%s\n' "$assignment" ;;
 *) sleep ` + marker + ` & wait ;;
 esac`
-	cfg, err := json.Marshal(map[string]any{"vibe": map[string]any{
+	config := map[string]any{"vibe": map[string]any{
 		"runners": map[string][]string{
 			"fast": {"/bin/sh", "-c", steer},
 			"good": {"/bin/sh", "-c", `cat >/dev/null; head -c 5000 /dev/zero | tr '\0' y`},
 		},
 		"output_limit": 2000,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := startWithConfig(t, string(cfg)) // YAML reads JSON
-	run := newRun(t, c, "", nil)
+	}}
+	return family{name: "vibe", config: config, check: func(t *testing.T, c *rpc.Client, s *site) {
+		vibeChecks(t, c, s, marker)
+	}}
+}
+
+func vibeChecks(t *testing.T, c *rpc.Client, s *site, marker string) {
+	run := s.start(t, c, nil)
 
 	call := func(name string, args any, want ...string) string {
 		t.Helper()
@@ -135,6 +141,7 @@ esac`
 		t.Fatal(err)
 	}
 	waitMarked(t, marker, 0)
+	s.waitNoProcesses(t, "run/stop")
 }
 
 // A runner missing for a tier is a clear error naming the key to set.

@@ -1,0 +1,321 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/internal/procfs"
+	"github.com/berth-dev/berth/orchestrator/rpc"
+)
+
+// The tool families' end-to-end bodies run in a place: on the host, or
+// inside a container made as a harness makes one (issue 13 item 8). The
+// host tests (TestLSPThroughTheProtocol, ...) and the container tests
+// (TestIssue13Item8..., e2e/containers_test.go) run the same body with
+// a different place, so the container's checks are the host's.
+
+// docker is the engine's command line: Debian's, the one scripts/setup
+// installs next to the dockerd it starts.
+const docker = "/usr/bin/docker"
+
+// place is where a test's runs live.
+type place struct {
+	// image is the container's image; "" is the host.
+	image string
+	// mount is where the container sees the workdir (/workspace).
+	mount string
+	// auto starts runs with enclosure "auto" (the container found by its
+	// conversation label) instead of naming it {driver: docker, id}.
+	auto bool
+}
+
+// onHost is the host: no container, run/start's default enclosure.
+var onHost = place{}
+
+// inContainer is a container of image with the workdir at /workspace,
+// named in run/start by its id.
+func inContainer(image string) place { return place{image: image, mount: "/workspace"} }
+
+func (p place) String() string {
+	if p.image == "" {
+		return "host"
+	}
+	return p.image
+}
+
+// site is one workdir in a place and, in a container place, the
+// conversation's container that mounts it.
+type site struct {
+	place
+	Dir          string // the workdir as the host (and Berth) sees it
+	Conversation string // the conversation id, the container's label
+	Container    string // the container's id; "" on the host
+	Inside       string // the workdir as the container sees it
+}
+
+// at returns the site for dir (symlinks resolved), starting its container
+// in a container place: docker run -d --network none -v DIR:MOUNT --label
+// berth.conversation=ID IMAGE sleep infinity, removed at cleanup.
+func (p place) at(t *testing.T, dir string) *site {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &site{place: p, Dir: dir, Conversation: fmt.Sprintf("e2e-%s-%d", sanitize(t.Name()), rand.Uint32())}
+	if p.image != "" {
+		s.Container = startContainer(t, p.image, dir, p.mount, s.Conversation)
+		s.Inside = p.mount
+	}
+	return s
+}
+
+// sub is a site for the subdirectory name of s's workdir, in the same
+// container and conversation: a conversation's runs in parts of the one
+// tree its container mounts.
+func (s *site) sub(t *testing.T, name string) *site {
+	t.Helper()
+	dir := filepath.Join(s.Dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sub := *s
+	sub.Dir = dir
+	if s.Container != "" {
+		sub.Inside = path.Join(s.Inside, name)
+	}
+	return &sub
+}
+
+// command is argv run in the site's workdir: on the host, or with docker
+// exec in the container.
+func (s *site) command(argv ...string) *exec.Cmd {
+	if s.Container == "" {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = s.Dir
+		return cmd
+	}
+	return exec.Command(docker, append([]string{"exec", "-w", s.Inside, s.Container}, argv...)...)
+}
+
+// run runs argv in the site's workdir and fails the test if it fails
+// (building a program to debug, with the site's own compiler).
+func (s *site) run(t *testing.T, argv ...string) {
+	t.Helper()
+	if out, err := s.command(argv...).CombinedOutput(); err != nil {
+		t.Fatalf("%v in %s: %v\n%s", argv, s.place, err, out)
+	}
+}
+
+// service starts argv in the site's workdir in the background (a program
+// to attach to) and returns a function that kills it and waits until it
+// is gone, also called at cleanup.
+func (s *site) service(t *testing.T, argv ...string) (stop func()) {
+	t.Helper()
+	if s.Container == "" {
+		cmd := s.command(argv...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var once sync.Once
+		stop = func() {
+			once.Do(func() {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				_ = cmd.Wait()
+			})
+		}
+		t.Cleanup(stop)
+		return stop
+	}
+	dockerOut(t, append([]string{"exec", "-d", "-w", s.Inside, s.Container}, argv...)...)
+	cmdline := strings.Join(argv, " ")
+	stop = func() {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			var left []string
+			for _, p := range dockerTop(t, s.Container) {
+				if f := strings.SplitN(p, " ", 3); len(f) == 3 && strings.Contains(f[2], cmdline) {
+					pid, _ := strconv.Atoi(f[0])
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					left = append(left, p)
+				}
+			}
+			if len(left) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the service %q in %s did not die: %v", cmdline, s.Container, left)
+				return
+			}
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// fresh is at(t.TempDir()).
+func (p place) fresh(t *testing.T) *site { t.Helper(); return p.at(t, t.TempDir()) }
+
+// params is run/start's parameters for a run of this site with the
+// features given (nil: the defaults).
+func (s *site) params(features map[string]bool) rpc.StartRunParams {
+	r := rpc.StartRunParams{Workdir: s.Dir, ConversationID: s.Conversation, Features: features}
+	switch {
+	case s.Container == "":
+	case s.auto:
+		r.Enclosure = &rpc.EnclosureParam{Driver: "auto"}
+	default:
+		r.Enclosure = &rpc.EnclosureParam{Driver: "docker", ID: s.Container}
+	}
+	return r
+}
+
+// start starts a run of this site and checks that run/start chose the
+// place's enclosure.
+func (s *site) start(t *testing.T, c *rpc.Client, features map[string]bool) string {
+	t.Helper()
+	r, err := c.StartRun(testCtx(t), s.params(features))
+	if err != nil {
+		t.Fatalf("run/start in %s (%s): %v", s.Dir, s.place, err)
+	}
+	want := "host"
+	if s.Container != "" {
+		want = "docker"
+	}
+	if r.Enclosure.Driver != want || (s.Container != "" && !strings.HasPrefix(s.Container, r.Enclosure.ID) && !strings.HasPrefix(r.Enclosure.ID, s.Container[:12])) {
+		t.Fatalf("run/start chose %+v, want %s %s", r.Enclosure, want, s.Container)
+	}
+	return r.RunID
+}
+
+// processes lists the processes of the site's runs: on the host those
+// working inside the workdir (zombies too); in a container every process
+// but the container's own (its pid 1, sleep infinity).
+func (s *site) processes(t *testing.T) []string {
+	t.Helper()
+	if s.Container == "" {
+		return procfs.Strings(procfs.In(s.Dir))
+	}
+	own := strconv.Itoa(hostPid(t, s.Container)) + " "
+	return slices.DeleteFunc(dockerTop(t, s.Container), func(p string) bool { return strings.HasPrefix(p, own) })
+}
+
+// waitNoProcesses waits up to 10s for the site to have no process of
+// Berth's left: run/stop, a TTL or an idle timeout ended them all.
+func (s *site) waitNoProcesses(t *testing.T, after string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left := s.processes(t)
+		if len(left) == 0 {
+			if s.Container != "" {
+				t.Logf("docker top after %s: %v", after, dockerTop(t, s.Container))
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes left in %s after %s: %v", s.place, after, left)
+		}
+	}
+}
+
+// sanitize makes a test name fit a label value and a file name.
+func sanitize(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '-'
+	}, name)
+}
+
+// dockerOut runs the docker command line and returns its trimmed stdout;
+// a failure (no engine, no image) fails the test: the container suite
+// never skips.
+func dockerOut(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := dockerRun(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// dockerRun is dockerOut returning the error instead.
+func dockerRun(args ...string) (string, error) {
+	var stderr strings.Builder
+	cmd := exec.Command(docker, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// startContainer starts a container as a harness does and removes it at
+// cleanup.
+func startContainer(t *testing.T, image, dir, mount, conversation string) string {
+	t.Helper()
+	id := dockerOut(t, "run", "-d", "--network", "none", "-v", dir+":"+mount,
+		"--label", "berth.conversation="+conversation, image, "sleep", "infinity")
+	t.Cleanup(func() {
+		if _, err := dockerRun("rm", "-f", id); err != nil {
+			t.Errorf("removing the test's container: %v", err)
+		}
+	})
+	return id
+}
+
+// dockerTop is the container's processes as "docker top" shows them
+// ("PID PPID ARGS", host pids).
+func dockerTop(t *testing.T, id string) []string {
+	t.Helper()
+	lines := strings.Split(dockerOut(t, "top", id, "-eo", "pid,ppid,args"), "\n")[1:] // the header
+	var out []string
+	for _, l := range lines {
+		out = append(out, strings.Join(strings.Fields(l), " "))
+	}
+	return out
+}
+
+// containers lists every container on the engine, running or not.
+func containers(t *testing.T) []string {
+	t.Helper()
+	out := dockerOut(t, "ps", "-aq", "--no-trunc")
+	if out == "" {
+		return nil
+	}
+	return strings.Fields(out)
+}
+
+// hostPid is the host's pid of the container's pid 1, whose /proc entry
+// shows the container's network namespace.
+func hostPid(t *testing.T, id string) int {
+	t.Helper()
+	var pid int
+	fmt.Sscan(dockerOut(t, "inspect", "-f", "{{.State.Pid}}", id), &pid)
+	return pid
+}
+
+// listeningIn reports whether something in the site listens on TCP port
+// (on the host, or in the container's network namespace).
+func (s *site) listeningIn(t *testing.T, port int) bool {
+	t.Helper()
+	table := "/proc/net/tcp"
+	if s.Container != "" {
+		table = fmt.Sprintf("/proc/%d/net/tcp", hostPid(t, s.Container))
+	}
+	data, err := os.ReadFile(table)
+	return err == nil && strings.Contains(string(data), fmt.Sprintf(":%04X 00000000:0000 0A", port))
+}
