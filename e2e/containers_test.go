@@ -1,0 +1,272 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/rpc"
+)
+
+// The end-to-end suite in containers (issue 13 item 8): every tool family
+// through the real binary and the protocol, inside containers of the
+// images scripts/images builds, made as a harness makes them. Each runs
+// the host test's own family (lspGo, debugpy, eval, ...), so the checks
+// are the host's. scripts/test runs these as a stage of their own
+// (go test -run '^TestIssue13Item8' ./e2e/); a missing engine or image
+// fails them, never skips.
+
+const (
+	lspImage    = "berth/lsp:dev"
+	debugImage  = "berth/debug:dev"
+	kernelImage = "berth/kernel:dev"
+	fullImage   = "berth/full:dev"
+)
+
+func TestIssue13Item8LSPGo(t *testing.T) { runFamily(t, inContainer(lspImage), lspGo) }
+
+func TestIssue13Item8LSPLanguages(t *testing.T) {
+	for _, f := range lspLanguages {
+		t.Run(f.name, func(t *testing.T) { runFamily(t, inContainer(lspImage), f) })
+	}
+}
+
+func TestIssue13Item8ResolveWithGopls(t *testing.T) {
+	runFamily(t, inContainer(lspImage), resolveChecks)
+}
+
+func TestIssue13Item8Structural(t *testing.T) { runFamily(t, inContainer(kernelImage), structural) }
+
+func TestIssue13Item8Debugpy(t *testing.T) { runFamily(t, inContainer(debugImage), debugpy) }
+
+func TestIssue13Item8DebugAttach(t *testing.T) { runFamily(t, inContainer(debugImage), debugAttach) }
+
+func TestIssue13Item8DebugAdapters(t *testing.T) {
+	for _, f := range []family{debugDelve, debugLLDB} {
+		t.Run(f.name, func(t *testing.T) { runFamily(t, inContainer(debugImage), f) })
+	}
+}
+
+func TestIssue13Item8Eval(t *testing.T) { runFamily(t, inContainer(kernelImage), eval) }
+
+func TestIssue13Item8Vibe(t *testing.T) { runFamily(t, inContainer(kernelImage), vibeWorkers()) }
+
+// Every family in one berth/full container, found by "auto" from its
+// conversation label, as a conversation would: one binary, one
+// container, a run per family in a part of the tree the container
+// mounts. Berth creates no container: the engine holds the same
+// containers before and after, and during the test only this one more.
+func TestIssue13Item8OneContainer(t *testing.T) {
+	before := containers(t)
+	t.Cleanup(func() {
+		after := containers(t)
+		t.Logf("containers on the engine: %d before, %d after", len(before), len(after))
+		if !slices.Equal(sorted(before), sorted(after)) {
+			t.Errorf("containers before: %v\nafter: %v", before, after)
+		}
+	})
+	p := inContainer(fullImage)
+	p.auto = true
+	s := p.fresh(t)
+	families := append([]family{lspGo}, lspLanguages...)
+	families = append(families, resolveChecks, structural, debugpy, debugAttach, debugDelve, debugLLDB, eval, vibeWorkers())
+	c := startFamilies(t, families...)
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) { f.check(t, c, s.sub(t, f.name)) })
+	}
+	during := containers(t)
+	t.Logf("containers on the engine during the test: %d (the test's own: %s)", len(during), s.Container[:12])
+	if want := append(slices.Clone(before), s.Container); !slices.Equal(sorted(during), sorted(want)) {
+		t.Errorf("containers before: %v\nduring: %v\nwant only the test's own %s more", before, during, s.Container)
+	}
+}
+
+func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
+
+// After run/stop, a runs' idle timeout, and a debug session's TTL, docker
+// top shows only the container's own process: language server, kernels,
+// adapters, debuggees and the relays running them are all gone.
+func TestIssue13Item8StopAndTTLLeaveOnlyTheContainersProcess(t *testing.T) {
+	s := inContainer(fullImage).fresh(t)
+	writeTree(t, s.Dir, debugApp)
+	copyProjectInto(t, "go", s.Dir)
+	c := startFamilies(t, family{config: map[string]any{
+		"kernels": kernelsSection["kernels"],
+		"debug":   map[string]any{"python": "/usr/bin/python3", "session_ttl": "3s"},
+		"runs":    map[string]any{"idle_timeout": "3s", "reaper_interval": "100ms"},
+	}})
+	busy := func(run string) {
+		t.Helper()
+		for _, lang := range []string{"python", "javascript"} {
+			if res := evalCell(t, c, run, lang, "1+1"); res.IsError || text(res) != "2" {
+				t.Fatalf("%s 1+1: %s", lang, text(res))
+			}
+		}
+		if res := callTool(t, c, run, "lsp", map[string]any{"action": "definition", "file": "main.go", "line": 11, "symbol": "g.Greet"}); res.IsError {
+			t.Fatalf("lsp: %s", text(res))
+		}
+		t.Logf("docker top while the run works: %v", dockerTop(t, s.Container))
+	}
+
+	run := s.start(t, c, nil)
+	busy(run)
+	debugCall(t, c, run, map[string]any{"operation": "launch", "program": "serve.py"}, "still running")
+	if err := c.StopRun(testCtx(t), run); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNoProcesses(t, "run/stop")
+
+	// The debug session's TTL ends the adapter and its debuggee while
+	// the run goes on.
+	run = s.start(t, c, nil)
+	debugCall(t, c, run, map[string]any{"operation": "launch", "program": "serve.py"}, "still running")
+	for deadline := time.Now().Add(30 * time.Second); slices.ContainsFunc(s.processes(t), func(p string) bool { return strings.Contains(p, "serve.py") }); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the debuggee outlived the session's TTL: %v", s.processes(t))
+		}
+	}
+	s.waitNoProcesses(t, "the debug session's TTL")
+
+	// The runs' idle timeout ends a run that does nothing.
+	busy(run)
+	s.waitNoProcesses(t, "the run's idle timeout")
+	if _, err := c.ListTools(testCtx(t), run, orchestrator.SurfaceFull); rpcCode(err) != rpc.CodeUnknownRun {
+		t.Errorf("tools/list after the idle timeout: %v, want unknown run", err)
+	}
+}
+
+// A container stopped in the middle of a call: that call ends with an
+// error that says so, later calls of its run too, and a run in another
+// container keeps its kernel and its state.
+func TestIssue13Item8ContainerStoppedMidCall(t *testing.T) {
+	a := inContainer(kernelImage).fresh(t)
+	b := inContainer(kernelImage).fresh(t)
+	c := startFamilies(t, family{config: map[string]any{"kernels": map[string]any{"python": "/usr/bin/python3"}}})
+	ra, rb := a.start(t, c, nil), b.start(t, c, nil)
+	if res := evalCell(t, c, rb, "python", "x = 41\nx"); res.IsError || text(res) != "41" {
+		t.Fatalf("the other run's cell: %s", text(res))
+	}
+
+	// The cell says it started by a file in the workdir, then prints
+	// (the idle budget stays off) until the container stops under it.
+	done := make(chan *orchestrator.Result, 1)
+	errs := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res, err := c.CallTool(ctx, ra, orchestrator.SurfaceFull, "eval", map[string]any{
+			"code":        "import time\nopen('started', 'w').close()\nfor i in range(1200):\n    print(i, flush=True)\n    time.sleep(0.1)",
+			"description": "a long cell the container stops under"})
+		done <- res
+		errs <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(a.Dir, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the long cell did not start")
+		}
+	}
+	dockerOut(t, "stop", "-t", "1", a.Container)
+	var res *orchestrator.Result
+	select {
+	case res = <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the call in flight did not end within 90s of its container stopping")
+	}
+	if err := <-errs; err != nil {
+		t.Fatalf("the call in flight: a protocol error instead of an error result: %v", err)
+	}
+	t.Logf("the call in flight: %s", text(res))
+	if !res.IsError || !strings.Contains(text(res), "container") {
+		t.Errorf("the call in flight when its container stopped: want an error result about the container, got %+v", res)
+	}
+	res = evalCell(t, c, ra, "python", "1+1")
+	t.Logf("the next call: %s", text(res))
+	if !res.IsError || !strings.Contains(text(res), "container") {
+		t.Errorf("a call after its container stopped: want an error result about the container, got %+v", res)
+	}
+	if res := evalCell(t, c, rb, "python", "x + 1"); res.IsError || text(res) != "42" {
+		t.Errorf("the other run's kernel lost its state or failed: %s", text(res))
+	}
+	if err := c.StopRun(testCtx(t), rb); err != nil {
+		t.Fatal(err)
+	}
+	b.waitNoProcesses(t, "run/stop")
+}
+
+// dockerd restarts (with --live-restore, as scripts/setup starts it): a
+// call while the engine is down ends with an error that says so, within
+// its time, and the next call after the engine is back works.
+func TestIssue13Item8DockerdRestart(t *testing.T) {
+	s := inContainer(kernelImage).fresh(t)
+	c := startFamilies(t, family{config: kernelsSection})
+	run := s.start(t, c, nil)
+	if res := evalCell(t, c, run, "python", "1+1"); res.IsError || text(res) != "2" {
+		t.Fatalf("1+1: %s", text(res))
+	}
+	t.Cleanup(func() { dockerd(t, "start") }) // whatever happens below
+	dockerd(t, "stop")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := c.CallTool(ctx, run, orchestrator.SurfaceFull, "eval", map[string]any{"code": "1+1", "description": "a cell while the engine is down"})
+	if err != nil {
+		t.Fatalf("a call while the engine is down: a protocol error instead of an error result: %v", err)
+	}
+	t.Logf("a call while the engine is down: %s", text(res))
+	if !res.IsError {
+		t.Errorf("a call while the engine is down succeeded: %s", text(res))
+	}
+	dockerd(t, "start")
+	if state := dockerOut(t, "inspect", "-f", "{{.State.Status}}", s.Container); state != "running" {
+		t.Fatalf("the container is %s after the engine restarted: dockerd runs without --live-restore?", state)
+	}
+	res = evalCell(t, c, run, "python", "1+1")
+	if res.IsError || text(res) != "2" {
+		t.Fatalf("the call after the engine came back: %s", text(res))
+	}
+	if err := c.StopRun(testCtx(t), run); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNoProcesses(t, "run/stop")
+}
+
+// dockerd runs scripts/dockerd (start, stop), the script scripts/setup
+// starts the engine with.
+func dockerd(t *testing.T, verb string) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join("..", "scripts", "dockerd"), verb).CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/dockerd %s: %v\n%s", verb, err, out)
+	}
+}
+
+// A workdir the container does not mount is refused at run/start, by id
+// and by "auto", with an error naming the mounts found.
+func TestIssue13Item8UnmountedWorkdirRefused(t *testing.T) {
+	s := inContainer(kernelImage).fresh(t)
+	c := startStdio(t)
+	elsewhere := onHost.fresh(t)
+	for _, enc := range []*rpc.EnclosureParam{{Driver: "docker", ID: s.Container}, {Driver: "auto"}} {
+		_, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: elsewhere.Dir, ConversationID: s.Conversation, Enclosure: enc})
+		if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), "/workspace") || !strings.Contains(err.Error(), elsewhere.Dir) {
+			t.Errorf("run/start %+v in an unmounted workdir: %v, want invalid params naming the workdir and the mounts", enc, err)
+		}
+	}
+}
+
+// The workdir mounted somewhere else than /workspace works the same:
+// Berth maps through the container's mounts.
+func TestIssue13Item8WorkdirMountedElsewhere(t *testing.T) {
+	p := place{image: fullImage, mount: "/src/project"}
+	for _, f := range []family{lspGo, eval, debugpy} {
+		t.Run(f.name, func(t *testing.T) { runFamily(t, p, f) })
+	}
+}
