@@ -1,7 +1,7 @@
 // Package e2e drives the real orchestrator binary through the harness
 // protocol, over stdio, WebSocket and a unix socket, as a harness would.
 //
-// TestMain builds the binary once. The helpers below are shared by every
+// TestMain builds the binary once, and the relay next to it. The helpers below are shared by every
 // tool family's end-to-end tests (e2e/<family>_test.go):
 //
 //	c := startStdio(t)                      // serve --stdio, connected client
@@ -33,6 +33,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -58,6 +59,14 @@ func TestMain(m *testing.M) {
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the orchestrator:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	// The relay every process runs under, next to the binary, where
+	// Berth looks for it; built as scripts/images builds the images' copy,
+	// so a container's baked-in relay has its version.
+	if _, err := relaytest.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
