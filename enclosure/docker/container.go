@@ -1,0 +1,234 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/mounts"
+	"github.com/berth-dev/berth/enclosure/relay"
+)
+
+// container is one attached container: the enclosure and its state.
+type container struct {
+	cli      *client.Client
+	id, name string
+	user     string
+	relay    string       // the relay's path inside
+	relayHow string       // how it got there (baked, copied, streamed)
+	mounts   mounts.Table // host paths -> the container's
+	self     mounts.Table // host paths -> Berth's own; nil: the same
+	dial     string
+
+	found sync.Map // LookPath's answers: name -> path
+}
+
+var _ enclosure.Enclosure = (*container)(nil)
+
+func (c *container) Driver() string { return Name }
+func (c *container) ID() string     { return c.id }
+
+// MapPath turns a path as Berth sees it into the path the container's
+// processes see: through Berth's own mounts (or enclosure.path_map) to
+// the host's path, then through the container's mounts.
+func (c *container) MapPath(berthPath string) (string, error) {
+	host := berthPath
+	if c.self != nil {
+		h, err := c.self.Outside(berthPath)
+		if err != nil {
+			return "", fmt.Errorf("Berth's path %s has no host path through Berth's own mounts: %w; mount it into Berth's container, or set enclosure.path_map", berthPath, err)
+		}
+		host = h
+	}
+	in, err := c.mounts.Inside(host)
+	if err != nil {
+		return "", fmt.Errorf("%s is not mounted into docker container %s: %w; bind-mount the workdir into it (docker run -v %s:/workspace ...)", berthPath, c.name, err, host)
+	}
+	return in, nil
+}
+
+// HostPath is MapPath's inverse.
+func (c *container) HostPath(enclosedPath string) (string, error) {
+	host, err := c.mounts.Outside(enclosedPath)
+	if err != nil {
+		return "", fmt.Errorf("docker container %s: %w", c.name, err)
+	}
+	if c.self == nil {
+		return host, nil
+	}
+	p, err := c.self.Inside(host)
+	if err != nil {
+		return "", fmt.Errorf("docker container %s: host path %s: Berth does not see it: %w", c.name, host, err)
+	}
+	return p, nil
+}
+
+// LookPath asks the relay which executable name is on the container's
+// PATH (its own environment's, as every exec gets it).
+func (c *container) LookPath(ctx context.Context, name string) (string, error) {
+	if p, ok := c.found.Load(name); ok {
+		return p.(string), nil
+	}
+	r, err := c.run(ctx, relay.WhichArgs(c.relay, name), nil)
+	if err != nil {
+		return "", err
+	}
+	switch r.code {
+	case 0:
+		p := strings.TrimSpace(r.stdout)
+		c.found.Store(name, p)
+		return p, nil
+	case 1:
+		return "", fmt.Errorf("%s: executable not found in docker container %s (%s): %w", name, c.name, strings.TrimSpace(strings.TrimPrefix(r.stderr, "berth-relay: which: ")), enclosure.ErrNotFound)
+	}
+	return "", fmt.Errorf("docker container %s: relay which %s: exit %d: %s", c.name, name, r.code, strings.TrimSpace(r.stderr))
+}
+
+// Start runs cmd under the relay in an exec: stdin framed (closing it
+// closes the program's stdin; dropping the connection ends the run),
+// stdout and stderr split.
+func (c *container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
+	path := cmd.Path
+	if !strings.Contains(path, "/") {
+		p, err := c.LookPath(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	}
+	tag := relay.NewTag()
+	argv := relay.RunArgs(c.relay, relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag}, path, cmd.Args...)
+	execID, hj, err := c.exec(ctx, argv, cmd.Env, cmd.Dir, true)
+	if err != nil {
+		return nil, err
+	}
+	return newHandle(c, execID, tag, hj, cmd.Stderr), nil
+}
+
+// Dial connects to a TCP port on the container's loopback.
+func (c *container) Dial(ctx context.Context, port int) (net.Conn, error) {
+	if port <= 0 || port > 65535 {
+		return nil, fmt.Errorf("port %d out of range 1-65535: %w", port, enclosure.ErrInvalidConfig)
+	}
+	if c.dial == DialNetns {
+		return c.dialNetns(ctx, port)
+	}
+	return c.dialRelay(ctx, port)
+}
+
+// exec creates an exec of argv, with stdin attached when stdin is set,
+// and attaches to its streams. ctx bounds the start only.
+func (c *container) exec(ctx context.Context, argv, env []string, dir string, stdin bool) (string, client.HijackedResponse, error) {
+	return c.execAs(ctx, c.user, argv, env, dir, stdin)
+}
+
+func (c *container) execAs(ctx context.Context, user string, argv, env []string, dir string, stdin bool) (string, client.HijackedResponse, error) {
+	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	created, err := c.cli.ExecCreate(cctx, c.id, client.ExecCreateOptions{
+		User: user, AttachStdin: stdin, AttachStdout: true, AttachStderr: true,
+		Env: env, WorkingDir: dir, Cmd: argv,
+	})
+	cancel()
+	if err != nil {
+		return "", client.HijackedResponse{}, c.failed(ctx, "exec "+argv[0], err)
+	}
+	att, err := c.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return "", client.HijackedResponse{}, c.failed(ctx, "exec "+argv[0], err)
+	}
+	return created.ID, att.HijackedResponse, nil
+}
+
+// failed explains an error of a call on the container: it stopped, it
+// is gone, or the engine did not answer.
+func (c *container) failed(ctx context.Context, what string, err error) error {
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), apiTimeout)
+	defer cancel()
+	res, ierr := c.cli.ContainerInspect(ictx, c.id, client.ContainerInspectOptions{})
+	switch {
+	case cerrdefs.IsNotFound(ierr):
+		return fmt.Errorf("docker container %s (%.12s) no longer exists: it was removed; Berth never creates one: start a new run with a running container: %w", c.name, c.id, enclosure.ErrNotFound)
+	case ierr != nil:
+		return fmt.Errorf("docker container %s: %s: the engine at %s did not answer: %v: %w", c.name, what, c.cli.DaemonHost(), err, enclosure.ErrUnavailable)
+	case res.Container.State != nil:
+		if nerr := notRunning(res.Container); nerr != nil {
+			return nerr
+		}
+	}
+	return fmt.Errorf("docker container %s: %s: %w", c.name, what, err)
+}
+
+// result is a finished exec's output and exit code.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs argv to its end (the relay's short modes, the relay's own
+// installation), with stdin written and closed first when given.
+func (c *container) run(ctx context.Context, argv []string, stdin io.Reader) (result, error) {
+	return c.runAs(ctx, c.user, argv, stdin)
+}
+
+func (c *container) runAs(ctx context.Context, user string, argv []string, stdin io.Reader) (result, error) {
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	id, hj, err := c.execAs(ctx, user, argv, nil, "", stdin != nil)
+	if err != nil {
+		return result{}, err
+	}
+	defer hj.Close()
+	stop := context.AfterFunc(ctx, hj.Close)
+	defer stop()
+	if stdin != nil {
+		go func() {
+			// A command that exits without reading all of stdin fails
+			// this copy; its exit code tells what happened.
+			_, _ = io.Copy(hj.Conn, stdin)
+			_ = hj.CloseWrite()
+		}()
+	}
+	var out, errOut bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &errOut, hj.Reader); err != nil && ctx.Err() == nil {
+		return result{}, c.failed(ctx, argv[0]+" "+argv[1], err)
+	}
+	code, err := c.exitCode(ctx, id)
+	if err != nil {
+		return result{}, c.failed(ctx, argv[0]+" "+argv[1], err)
+	}
+	return result{stdout: out.String(), stderr: errOut.String(), code: code}, nil
+}
+
+// exitCode waits for the exec to end and returns its exit code. The
+// engine marks an exec ended a moment after its streams close, so it
+// is asked again, more slowly each time, until it says so.
+func (c *container) exitCode(ctx context.Context, execID string) (int, error) {
+	wait := time.Millisecond
+	for {
+		res, err := c.cli.ExecInspect(ctx, execID, client.ExecInspectOptions{})
+		if err != nil {
+			return -1, err
+		}
+		if !res.Running {
+			return res.ExitCode, nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return -1, fmt.Errorf("the exec still runs: %w", ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}

@@ -1,0 +1,154 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
+
+	"github.com/berth-dev/berth/enclosure/relay"
+)
+
+// dialRelay connects through an exec of "relay dial --ready", itself run
+// under "relay run" so that it ends when the connection is closed. The
+// connection is up once the relay says so on stderr; a refused one ends
+// the exec with the reason there.
+func (c *container) dialRelay(ctx context.Context, port int) (net.Conn, error) {
+	d := relay.DialArgs(c.relay, port)
+	argv := relay.RunArgs(c.relay, relay.RunOptions{Tag: relay.NewTag()}, d[0], d[1:]...)
+	execID, hj, err := c.exec(ctx, argv, nil, "", true)
+	if err != nil {
+		return nil, err
+	}
+	mine, theirs := net.Pipe()
+	conn := &execConn{Conn: mine, hj: hj}
+	stderrR, stderrW := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(theirs, stderrW, hj.Reader)
+		stderrW.CloseWithError(err)
+		theirs.Close()
+		hj.Close()
+	}()
+	ready := make(chan error, 2) // ready, then the end: neither send may block
+	go func() {
+		sc := bufio.NewScanner(stderrR)
+		var msg []string
+		for sc.Scan() {
+			if sc.Text() == relay.ReadyLine && msg == nil {
+				ready <- nil
+				msg = []string{}
+				continue
+			}
+			msg = append(msg, sc.Text())
+		}
+		// Drain what the stream still carries, so the splitter never
+		// waits on stderr.
+		_, _ = io.Copy(io.Discard, stderrR)
+		ready <- fmt.Errorf("%s", strings.Join(msg, "; "))
+	}()
+	select {
+	case err := <-ready:
+		if err == nil {
+			return conn, nil
+		}
+		conn.Close()
+		ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), apiTimeout)
+		defer cancel()
+		code, _ := c.exitCode(ictx, execID)
+		return nil, fmt.Errorf("nothing accepts connections on 127.0.0.1:%d in docker container %s (relay dial: exit %d: %v)", port, c.name, code, err)
+	case <-ctx.Done():
+		conn.Close()
+		return nil, fmt.Errorf("connecting to 127.0.0.1:%d in docker container %s: %w", port, c.name, ctx.Err())
+	}
+}
+
+// execConn is a connection through an exec's streams: reads come from
+// the exec's stdout (through a net.Pipe, which gives them deadlines),
+// writes go straight to its stdin.
+type execConn struct {
+	net.Conn // the reading end
+	hj       client.HijackedResponse
+}
+
+func (c *execConn) Write(b []byte) (int, error) { return c.hj.Conn.Write(b) }
+
+// CloseWrite half-closes: the far end reads EOF.
+func (c *execConn) CloseWrite() error { return c.hj.CloseWrite() }
+
+func (c *execConn) Close() error {
+	c.hj.Close()
+	return c.Conn.Close()
+}
+
+func (c *execConn) SetDeadline(t time.Time) error {
+	_ = c.hj.Conn.SetWriteDeadline(t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *execConn) SetWriteDeadline(t time.Time) error { return c.hj.Conn.SetWriteDeadline(t) }
+
+// dialNetns connects from Berth's side: it enters the container's network
+// namespace (found through its init's pid) on a locked OS thread, opens
+// the socket there, and leaves. It needs CAP_SYS_ADMIN on the engine's
+// host: the alternative to dialRelay for a root Berth beside the engine.
+func (c *container) dialNetns(ctx context.Context, port int) (net.Conn, error) {
+	ictx, cancel := context.WithTimeout(ctx, apiTimeout)
+	res, err := c.cli.ContainerInspect(ictx, c.id, client.ContainerInspectOptions{})
+	cancel()
+	if err != nil {
+		return nil, c.failed(ctx, "dial", err)
+	}
+	if err := notRunning(res.Container); err != nil {
+		return nil, err
+	}
+	type dialed struct {
+		conn net.Conn
+		err  error
+	}
+	ch := make(chan dialed, 1)
+	go func() {
+		runtime.LockOSThread()
+		conn, restored, err := dialIn(ctx, res.Container.State.Pid, port)
+		if restored {
+			runtime.UnlockOSThread()
+		} // else the thread is in the container's namespace: it ends with this goroutine
+		ch <- dialed{conn, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		return nil, fmt.Errorf("nothing accepts connections on 127.0.0.1:%d in docker container %s (network namespace of pid %d): %v", port, c.name, res.Container.State.Pid, r.err)
+	}
+	return r.conn, nil
+}
+
+// dialIn runs on a locked thread: it enters the network namespace of pid,
+// dials the literal loopback address (no name to resolve), and returns to
+// the thread's own namespace, saying whether it could.
+func dialIn(ctx context.Context, pid, port int) (net.Conn, bool, error) {
+	own, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, true, err
+	}
+	defer unix.Close(own)
+	target, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, true, err
+	}
+	defer unix.Close(target)
+	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+		return nil, true, fmt.Errorf("setns: %w (it needs root on the engine's host; use docker.dial: relay)", err)
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	restored := unix.Setns(own, unix.CLONE_NEWNET) == nil
+	return conn, restored, err
+}

@@ -1,0 +1,153 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/relay"
+)
+
+// handle is one process started with exec under the relay. Its owner
+// goroutine (wait) splits the exec's stream into stdout and stderr, then
+// reads the exit code and closes done.
+type handle struct {
+	c      *container
+	execID string
+	tag    string
+	hj     client.HijackedResponse
+	stdin  *relay.FrameWriter
+	stdout *pipe
+	stderr *pipe // nil when Cmd.Stderr was given
+
+	done     chan struct{}
+	code     int
+	err      error
+	killed   atomic.Bool
+	killOnce sync.Once
+}
+
+var _ enclosure.Process = (*handle)(nil)
+
+// outputBytes is what each stream holds for a reader that is behind, as
+// an OS pipe would: past it the exec's stream waits, as the process would
+// wait on a full pipe.
+const outputBytes = 256 << 10
+
+func newHandle(c *container, execID, tag string, hj client.HijackedResponse, stderr io.Writer) *handle {
+	h := &handle{
+		c: c, execID: execID, tag: tag, hj: hj,
+		stdin:  relay.NewFrameWriter(hj.Conn),
+		stdout: newPipe(outputBytes),
+		done:   make(chan struct{}),
+	}
+	errW := stderr
+	if stderr == nil {
+		h.stderr = newPipe(outputBytes)
+		errW = h.stderr
+	}
+	go h.wait(errW)
+	return h
+}
+
+// Pid is 0: the relay's pid inside the container is not the engine's.
+func (h *handle) Pid() int              { return 0 }
+func (h *handle) Stdin() io.WriteCloser { return h.stdin }
+func (h *handle) Stdout() io.Reader     { return h.stdout }
+func (h *handle) Stderr() io.Reader {
+	if h.stderr == nil {
+		return nil
+	}
+	return h.stderr
+}
+func (h *handle) Done() <-chan struct{} { return h.done }
+
+func (h *handle) Wait() (int, error) {
+	<-h.done
+	return h.code, h.err
+}
+
+// signalTimeout bounds the exec that carries a signal.
+const signalTimeout = 10 * time.Second
+
+// Signal has the relay pass sig to the process group: SIGINT only
+// interrupts; SIGTERM, SIGHUP and SIGQUIT are followed by SIGKILL after
+// the relay's grace.
+func (h *handle) Signal(sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("signal %v: %w", sig, enclosure.ErrNotSupported)
+	}
+	select {
+	case <-h.done:
+		return fmt.Errorf("signal %v: the process has exited", sig)
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
+	defer cancel()
+	r, err := h.c.run(ctx, relay.SignalArgs(h.c.relay, h.tag, unix.SignalName(s)), nil)
+	if err != nil {
+		return err
+	}
+	if r.code != 0 {
+		return fmt.Errorf("signal %v in docker container %s: %s", sig, h.c.name, r.stderr)
+	}
+	return nil
+}
+
+// Kill ends the process and everything it started: the relay sends the
+// group SIGTERM, then SIGKILL after its grace. Dropping the connection
+// afterwards ends the run as well should the signal not arrive (the
+// relay reads its stdin's EOF), so Done closes even when the engine is
+// gone.
+func (h *handle) Kill() error {
+	h.killOnce.Do(func() {
+		select {
+		case <-h.done:
+			return
+		default:
+		}
+		h.killed.Store(true)
+		_ = h.Signal(syscall.SIGTERM)
+		h.hj.Close()
+	})
+	return nil
+}
+
+// exitWait bounds the wait for the engine to mark the exec ended once
+// its stream closed: the relay's grace and its SIGKILL, with room.
+const exitWait = 30 * time.Second
+
+func (h *handle) wait(stderr io.Writer) {
+	_, err := stdcopy.StdCopy(h.stdout, stderr, h.hj.Reader)
+	h.hj.Close()
+	h.stdout.closeWrite()
+	if h.stderr != nil {
+		h.stderr.closeWrite()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), exitWait)
+	defer cancel()
+	code, ierr := h.c.exitCode(ctx, h.execID)
+	switch {
+	case ierr != nil:
+		h.code, h.err = -1, h.c.failed(ctx, "the process's exit code", ierr)
+	case h.killed.Load() && code > 128:
+		h.code = -1 // the relay reports death by signal N as 128+N
+	default:
+		h.code = code
+	}
+	if h.err == nil && err != nil && !h.killed.Load() {
+		h.err = fmt.Errorf("docker container %s: the process's output stream broke: %v", h.c.name, err)
+	}
+	close(h.done)
+}

@@ -1,0 +1,260 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
+)
+
+func TestIssue13Item2AttachByIDAndName(t *testing.T) {
+	wd := workdir(t)
+	name := "berth-test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	id := runContainer(t, "", fullImage, "--name", name, "-v", wd+":/workspace")
+	d := newDriver(t, Options{})
+	for _, ref := range []string{id, id[:12], name} {
+		c := attach(t, d, ref)
+		if c.Driver() != "docker" || c.ID() != id || c.name != name {
+			t.Errorf("Attach(%s): driver %s, id %s, name %s", ref, c.Driver(), c.ID(), c.name)
+		}
+	}
+	_, err := d.Attach(context.Background(), "berth-no-such-container")
+	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "docker ps") {
+		t.Fatalf("a missing container: %v", err)
+	}
+}
+
+func TestIssue13Item2AutoFindsOneNoneOrSeveral(t *testing.T) {
+	wd := workdir(t)
+	one := "conv-one-" + t.Name()
+	id := runContainer(t, one, fullImage, "-v", wd+":/workspace")
+	several := "conv-several-" + t.Name()
+	a := runContainer(t, several, fullImage, "-v", wd+":/workspace")
+	b := runContainer(t, several, fullImage, "-v", wd+":/workspace")
+	// A stopped container with the label is not a candidate.
+	stopped := runContainer(t, one, baseImage)
+	docker(t, "stop", "-t", "0", stopped)
+
+	d := newDriver(t, Options{})
+	l := &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: d}, Auto: []string{Name}}
+	ctx := context.Background()
+	enc, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, one)
+	if err != nil || enc.Driver() != "docker" || enc.ID() != id {
+		t.Fatalf("auto with one container: %v, %v", enc, err)
+	}
+	enc, err = l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-none-"+t.Name())
+	if err != nil || enc.Driver() != "host" {
+		t.Fatalf("auto with none: %v, %v", enc, err)
+	}
+	l.NoHostFallback = true
+	if _, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-none-"+t.Name()); !errors.Is(err, enclosure.ErrNotFound) {
+		t.Fatalf("auto with none and no host fallback: %v", err)
+	}
+	_, err = l.Find(ctx, enclosure.Spec{Driver: "auto"}, several)
+	if err == nil || !strings.Contains(err.Error(), a) || !strings.Contains(err.Error(), b) {
+		t.Fatalf("auto with two containers: %v", err)
+	}
+}
+
+// An engine that does not answer is skipped by auto with a log line, and
+// is an error that says so when named.
+func TestIssue13Item2AutoSkipsAnEngineThatDoesNotAnswer(t *testing.T) {
+	d := newDriver(t, Options{Host: "unix://" + t.TempDir() + "/no-engine.sock"})
+	var log strings.Builder
+	l := &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: d}, Auto: []string{Name},
+		Log: slog.New(slog.NewTextHandler(&log, nil))}
+	enc, err := l.Find(context.Background(), enclosure.Spec{Driver: "auto"}, "conv")
+	if err != nil || enc.Driver() != "host" || !strings.Contains(log.String(), "did not answer") {
+		t.Fatalf("auto without an engine: %v, %v; log %q", enc, err, log.String())
+	}
+	_, err = d.Attach(context.Background(), "anything")
+	if !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), "no-engine.sock") {
+		t.Fatalf("Attach without an engine: %v", err)
+	}
+}
+
+func TestIssue13Item2StoppedContainerAtAttachAndLater(t *testing.T) {
+	wd := workdir(t)
+	d := newDriver(t, Options{})
+	stopped := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	docker(t, "stop", "-t", "0", stopped)
+	_, err := d.Attach(context.Background(), stopped)
+	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "is exited") || !strings.Contains(err.Error(), "never starts") {
+		t.Fatalf("attach to a stopped container: %v", err)
+	}
+
+	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	c := attach(t, d, id)
+	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sleep", Args: []string{"600"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docker(t, "stop", "-t", "1", id)
+	// The running process ends with the container, and Done closes.
+	<-p.Done()
+	ctx := context.Background()
+	_, err = c.Start(ctx, enclosure.Cmd{Path: "/bin/true"})
+	assertStopped(t, "Start", err, c.name)
+	_, err = c.LookPath(ctx, "python3")
+	assertStopped(t, "LookPath", err, c.name)
+	_, err = c.Dial(ctx, 8000)
+	assertStopped(t, "Dial", err, c.name)
+
+	docker(t, "rm", id)
+	_, err = c.Start(ctx, enclosure.Cmd{Path: "/bin/true"})
+	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "no longer exists") {
+		t.Fatalf("Start in a removed container: %v", err)
+	}
+}
+
+func assertStopped(t *testing.T, call string, err error, name string) {
+	t.Helper()
+	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "is exited") {
+		t.Fatalf("%s in a stopped container: %v", call, err)
+	}
+}
+
+func TestIssue13Item2StartSplitsStreamsAndReportsExitCodes(t *testing.T) {
+	wd := workdir(t)
+	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	c := attach(t, newDriver(t, Options{}), id)
+	ctx := context.Background()
+	p, err := c.Start(ctx, enclosure.Cmd{
+		Path: "sh", Args: []string{"-c", `read x; echo "got $x in $PWD as $FOO"; echo to-stderr >&2; cat; echo after-eof; exit 3`},
+		Env: []string{"FOO=bar"}, Dir: "/workspace",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(p.Stdin(), "hello\nmore\n")
+	p.Stdin().Close() // the program reads EOF and goes on: stdin is framed
+	out, _ := io.ReadAll(p.Stdout())
+	errOut, _ := io.ReadAll(p.Stderr())
+	code, err := p.Wait()
+	if string(out) != "got hello in /workspace as bar\nmore\nafter-eof\n" || string(errOut) != "to-stderr\n" || code != 3 || err != nil {
+		t.Fatalf("stdout %q, stderr %q, exit %d, %v", out, errOut, code, err)
+	}
+
+	// Cmd.Stderr takes the stderr instead of a pipe; the container's
+	// own environment (PATH, GOTOOLCHAIN) is kept.
+	var stderr strings.Builder
+	p, err = c.Start(ctx, enclosure.Cmd{Path: "sh", Args: []string{"-c", `echo "$GOTOOLCHAIN"; echo oops >&2`}, Stderr: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Stderr() != nil {
+		t.Fatal("Stderr() is not nil with Cmd.Stderr set")
+	}
+	out, _ = io.ReadAll(p.Stdout())
+	if code, err := p.Wait(); code != 0 || err != nil || string(out) != "local\n" || stderr.String() != "oops\n" {
+		t.Fatalf("stdout %q, stderr %q, exit %d, %v", out, stderr.String(), code, err)
+	}
+
+	if _, err := c.Start(ctx, enclosure.Cmd{Path: "no-such-program"}); !errors.Is(err, enclosure.ErrNotFound) {
+		t.Fatalf("a missing program: %v", err)
+	}
+	onlySleep(t, id)
+}
+
+// Kill ends the program and what it started, in its group or not.
+func TestIssue13Item2KillLeavesNothing(t *testing.T) {
+	wd := workdir(t)
+	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	c := attach(t, newDriver(t, Options{}), id)
+	p := startTree(t, c)
+	p.Kill()
+	<-p.Done()
+	if code, _ := p.Wait(); code != -1 {
+		t.Errorf("exit code after Kill %d, want -1", code)
+	}
+	onlySleep(t, id)
+	if err := p.Kill(); err != nil {
+		t.Fatalf("a second Kill: %v", err)
+	}
+}
+
+// Dropping the exec's connection without Kill (Berth's end of it gone)
+// ends the run too: the relay reads its stdin's EOF.
+func TestIssue13Item2DroppedConnectionLeavesNothing(t *testing.T) {
+	wd := workdir(t)
+	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	c := attach(t, newDriver(t, Options{}), id)
+	p := startTree(t, c)
+	p.(*handle).hj.Close()
+	<-p.Done()
+	onlySleep(t, id)
+}
+
+// startTree starts a program that leaves a child in its group and one in
+// a session of its own, and waits until both run.
+func startTree(t *testing.T, c *container) enclosure.Process {
+	t.Helper()
+	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", `sleep 601 & setsid sleep 602 & echo ready; wait`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := bufio.NewReader(p.Stdout()).ReadString('\n'); l != "ready\n" {
+		t.Fatalf("read %q, %v", l, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ps := strings.Join(processes(t, c.id), "\n")
+		if strings.Contains(ps, "sleep 601") && strings.Contains(ps, "sleep 602") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tree did not start: %s", ps)
+		}
+	}
+	return p
+}
+
+// Signal reaches the program through the relay: SIGINT interrupts a
+// program that traps it, which lives on.
+func TestIssue13Item2SignalReachesTheProgram(t *testing.T) {
+	wd := workdir(t)
+	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	c := attach(t, newDriver(t, Options{}), id)
+	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", `trap 'echo interrupted' INT; echo ready; while :; do sleep 0.05; done`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(p.Stdout())
+	if l, _ := r.ReadString('\n'); l != "ready\n" {
+		t.Fatalf("read %q", l)
+	}
+	if err := p.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := r.ReadString('\n'); l != "interrupted\n" {
+		t.Fatalf("after SIGINT read %q", l)
+	}
+	enclosure.Stop(p, nil, 5*time.Second)
+	if err := p.Signal(syscall.SIGINT); err == nil {
+		t.Fatal("Signal after exit did not fail")
+	}
+	onlySleep(t, id)
+}
+
+func TestIssue13Item2LookPath(t *testing.T) {
+	wd := workdir(t)
+	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	c := attach(t, newDriver(t, Options{}), id)
+	ctx := context.Background()
+	// go is on the image's PATH (/usr/local/go/bin, from its ENV), not
+	// the engine's default.
+	if p, err := c.LookPath(ctx, "go"); err != nil || p != "/usr/local/go/bin/go" {
+		t.Fatalf("LookPath(go) = %q, %v", p, err)
+	}
+	_, err := c.LookPath(ctx, "no-such-tool")
+	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "/usr/local/go/bin") {
+		t.Fatalf("LookPath of a missing tool: %v", err)
+	}
+}
