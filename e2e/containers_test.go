@@ -98,8 +98,10 @@ func TestIssue13Item8StopAndTTLLeaveOnlyTheContainersProcess(t *testing.T) {
 	copyProjectInto(t, "go", s.Dir)
 	c := startFamilies(t, family{config: map[string]any{
 		"kernels": kernelsSection["kernels"],
-		"debug":   map[string]any{"python": "/usr/bin/python3", "session_ttl": "3s"},
-		"runs":    map[string]any{"idle_timeout": "3s", "reaper_interval": "100ms"},
+		"debug":   map[string]any{"python": "/usr/bin/python3", "session_ttl": "2s"},
+		// Longer than the session's TTL, so the TTL, not the run's end,
+		// ends the session.
+		"runs": map[string]any{"idle_timeout": "8s", "reaper_interval": "100ms"},
 	}})
 	busy := func(run string) {
 		t.Helper()

@@ -211,11 +211,11 @@ func (s *site) processes(t *testing.T) []string {
 	return slices.DeleteFunc(dockerTop(t, s.Container), func(p string) bool { return strings.HasPrefix(p, own) })
 }
 
-// waitNoProcesses waits up to 10s for the site to have no process of
+// waitNoProcesses waits up to 30s for the site to have no process of
 // Berth's left: run/stop, a TTL or an idle timeout ended them all.
 func (s *site) waitNoProcesses(t *testing.T, after string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		left := s.processes(t)
 		if len(left) == 0 {
 			if s.Container != "" {
