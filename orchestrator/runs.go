@@ -81,6 +81,12 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 		rs.metrics.AttachFailed(p.Enclosure.Driver, err)
 		return nil, fmt.Errorf("enclosure: %v: %w", err, ErrInvalid)
 	}
+	// Every tool works on the workdir through the enclosure's view of it:
+	// a container that does not mount it is refused now, with the mounts
+	// it has, not at the first tool call.
+	if _, err := enc.MapPath(wd); err != nil {
+		return nil, fmt.Errorf("enclosure %s %s cannot see the workdir: %v: %w", enc.Driver(), enc.ID(), err, ErrInvalid)
+	}
 	enc = rs.metrics.Enclosure(enc) // timed and counted for every driver
 	id := p.RunID
 	if id == "" {

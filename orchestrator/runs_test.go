@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,5 +148,37 @@ func TestIssue12Item4StartDefaultsTheRunIDForItsHarness(t *testing.T) {
 	defer named.End(orchestrator.EndStopped)
 	if h := named.Harness.(namedHarness); h.runID != "mine" {
 		t.Fatalf("harness for %q", h.runID)
+	}
+}
+
+// unmountedDriver attaches an enclosure that cannot see any host path, as
+// a container that does not mount the workdir (the Docker driver's own
+// tests refuse one for real).
+type unmountedDriver struct{}
+
+func (unmountedDriver) Name() string { return "fake" }
+func (unmountedDriver) Attach(context.Context, string) (enclosure.Enclosure, error) {
+	return unmounted{host.New()}, nil
+}
+func (unmountedDriver) Find(context.Context, string) ([]string, error) { return nil, nil }
+
+type unmounted struct{ enclosure.Enclosure }
+
+func (unmounted) Driver() string { return "fake" }
+func (unmounted) MapPath(p string) (string, error) {
+	return "", fmt.Errorf("%s is not mounted (mounts: /src -> /workspace): %w", p, enclosure.ErrNotFound)
+}
+
+// run/start refuses a workdir its enclosure cannot see, naming the mounts
+// it found, and keeps no run.
+func TestIssue13Item4StartRefusesAWorkdirTheEnclosureCannotSee(t *testing.T) {
+	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour)
+	rs.UseEnclosures(&enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{"fake": unmountedDriver{}}})
+	_, err := rs.Start(context.Background(), orchestrator.StartParams{Workdir: t.TempDir(), Enclosure: enclosure.Spec{Driver: "fake", ID: "c1"}})
+	if !errors.Is(err, orchestrator.ErrInvalid) || !strings.Contains(err.Error(), "mounts: /src -> /workspace") || !strings.Contains(err.Error(), "cannot see the workdir") {
+		t.Fatalf("Start with an unmounted workdir: %v", err)
+	}
+	if n := rs.Len(); n != 0 {
+		t.Fatalf("%d runs kept", n)
 	}
 }
