@@ -132,8 +132,12 @@ func (p *Provider) imports(ctx context.Context, run *orchestrator.Run, python, m
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
+	dir, err := run.Enclosure.MapPath(run.Workdir)
+	if err != nil {
+		return fmt.Sprintf("%s cannot be started: %v", python, err)
+	}
 	stderr := enclosure.NewTail(4 << 10)
-	proc, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: python, Args: []string{"-c", "import " + module}, Dir: run.Workdir, Stderr: stderr})
+	proc, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: python, Args: []string{"-c", "import " + module}, Dir: dir, Stderr: stderr})
 	if err != nil {
 		return fmt.Sprintf("%s cannot be started: %v", python, err)
 	}

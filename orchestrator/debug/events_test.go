@@ -2,27 +2,35 @@ package debug
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-dap"
 
 	"github.com/berth-dev/berth/orchestrator/metrics"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // A breakpoint event updates the stored answer by breakpoint id.
 func TestBreakpointEventUpdates(t *testing.T) {
 	cfg := DefaultConfig()
-	s := newSession(&cfg, &cfg.Adapters[0], metrics.NewForTest(), paths{host: "/w", mapped: "/w"}, "app.py")
-	s.bps["/w/app.py"] = []breakpoint{{requested: 3, Breakpoint: dap.Breakpoint{Id: 7, Line: 3, Message: "pending"}}}
-	if got := s.breakpointTextMapped("/w/app.py"); got != "app.py:3 unverified: pending" {
+	root, err := workspace.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	app := filepath.Join(root.Dir(), "app.py")
+	s := newSession(&cfg, &cfg.Adapters[0], metrics.NewForTest(), paths{root: root}, "app.py")
+	s.bps[app] = []breakpoint{{requested: 3, Breakpoint: dap.Breakpoint{Id: 7, Line: 3, Message: "pending"}}}
+	if got := s.breakpointTextMapped(app); got != "app.py:3 unverified: pending" {
 		t.Fatalf("before the event: %q", got)
 	}
 	s.onEvent(&dap.BreakpointEvent{Body: dap.BreakpointEventBody{Reason: "changed", Breakpoint: dap.Breakpoint{Id: 7, Verified: true, Line: 4}}})
-	if got := s.breakpointTextMapped("/w/app.py"); got != "app.py:3 (moved by the adapter to line 4, the nearest with code) verified" {
+	if got := s.breakpointTextMapped(app); got != "app.py:3 (moved by the adapter to line 4, the nearest with code) verified" {
 		t.Fatalf("after the event: %q", got)
 	}
 	s.onEvent(&dap.BreakpointEvent{Body: dap.BreakpointEventBody{Reason: "removed", Breakpoint: dap.Breakpoint{Id: 7}}})
-	if got := s.breakpointTextMapped("/w/app.py"); got != "" {
+	if got := s.breakpointTextMapped(app); got != "" {
 		t.Fatalf("after removal: %q", got)
 	}
 }

@@ -39,45 +39,82 @@ func cutValue(v string) string {
 	return fmt.Sprintf("%s… (cut: showing %d of %d characters)", v[:i], maxValue, n)
 }
 
-// paths shows adapter paths relative to the working directory and reads
-// source lines. Adapters see the enclosure's paths: mapped is the working
-// directory as the enclosure sees it, host as Berth sees it.
+// paths carries paths across the enclosure's boundary. The adapter sees
+// the enclosure's paths: toAdapter (Enclosure.MapPath) turns a host path
+// into one, toHost (Enclosure.HostPath) turns one back; nil is the host's
+// identity. A path coming back is mapped, resolved (symlinks included)
+// and checked to be inside the workdir before it is shown relative to it
+// or read.
 type paths struct {
-	host, mapped string
+	root *workspace.Root // the workdir
 	// anywhere lets files outside the working directory be read (the host
 	// enclosure: its paths are Berth's).
-	anywhere bool
-	// mapFn turns a host path into the enclosure's (Enclosure.MapPath).
-	mapFn func(string) (string, error)
+	anywhere  bool
+	toAdapter func(string) (string, error)
+	toHost    func(string) (string, error)
 }
 
-// show is the path the model reads.
+// show is the path the model reads: relative to the workdir when inside
+// it, else as the adapter named it.
 func (p paths) show(path string) string {
-	if rel, ok := p.rel(path); ok {
+	if rel, _, ok := p.inside(path); ok {
 		return rel
 	}
 	return path
 }
 
-func (p paths) rel(path string) (string, bool) { return workspace.Inside(p.mapped, path) }
+// host is an adapter's path as Berth sees it; ok is false for a path the
+// host does not share with the enclosure.
+func (p paths) host(path string) (string, bool) {
+	if p.toHost == nil {
+		return filepath.Clean(path), true
+	}
+	h, err := p.toHost(path)
+	return h, err == nil
+}
+
+// inside is an adapter's path relative to the workdir and as the file it
+// is on the host, when it is inside the workdir.
+func (p paths) inside(path string) (rel, abs string, ok bool) {
+	h, ok := p.host(path)
+	if !ok || p.root == nil {
+		return "", "", false
+	}
+	abs, err := p.root.Resolve(h)
+	if err != nil {
+		return "", "", false
+	}
+	return p.root.Rel(abs), abs, true
+}
+
+// maxSource bounds the source file a line is shown from.
+const maxSource = 8 << 20
 
 // sourceLine is line n (1-based) of the adapter's path, trimmed, or "".
+// A file inside the workdir is read through it (a link never leads out);
+// one outside only on the host (anywhere).
 func (p paths) sourceLine(path string, n int) string {
-	host := ""
-	if rel, ok := p.rel(path); ok {
-		host = filepath.Join(p.host, rel)
-	} else if p.anywhere {
-		host = path
-	}
-	if host == "" || n <= 0 {
+	if path == "" || n <= 0 {
 		return ""
 	}
-	f, err := openRegular(host)
-	if err != nil {
-		return ""
+	var text []byte
+	if _, abs, ok := p.inside(path); ok {
+		b, _, err := p.root.ReadRegular(abs, maxSource)
+		if err != nil {
+			return ""
+		}
+		text = b
+	} else if h, ok := p.host(path); ok && p.anywhere {
+		f, err := openRegular(h)
+		if err != nil {
+			return ""
+		}
+		defer f.Close()
+		if text, err = io.ReadAll(io.LimitReader(f, maxSource)); err != nil {
+			return ""
+		}
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(text))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for i := 1; sc.Scan(); i++ {
 		if i == n {

@@ -260,10 +260,10 @@ type setBreakpointsRequest struct {
 
 // mapPath is hostPath as the adapter sees it.
 func (s *session) mapPath(hostPath string) (string, error) {
-	if s.paths.mapFn == nil {
+	if s.paths.toAdapter == nil {
 		return hostPath, nil
 	}
-	return s.paths.mapFn(hostPath)
+	return s.paths.toAdapter(hostPath)
 }
 
 func baseName(p string) string {

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -45,6 +46,13 @@ type env struct {
 // starts a run on it for conversation "conv-1".
 func newEnv(t *testing.T, fixture string, tune func(*Config)) *env {
 	t.Helper()
+	return newEnvIn(t, fixture, tune, func(string) enclosure.Enclosure { return host.New() })
+}
+
+// newEnvIn is newEnv in the enclosure encFor returns for the working
+// directory.
+func newEnvIn(t *testing.T, fixture string, tune func(*Config), encFor func(dir string) enclosure.Enclosure) *env {
+	t.Helper()
 	dir := t.TempDir()
 	if fixture != "" {
 		if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", fixture))); err != nil {
@@ -64,7 +72,7 @@ func newEnv(t *testing.T, fixture string, tune func(*Config)) *env {
 	}
 	reg := orchestrator.NewRegistry(m, 0)
 	reg.Add(p)
-	run := orchestrator.NewRun("run-1", "conv-1", dir, host.New(), nil, nil)
+	run := orchestrator.NewRun("run-1", "conv-1", dir, encFor(dir), nil, nil)
 	e := &env{t: t, dir: dir, run: run, reg: reg, p: p, metrics: m}
 	t.Cleanup(func() { run.End("test over") })
 	return e

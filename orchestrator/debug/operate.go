@@ -161,7 +161,7 @@ func (p *Provider) breakpoints(ctx context.Context, run *orchestrator.Run, c *co
 		if len(lines) == 0 {
 			return fmt.Sprintf("cleared the breakpoints of %s", root.Rel(abs)), nil
 		}
-		pp := paths{host: run.Workdir, mapped: run.Workdir}
+		pp := paths{root: root, anywhere: true} // abs is the host's, inside the root
 		var b strings.Builder
 		fmt.Fprintf(&b, "stored %s in %s; launch sets them and says which the adapter verified:", text.Count(len(lines), "breakpoint"), root.Rel(abs))
 		for _, l := range lines {
@@ -193,11 +193,11 @@ func (p *Provider) refuseSecond(c *conversation) error {
 // newSessionFor builds a session for the run and makes it the
 // conversation's; the run that starts it owns it.
 func (p *Provider) newSessionFor(run *orchestrator.Run, c *conversation, a *Adapter, program string) (*session, error) {
-	mapped, err := run.Enclosure.MapPath(run.Workdir)
+	root, err := run.Root()
 	if err != nil {
 		return nil, err
 	}
-	pp := paths{host: run.Workdir, mapped: mapped, anywhere: run.Enclosure.Driver() == "host", mapFn: run.Enclosure.MapPath}
+	pp := paths{root: root, anywhere: run.Enclosure.Driver() == "host", toAdapter: run.Enclosure.MapPath, toHost: run.Enclosure.HostPath}
 	s := newSession(&p.cfg, a, p.metrics, pp, program)
 	s.driver = run.Enclosure.Driver()
 	p.adopt(c, s)
@@ -239,6 +239,12 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 	if err != nil {
 		return "", err
 	}
+	adapterDir := ""
+	if f.root != "" {
+		if adapterDir, err = run.Enclosure.MapPath(f.root); err != nil {
+			return "", err
+		}
+	}
 	launchArgs := map[string]any{}
 	for k, v := range a.Launch {
 		launchArgs[k] = v
@@ -267,7 +273,7 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 	// The adapter runs in the program's project root (the directory of
 	// its marker): delve builds in its own directory, and from the working
 	// directory go build finds no go.mod when the module is below it.
-	if err := s.startAdapter(ctx, run.Enclosure, f.exe, f.root); err != nil {
+	if err := s.startAdapter(ctx, run.Enclosure, f.exe, adapterDir); err != nil {
 		s.end(metrics.ReasonCrashed, "the adapter did not start: "+err.Error())
 		return "", s.failed(fmt.Sprintf("launching %s with %s", root.Rel(abs), a.ID), err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -77,12 +78,18 @@ func newEnv(t *testing.T, cfg Config, h orchestrator.Harness) *env {
 
 func newEnvIn(t *testing.T, cfg Config, h orchestrator.Harness, dir string) *env {
 	t.Helper()
+	return newEnvOn(t, cfg, h, dir, host.New())
+}
+
+// newEnvOn is newEnvIn in the enclosure enc.
+func newEnvOn(t *testing.T, cfg Config, h orchestrator.Harness, dir string, enc enclosure.Enclosure) *env {
+	t.Helper()
 	if h == nil {
 		h = &testHarness{}
 	}
 	reg := orchestrator.NewRegistry(metrics.NewForTest(), 0)
 	reg.Add(New(cfg, reg.Metrics()))
-	run := orchestrator.NewRun("run-"+t.Name(), "conv", dir, host.New(), h, nil)
+	run := orchestrator.NewRun("run-"+t.Name(), "conv", dir, enc, h, nil)
 	t.Cleanup(func() { run.End(orchestrator.EndStopped) })
 	return &env{t: t, reg: reg, run: run, dir: dir}
 }

@@ -150,8 +150,7 @@ func (p *Provider) runCheck(ctx context.Context, run *orchestrator.Run, sc Serve
 	_, _ = io.Copy(io.Discard, proc.Stdout()) // the rest: the checker must not block on a full pipe
 	r.code, _ = proc.Wait()
 	stop()
-	encRoot, _ := run.Enclosure.MapPath(run.Workdir)
-	r.problems = parseChecker(string(stdout)+"\n"+stderr.String(), run.Workdir, encRoot, root)
+	r.problems = parseChecker(string(stdout)+"\n"+stderr.String(), run.Workdir, run.Enclosure.HostPath, root)
 	_, dropped := stderr.Snapshot()
 	r.cut = dropped > 0 || len(stdout) == checkerOutputBytes
 	r.stopped = ctx.Err() != nil
@@ -178,9 +177,9 @@ var checkerForms = []*regexp.Regexp{
 
 // parseChecker finds path:line:col: message lines in a checker's output
 // (checkerForms), with paths made relative to the workdir: an absolute
-// path in the enclosure's or the host's terms, or one relative to root,
-// where the checker ran.
-func parseChecker(out, workdir, encRoot, root string) []checkProblem {
+// path as the enclosure sees it (hostPath maps it back to the host's), or
+// one relative to root, where the checker ran.
+func parseChecker(out, workdir string, hostPath func(string) (string, error), root string) []checkProblem {
 	var res []checkProblem
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
@@ -193,10 +192,8 @@ func parseChecker(out, workdir, encRoot, root string) []checkProblem {
 			}
 			path := m[1]
 			if filepath.IsAbs(path) {
-				if r := workspace.Rel(encRoot, path); r != path {
-					path = r
-				} else {
-					path = workspace.Rel(workdir, path)
+				if hp, err := hostPath(path); err == nil {
+					path = workspace.Rel(workdir, hp)
 				}
 			} else {
 				path = filepath.ToSlash(filepath.Join(filepath.FromSlash(root), path))

@@ -26,7 +26,7 @@ func (c *client) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagno
 	if !ok {
 		v = -1
 	}
-	c.s.published(c.s.fromURI(p.URI), v, p.Diagnostics)
+	c.s.published(p.URI, v, p.Diagnostics)
 	return nil
 }
 

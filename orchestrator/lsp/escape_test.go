@@ -9,6 +9,7 @@ import (
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -153,7 +154,7 @@ func TestIssue11Item1SymlinkOutOfWorkdirPyright(t *testing.T) {
 // refuses the rename, naming it (issue 11 item 1).
 func TestIssue11Item1FileOperationsOutside(t *testing.T) {
 	wd, _ := escapeLayout(t, map[string]string{"wd/a.go": "package a\n", "outside/pkg/p.go": "package p\n"})
-	s := &server{cfg: ServerConfig{Name: "gopls"}, workdir: wd, encRoot: wd, ws: testRoot(t, wd)}
+	s := &server{cfg: ServerConfig{Name: "gopls"}, workdir: wd, encl: host.New(), ws: testRoot(t, wd)}
 	for _, op := range []protocol.DocumentChange{
 		&protocol.CreateFile{URI: uri.File(filepath.Join(wd, "pkglink", "new.go"))},
 		&protocol.RenameFile{OldURI: uri.File(filepath.Join(wd, "a.go")), NewURI: uri.File(filepath.Join(wd, "pkglink", "a.go"))},

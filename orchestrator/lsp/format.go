@@ -115,10 +115,12 @@ func (r *lines) path(u uri.URI) (string, bool) {
 		if r.resolver == nil {
 			r.resolver = r.s.ws.Resolver()
 		}
-		p := r.s.pathOf(u)
+		p, shared := r.s.pathOf(u)
 		a = resolved{p, false}
-		if real, err := r.resolver.Resolve(p); err == nil {
-			a = resolved{real, true}
+		if shared { // a path only the enclosure has is never inside
+			if real, err := r.resolver.Resolve(p); err == nil {
+				a = resolved{real, true}
+			}
 		}
 		r.paths[u] = a
 	}
@@ -153,7 +155,13 @@ type fileCache struct {
 	mu     sync.Mutex
 	files  map[string]cachedFile
 	recent []string
-	paths  map[uri.URI]string
+	paths  map[uri.URI]hostPath
+}
+
+// hostPath is fromURI's answer.
+type hostPath struct {
+	path   string
+	shared bool
 }
 
 // cachedFile is a file's lines as read at a size and modification time.
@@ -170,19 +178,19 @@ const maxPaths = 4096
 // pathOf is fromURI, remembered: a list of locations names the same files
 // call after call, and parsing a URI is not cheap. Equal URIs get the same
 // string, which makes comparing them cheap too.
-func (s *server) pathOf(u uri.URI) string {
+func (s *server) pathOf(u uri.URI) (string, bool) {
 	c := &s.cache
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p, ok := c.paths[u]
+	h, ok := c.paths[u]
 	if !ok {
 		if c.paths == nil || len(c.paths) >= maxPaths {
-			c.paths = map[uri.URI]string{}
+			c.paths = map[uri.URI]hostPath{}
 		}
-		p = s.fromURI(u)
-		c.paths[u] = p
+		h.path, h.shared = s.fromURI(u)
+		c.paths[u] = h
 	}
-	return p
+	return h.path, h.shared
 }
 
 // fileLines returns a file's lines, read again only when its size or

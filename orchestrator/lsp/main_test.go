@@ -89,6 +89,12 @@ func newFixtureIn(t *testing.T, dir, runID string, conf Config, hide ...string) 
 		}
 		enc = h
 	}
+	return newFixtureOn(t, dir, runID, conf, enc)
+}
+
+// newFixtureOn is newFixtureIn in the enclosure enc.
+func newFixtureOn(t *testing.T, dir, runID string, conf Config, enc enclosure.Enclosure) *fixture {
+	t.Helper()
 	p, err := New(conf, metrics.NewForTest())
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 
 	"go.lsp.dev/protocol"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/berth-dev/berth/enclosure/host"
 )
 
 func TestSymbolColumn(t *testing.T) {
@@ -225,7 +227,7 @@ func TestParseChecker(t *testing.T) {
 		"main.c:12:9: error: too many arguments to function 'puts'",
 		"1 error, 0 warnings",
 	}, "\n")
-	got := problemLines(parseChecker(out, "/work/x", "/work/x", "."))
+	got := problemLines(parseChecker(out, "/work/x", host.New().HostPath, "."))
 	want := []string{
 		"main.go:9:17: cannot use \"three\" (untyped string constant) as int value",
 		"app.py:3:7: error: \"y\" is not defined (reportUndefinedVariable)",
@@ -243,7 +245,7 @@ func TestParseChecker(t *testing.T) {
 // that root; absolute ones are already the workdir's.
 func TestParseCheckerInARoot(t *testing.T) {
 	out := "vet: ./main.go:9:17: cannot use\n/work/x/svc/app.py:3:7 - error: y\n"
-	got := strings.Join(problemLines(parseChecker(out, "/work/x", "/work/x", "svc")), "\n")
+	got := strings.Join(problemLines(parseChecker(out, "/work/x", host.New().HostPath, "svc")), "\n")
 	if want := "svc/main.go:9:17: cannot use\nsvc/app.py:3:7: error: y"; got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}

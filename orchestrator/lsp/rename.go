@@ -194,7 +194,11 @@ func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, erro
 	place := func(u uri.URI) (string, bool) {
 		p, ok := seen[u]
 		if !ok {
-			p.abs, p.inside = s.resolve(s.fromURI(u))
+			if abs, shared := s.fromURI(u); shared {
+				p.abs, p.inside = s.resolve(abs)
+			} else {
+				p.abs = abs
+			}
 			seen[u] = p
 			if !p.inside && !slices.Contains(outside, s.outsideName(p.abs)) {
 				outside = append(outside, s.outsideName(p.abs))

@@ -33,8 +33,8 @@ type server struct {
 	ready   readiness // how it says it has loaded the project
 	root    string    // absolute host path
 	workdir string
-	ws      *workspace.Root // the workdir, to resolve the paths the server names (resolve)
-	encRoot string          // the workdir as the enclosure sees it
+	ws      *workspace.Root     // the workdir, to resolve the paths the server names (resolve)
+	encl    enclosure.Enclosure // where it runs: maps paths both ways
 	proc    enclosure.Process
 	conn    jsonrpc2.Conn
 	api     protocol.Server
@@ -70,17 +70,13 @@ type stdio struct {
 // startServer starts the executable of m in the run's enclosure and
 // initializes it. ctx bounds the start; the server lives until close.
 func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m match, mt *metrics.Metrics) (*server, error) {
-	encRoot, err := run.Enclosure.MapPath(run.Workdir)
-	if err != nil {
-		return nil, err
-	}
 	ws, err := run.Root()
 	if err != nil {
 		return nil, err
 	}
 	exited := make(chan struct{})
 	s := &server{
-		cfg: m.cfg, conf: conf, root: m.root, workdir: run.Workdir, ws: ws, encRoot: encRoot, metrics: mt,
+		cfg: m.cfg, conf: conf, root: m.root, workdir: run.Workdir, ws: ws, encl: run.Enclosure, metrics: mt,
 		stderr: newRing(conf.StderrBytes), exited: exited,
 		diags:  diagStore{debounce: conf.Debounce, timeout: conf.DiagnosticsTimeout, stop: exited},
 		active: map[string]string{}, loaded: make(chan struct{}),
@@ -247,26 +243,31 @@ func (s *server) folder() protocol.WorkspaceFolder {
 	return protocol.WorkspaceFolder{URI: s.toURI(s.root), Name: filepath.Base(s.root)}
 }
 
-// mapPath turns a host path into the path the server sees.
+// mapPath turns a host path into the path the server sees
+// (Enclosure.MapPath). The files Berth names are inside the workdir, which
+// the enclosure always sees; a path it cannot map is sent as it is, and
+// the server then says it does not know the file.
 func (s *server) mapPath(abs string) string {
-	if r := workspace.Rel(s.workdir, abs); r != abs {
-		return filepath.Join(s.encRoot, filepath.FromSlash(r))
+	if p, err := s.encl.MapPath(abs); err == nil {
+		return p
 	}
 	return abs
 }
 
 func (s *server) toURI(abs string) uri.URI { return uri.File(s.mapPath(abs)) }
 
-// fromURI turns a URI from the server into a host path.
-func (s *server) fromURI(u uri.URI) string {
-	p := filepath.FromSlash(u.Path())
-	if s.encRoot == s.workdir {
-		return filepath.Clean(p) // the server sees the host's paths
+// fromURI turns a URI from the server into a host path
+// (Enclosure.HostPath). ok is false for a path the host does not share
+// with the enclosure (a container's own standard library): it is
+// returned as the server named it, and is never treated as inside the
+// workdir, whatever it looks like lexically.
+func (s *server) fromURI(u uri.URI) (p string, ok bool) {
+	p = filepath.Clean(filepath.FromSlash(u.Path()))
+	hp, err := s.encl.HostPath(p)
+	if err != nil {
+		return p, false
 	}
-	if r := workspace.Rel(s.encRoot, p); r != p {
-		return filepath.Join(s.workdir, filepath.FromSlash(r))
-	}
-	return p
+	return hp, true
 }
 
 // resolve turns a path the server named into the file it is on disk,
@@ -292,8 +293,12 @@ func (s *server) readFile(abs string) ([]byte, error) {
 }
 
 // published records a publish, keyed like the files the model names.
-func (s *server) published(abs string, version int32, items []protocol.Diagnostic) {
-	abs, inside := s.resolve(abs)
+func (s *server) published(u uri.URI, version int32, items []protocol.Diagnostic) {
+	abs, ok := s.fromURI(u)
+	inside := false
+	if ok {
+		abs, inside = s.resolve(abs)
+	}
 	s.diags.publish(abs, version, items, !inside)
 }
 

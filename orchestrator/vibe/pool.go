@@ -96,7 +96,11 @@ func (p *pool) live() int {
 // be held.
 func (p *pool) begin(w *worker) error {
 	argv, env := w.command()
-	proc, err := p.enc.Start(p.runCtx, enclosure.Cmd{Path: argv[0], Args: argv[1:], Env: env, Dir: p.workdir})
+	dir, err := p.enc.MapPath(p.workdir)
+	if err != nil {
+		return err
+	}
+	proc, err := p.enc.Start(p.runCtx, enclosure.Cmd{Path: argv[0], Args: argv[1:], Env: env, Dir: dir})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -44,6 +45,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
+	return newFixtureIn(t, cfg, func(string) enclosure.Enclosure { return host.New() })
+}
+
+// newFixtureIn is newFixture in the enclosure encFor returns for the
+// working directory.
+func newFixtureIn(t *testing.T, cfg Config, encFor func(dir string) enclosure.Enclosure) *fixture {
+	t.Helper()
 	m := metrics.NewForTest()
 	p, err := New(cfg, m)
 	if err != nil {
@@ -55,7 +63,7 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := orchestrator.NewRun("r1", "c1", dir, host.New(), nil, map[string]bool{orchestrator.FeatureVibe: true})
+	run := orchestrator.NewRun("r1", "c1", dir, encFor(dir), nil, map[string]bool{orchestrator.FeatureVibe: true})
 	t.Cleanup(func() { run.End("test") })
 	return &fixture{reg: reg, metrics: m, prov: p, run: run}
 }
