@@ -34,16 +34,11 @@ const installUser = "0"
 // tried.
 func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, info ctypes.InspectResponse) (string, error) {
 	var tried []string
-	check := func(p string) bool {
-		ok, why := c.hasRelay(ctx, p, bin.Version)
-		if !ok {
-			tried = append(tried, why)
+	if p, ok := d.installed.Load(c.id); ok {
+		if ok, _ := c.hasRelay(ctx, p.(string), bin.Version); ok {
+			c.relayHow = "installed by an earlier run"
+			return p.(string), nil
 		}
-		return ok
-	}
-	if p, ok := d.installed.Load(c.id); ok && check(p.(string)) {
-		c.relayHow = "installed by an earlier run"
-		return p.(string), nil
 	}
 	done := func(p, how string) (string, error) {
 		d.installed.Store(c.id, p)
@@ -52,19 +47,21 @@ func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, i
 		return p, nil
 	}
 	fixed := relay.InstallPath(bin.Version)
-	if check(fixed) {
+	ok, why := c.hasRelay(ctx, fixed, bin.Version)
+	if ok {
 		how := "found"
 		if info.Config.Labels["berth.relay"] == fixed {
 			how = "baked into the image"
 		}
 		return done(fixed, how)
 	}
+	tried = append(tried, "the image's copy at "+fixed+" ("+why+")")
 	if err := c.copyArchive(ctx, bin); err != nil {
-		tried = append(tried, "an archive copy to "+fixed+": "+err.Error())
-	} else if check(fixed) {
+		tried = append(tried, "an archive copy to "+fixed+" ("+err.Error()+")")
+	} else if ok, why := c.hasRelay(ctx, fixed, bin.Version); ok {
 		return done(fixed, "archive copy")
 	} else {
-		tried[len(tried)-1] += " after an archive copy the container cannot see (a mount over it?)"
+		tried = append(tried, "an archive copy to "+fixed+", which the container does not see ("+why+"; a mount over /opt/berth?)")
 	}
 	raw, err := os.ReadFile(bin.Path)
 	if err != nil {
@@ -74,14 +71,18 @@ func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, i
 		dir := relay.InstallDir(root, bin.Version)
 		p := dir + "/" + relay.Name
 		r, err := c.runAs(ctx, installUser, []string{"sh", "-c", streamScript, "sh", dir}, bytes.NewReader(raw))
-		switch {
-		case err != nil:
-			tried = append(tried, "streaming it to "+p+" through sh: "+err.Error())
-		case r.code != 0:
-			tried = append(tried, fmt.Sprintf("streaming it to %s through sh: exit %d: %s", p, r.code, strings.TrimSpace(r.stderr)))
-		case check(p):
+		if err == nil && r.code != 0 {
+			err = fmt.Errorf("exit %d%s", r.code, stderrNote(r.stderr))
+		}
+		if err != nil {
+			tried = append(tried, "streaming it to "+p+" through sh ("+err.Error()+")")
+			continue
+		}
+		ok, why := c.hasRelay(ctx, p, bin.Version)
+		if ok {
 			return done(p, "streamed through sh")
 		}
+		tried = append(tried, "streaming it to "+p+", where it cannot run ("+why+"; a noexec mount?)")
 	}
 	return "", fmt.Errorf("docker container %s: Berth could not install its relay (version %s) and runs nothing without it; tried: %s. Bake it into the image at %s (as images/* do), or give the container a writable directory that allows exec: %w",
 		c.name, bin.Version, strings.Join(tried, "; "), fixed, enclosure.ErrNotSupported)
@@ -93,16 +94,16 @@ func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, i
 const streamScript = `set -e; mkdir -p "$1"; t="$1/.berth-relay.$$"; cat > "$t"; chmod 755 "$t"; mv -f "$t" "$1/berth-relay"`
 
 // hasRelay runs "p version" and says whether it printed want; when not,
-// why, for the error that lists what was tried.
+// what happened instead, for the error that lists what was tried.
 func (c *container) hasRelay(ctx context.Context, p, want string) (bool, string) {
 	r, err := c.runAs(ctx, installUser, relay.VersionArgs(p), nil)
 	switch {
 	case err != nil:
-		return false, p + ": " + err.Error()
+		return false, err.Error()
 	case r.code != 0:
-		return false, fmt.Sprintf("%s: cannot run (exit %d%s)", p, r.code, stderrNote(r.stderr))
+		return false, fmt.Sprintf("exit %d%s", r.code, stderrNote(r.stderr))
 	case strings.TrimSpace(r.stdout) != want:
-		return false, fmt.Sprintf("%s is version %s, not %s", p, strings.TrimSpace(r.stdout), want)
+		return false, "version " + strings.TrimSpace(r.stdout)
 	}
 	return true, ""
 }

@@ -1,0 +1,219 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/relay"
+)
+
+func TestIssue13Item3RelayBakedIntoTheImage(t *testing.T) {
+	want := relay.InstallPath(testRelay.Version)
+	if got := docker(t, "image", "inspect", "-f", `{{index .Config.Labels "berth.relay"}}`, fullImage); got != want {
+		t.Fatalf("%s carries the relay %q, this tree builds %q: run scripts/images", fullImage, got, want)
+	}
+	id := runContainer(t, "", fullImage)
+	c := attach(t, newDriver(t, Options{}), id)
+	if c.relay != want || c.relayHow != "baked into the image" {
+		t.Fatalf("relay %s (%s), want the baked %s", c.relay, c.relayHow, want)
+	}
+}
+
+func TestIssue13Item3RelayCopiedWithTheArchiveAPI(t *testing.T) {
+	id := runContainer(t, "", baseImage)
+	d := newDriver(t, Options{})
+	c := attach(t, d, id)
+	if c.relay != relay.InstallPath(testRelay.Version) || c.relayHow != "archive copy" {
+		t.Fatalf("relay %s (%s), want an archive copy at %s", c.relay, c.relayHow, relay.InstallPath(testRelay.Version))
+	}
+	if c = attach(t, d, id); c.relayHow != "installed by an earlier run" {
+		t.Fatalf("a second attach: %s", c.relayHow)
+	}
+	// Another Berth (a fresh driver) finds the copy and copies nothing.
+	if c = attach(t, newDriver(t, Options{}), id); c.relayHow != "found" {
+		t.Fatalf("a fresh driver's attach: %s", c.relayHow)
+	}
+	assertRuns(t, c)
+}
+
+// A tmpfs over /opt/berth hides the archive copy (the engine writes
+// beneath it): the relay is streamed through sh into the tmpfs.
+func TestIssue13Item3RelayStreamedWhereATmpfsHidesTheArchiveCopy(t *testing.T) {
+	id := runContainer(t, "", baseImage, "--tmpfs", "/opt/berth:exec")
+	c := attach(t, newDriver(t, Options{}), id)
+	if c.relay != relay.InstallPath(testRelay.Version) || c.relayHow != "streamed through sh" {
+		t.Fatalf("relay %s (%s), want it streamed to %s", c.relay, c.relayHow, relay.InstallPath(testRelay.Version))
+	}
+	assertRuns(t, c)
+}
+
+// A read-only root takes no archive copy: the relay goes to a writable
+// tmpfs that allows exec.
+func TestIssue13Item3RelayStreamedIntoATmpfsOfAReadOnlyContainer(t *testing.T) {
+	id := runContainer(t, "", baseImage, "--read-only", "--tmpfs", "/tmp:exec")
+	c := attach(t, newDriver(t, Options{}), id)
+	if want := relay.InstallDir("/tmp/.berth", testRelay.Version) + "/berth-relay"; c.relay != want || c.relayHow != "streamed through sh" {
+		t.Fatalf("relay %s (%s), want it streamed to %s", c.relay, c.relayHow, want)
+	}
+	assertRuns(t, c)
+}
+
+// With a read-only root and only noexec tmpfs mounts (Docker's default
+// for --tmpfs) the relay cannot run anywhere: Attach fails and names
+// what it tried.
+func TestIssue13Item3RelayInstallFailsNamingWhatItTried(t *testing.T) {
+	id := runContainer(t, "", baseImage, "--read-only", "--tmpfs", "/tmp")
+	_, err := newDriver(t, Options{}).Attach(context.Background(), id)
+	if !errors.Is(err, enclosure.ErrNotSupported) {
+		t.Fatalf("Attach: %v", err)
+	}
+	for _, want := range []string{"an archive copy to /opt/berth", "read-only", "streaming it to /tmp/.berth/relay-", "/dev/shm/.berth", "Bake it into the image"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not mention %q: %v", want, err)
+		}
+	}
+}
+
+func TestIssue13Item3RelayOfAnotherArchitectureIsRefused(t *testing.T) {
+	id := runContainer(t, "", baseImage)
+	other := *testRelay
+	other.Arch = "s390x"
+	d := newDriver(t, Options{Relay: func() (*relay.Binary, error) { return &other, nil }})
+	_, err := d.Attach(context.Background(), id)
+	if !errors.Is(err, enclosure.ErrNotSupported) || !strings.Contains(err.Error(), "GOARCH=") {
+		t.Fatalf("Attach with a relay for another architecture: %v", err)
+	}
+}
+
+// assertRuns runs a program under the installed relay.
+func assertRuns(t *testing.T, c *container) {
+	t.Helper()
+	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "echo", Args: []string{"ok"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(p.Stdout())
+	if code, err := p.Wait(); string(out) != "ok\n" || code != 0 || err != nil {
+		t.Fatalf("echo ok: %q, exit %d, %v", out, code, err)
+	}
+}
+
+// echoServer is a TCP echo server on the container's loopback.
+const echoServer = `
+import socket, sys, threading
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(64)
+print("listening", flush=True)
+def serve(c):
+    with c:
+        while (b := c.recv(65536)):
+            c.sendall(b)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+`
+
+const echoPort = 47011
+
+// startEcho starts the echo server in the container (no network: only
+// its loopback exists) and returns once it listens.
+func startEcho(t testing.TB, c *container) enclosure.Process {
+	t.Helper()
+	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "python3", Args: []string{"-c", echoServer, strconv.Itoa(echoPort)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := bufio.NewReader(p.Stdout()).ReadString('\n'); l != "listening\n" {
+		errOut, _ := io.ReadAll(p.Stderr())
+		t.Fatalf("echo server: %q, %v: %s", l, err, errOut)
+	}
+	t.Cleanup(func() { p.Kill(); <-p.Done() })
+	return p
+}
+
+func echo(t testing.TB, conn net.Conn, msg string) {
+	t.Helper()
+	if _, err := io.WriteString(conn, msg); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, len(msg))
+	if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != msg {
+		t.Fatalf("echo: read %q, %v; want %q", buf, err, msg)
+	}
+}
+
+func TestIssue13Item3DialThroughTheRelay(t *testing.T) { testDial(t, DialRelay) }
+
+// A root Berth on the engine's host may enter the container's network
+// namespace instead (docker.dial: netns).
+func TestIssue13Item3DialThroughTheNetworkNamespace(t *testing.T) { testDial(t, DialNetns) }
+
+func testDial(t *testing.T, how string) {
+	id := runContainer(t, "", fullImage)
+	c := attach(t, newDriver(t, Options{Dial: how}), id)
+	server := startEcho(t, c)
+	ctx := context.Background()
+	conn, err := c.Dial(ctx, echoPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo(t, conn, "ping\n")
+	echo(t, conn, strings.Repeat("x", 200<<10)) // more than one frame of the exec's stream
+	conn.Close()
+
+	_, err = c.Dial(ctx, echoPort+1)
+	if err == nil || !strings.Contains(err.Error(), "nothing accepts connections on 127.0.0.1:"+strconv.Itoa(echoPort+1)) || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("Dial of a port nobody listens on: %v", err)
+	}
+	if _, err := c.Dial(ctx, 0); !errors.Is(err, enclosure.ErrInvalidConfig) {
+		t.Fatalf("Dial(0): %v", err)
+	}
+	server.Kill()
+	<-server.Done()
+	onlySleep(t, id)
+}
+
+// The two ways of Dial, side by side: a new connection with one round
+// trip (a DAP session's start), and a round trip on an open connection
+// (each DAP message). Run with
+//
+//	go test -run '^$' -bench Issue13Item3Dial ./enclosure/docker/
+func BenchmarkIssue13Item3Dial(b *testing.B) {
+	id := runContainer(b, "", fullImage)
+	for _, how := range []string{DialRelay, DialNetns} {
+		c := attach(b, newDriver(b, Options{Dial: how}), id)
+		if how == DialRelay {
+			startEcho(b, c)
+		}
+		b.Run(how+"/connect", func(b *testing.B) {
+			for b.Loop() {
+				conn, err := c.Dial(context.Background(), echoPort)
+				if err != nil {
+					b.Fatal(err)
+				}
+				echo(b, conn, "ping\n")
+				conn.Close()
+			}
+		})
+		b.Run(how+"/roundtrip", func(b *testing.B) {
+			conn, err := c.Dial(context.Background(), echoPort)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			msg := strings.Repeat("m", 512) + "\n"
+			for b.Loop() {
+				echo(b, conn, msg)
+			}
+		})
+	}
+}
