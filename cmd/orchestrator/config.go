@@ -20,10 +20,12 @@ import (
 // config is the core's part of the configuration file; each component
 // (wire_*.go) adds its own section.
 type config struct {
-	RPC  rpcConfig  `yaml:"rpc"`
-	Runs runsConfig `yaml:"runs"`
-	Env  envConfig  `yaml:"env"`
-	Log  logConfig  `yaml:"log"`
+	RPC       rpcConfig       `yaml:"rpc"`
+	Runs      runsConfig      `yaml:"runs"`
+	Env       envConfig       `yaml:"env"`
+	Log       logConfig       `yaml:"log"`
+	Enclosure enclosureConfig `yaml:"enclosure"`
+	Docker    dockerConfig    `yaml:"docker"`
 }
 
 type rpcConfig struct {
@@ -70,19 +72,24 @@ func defaultConfig() config {
 			ReaperInterval:  time.Minute,
 			CallTimeout:     orchestrator.DefaultCallTimeout,
 		},
-		Env: envConfig{Drop: []string{}},
-		Log: logConfig{Level: "info"},
+		Env:       envConfig{Drop: []string{}},
+		Log:       logConfig{Level: "info"},
+		Enclosure: defaultEnclosureConfig(),
+		Docker:    defaultDockerConfig(),
 	}
 }
 
 // sections pairs each YAML key with the struct it decodes into: the core's
 // sections, then every registered component's, sorted.
 func sections(c *config) ([]string, []any, error) {
-	keys := []string{"rpc", "runs", "env", "log"}
-	ptrs := []any{&c.RPC, &c.Runs, &c.Env, &c.Log}
+	keys := []string{"rpc", "runs", "env", "log", "enclosure", "docker"}
+	ptrs := []any{&c.RPC, &c.Runs, &c.Env, &c.Log, &c.Enclosure, &c.Docker}
 	comps := append([]component(nil), components...)
 	sort.Slice(comps, func(i, j int) bool { return comps[i].section < comps[j].section })
-	seen := map[string]bool{"rpc": true, "runs": true, "env": true, "log": true}
+	seen := map[string]bool{}
+	for _, k := range keys {
+		seen[k] = true
+	}
 	for _, comp := range comps {
 		if seen[comp.section] {
 			return nil, nil, fmt.Errorf("configuration section %q is claimed twice", comp.section)
@@ -164,7 +171,10 @@ func (c *config) check() error {
 	if _, err := parseLevel(c.Log.Level); err != nil {
 		return err
 	}
-	return nil
+	if err := c.Enclosure.check(); err != nil {
+		return err
+	}
+	return c.Docker.check()
 }
 
 // writeConfig prints the effective configuration, every section.

@@ -61,7 +61,8 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (*orchestrator.Re
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	reg, m, _, err := build(cfg, newLogger(cfg, stderr))
+	log := newLogger(cfg, stderr)
+	reg, m, _, err := build(cfg, log)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
@@ -70,6 +71,8 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (*orchestrator.Re
 		return nil, nil, "", nil, err
 	}
 	runs := orchestrator.NewRuns(m, 0)
+	// The host, unless enclosure.host_fallback forbids it.
+	runs.UseEnclosures(enclosures(cfg, log))
 	run, err := runs.Start(ctx, orchestrator.StartParams{Workdir: wd, ConversationID: *o.conversation, Features: featureFlag(*o.features), Harness: noHarness{}})
 	if err != nil {
 		// The class word the core appends for the protocol's error codes

@@ -53,9 +53,11 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	runs := orchestrator.NewRuns(m, cfg.Runs.IdleTimeout)
+	runs.UseEnclosures(enclosures(cfg, log))
 	o := serve.Options{
 		Server: &rpc.Server{
-			Registry: reg, Runs: orchestrator.NewRuns(m, cfg.Runs.IdleTimeout), Metrics: m, Version: buildVersion(),
+			Registry: reg, Runs: runs, Metrics: m, Version: buildVersion(),
 			DisconnectGrace: cfg.Runs.DisconnectGrace, MaxMessageSize: cfg.RPC.MaxMessageBytes, Log: log,
 		},
 		Unix:           cfg.RPC.Unix,
