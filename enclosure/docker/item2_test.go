@@ -6,7 +6,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -256,5 +259,95 @@ func TestIssue13Item2LookPath(t *testing.T) {
 	_, err := c.LookPath(ctx, "no-such-tool")
 	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "/usr/local/go/bin") {
 		t.Fatalf("LookPath of a missing tool: %v", err)
+	}
+}
+
+// engineProxy stands between the driver and the real engine, so that a
+// test can take the engine away (every connection cut, new ones refused)
+// while the container runs on.
+type engineProxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newEngineProxy(t *testing.T) *engineProxy {
+	t.Helper()
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "engine.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &engineProxy{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			e, err := net.Dial("unix", "/var/run/docker.sock")
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, e)
+			p.mu.Unlock()
+			go func() { io.Copy(e, c); e.Close() }()
+			go func() { io.Copy(c, e); c.Close() }()
+		}
+	}()
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *engineProxy) host() string { return "unix://" + p.ln.Addr().String() }
+
+func (p *engineProxy) stop() {
+	p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+}
+
+// Done closes after Kill even when the engine no longer answers, and the
+// process, cut off from Berth, ends in the container all the same.
+func TestIssue13Item2DoneClosesAfterKillWhenTheEngineIsGone(t *testing.T) {
+	wd := workdir(t)
+	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	proxy := newEngineProxy(t)
+	c := attach(t, newDriver(t, Options{Host: proxy.host()}), id)
+	p := startTree(t, c)
+	proxy.stop()
+	p.Kill()
+	<-p.Done()
+	if _, err := p.Wait(); !errors.Is(err, enclosure.ErrUnavailable) {
+		t.Fatalf("Wait after the engine went away: %v", err)
+	}
+	onlySleep(t, id)
+	if _, err := c.Start(context.Background(), enclosure.Cmd{Path: "/bin/true"}); !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("Start without an engine: %v", err)
+	}
+}
+
+// Start's context bounds the start only: the process outlives it.
+func TestIssue13Item2StartContextBoundsOnlyTheStart(t *testing.T) {
+	wd := workdir(t)
+	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	c := attach(t, newDriver(t, Options{}), id)
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := c.Start(ctx, enclosure.Cmd{Path: "cat"})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(p.Stdin(), "still here\n")
+	if l, err := bufio.NewReader(p.Stdout()).ReadString('\n'); l != "still here\n" {
+		t.Fatalf("after the start's context ended: %q, %v", l, err)
+	}
+	p.Stdin().Close()
+	if code, err := p.Wait(); code != 0 || err != nil {
+		t.Fatalf("cat after stdin closed: exit %d, %v", code, err)
 	}
 }
