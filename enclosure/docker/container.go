@@ -74,7 +74,9 @@ func (c *container) HostPath(enclosedPath string) (string, error) {
 }
 
 // LookPath asks the relay which executable name is on the container's
-// PATH (its own environment's, as every exec gets it).
+// PATH (its own environment's, as every exec gets it). A path found is
+// kept for the container's next starts; should the program go away,
+// the relay's start of it fails (exit 127) and says so on stderr.
 func (c *container) LookPath(ctx context.Context, name string) (string, error) {
 	if p, ok := c.found.Load(name); ok {
 		return p.(string), nil
@@ -112,7 +114,44 @@ func (c *container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Pro
 	if err != nil {
 		return nil, err
 	}
+	if err := c.started(ctx, execID, hj); err != nil {
+		hj.Close()
+		return nil, fmt.Errorf("docker container %s: starting %s in %q: %w", c.name, path, cmd.Dir, err)
+	}
 	return newHandle(c, execID, tag, hj, cmd.Stderr), nil
+}
+
+// started waits until the engine has started the exec, or failed to (a
+// working directory that does not exist in the container): the engine
+// answers the attach before it starts the process, and reports such a
+// failure only as text in the process's stdout and exit code 126, which
+// a caller would take for the program's own. A started exec has a pid,
+// whether it still runs or not; one that failed to start has none and an
+// exit code.
+func (c *container) started(ctx context.Context, execID string, hj client.HijackedResponse) error {
+	wait := time.Millisecond
+	for {
+		res, err := c.cli.ExecInspect(ctx, execID, client.ExecInspectOptions{})
+		if err != nil {
+			return c.failed(ctx, "exec inspect", err)
+		}
+		if res.PID != 0 {
+			return nil
+		}
+		if !res.Running && res.ExitCode != 0 {
+			var out bytes.Buffer
+			_, _ = stdcopy.StdCopy(&out, &out, io.LimitReader(hj.Reader, 4096))
+			return fmt.Errorf("the engine could not start it (exit %d): %s", res.ExitCode, strings.TrimSpace(out.String()))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 20*time.Millisecond)
+	}
 }
 
 // Dial connects to a TCP port on the container's loopback.
@@ -200,14 +239,17 @@ func (c *container) runAs(ctx context.Context, user string, argv []string, stdin
 	}
 	var out, errOut bytes.Buffer
 	if _, err := stdcopy.StdCopy(&out, &errOut, hj.Reader); err != nil && ctx.Err() == nil {
-		return result{}, c.failed(ctx, argv[0]+" "+argv[1], err)
+		return result{}, c.failed(ctx, what(argv), err)
 	}
 	code, err := c.exitCode(ctx, id)
 	if err != nil {
-		return result{}, c.failed(ctx, argv[0]+" "+argv[1], err)
+		return result{}, c.failed(ctx, what(argv), err)
 	}
 	return result{stdout: out.String(), stderr: errOut.String(), code: code}, nil
 }
+
+// what names a command in errors: its program and mode.
+func what(argv []string) string { return strings.Join(argv[:min(2, len(argv))], " ") }
 
 // exitCode waits for the exec to end and returns its exit code. The
 // engine marks an exec ended a moment after its streams close, so it

@@ -24,7 +24,7 @@ import (
 // the exec with the reason there.
 func (c *container) dialRelay(ctx context.Context, port int) (net.Conn, error) {
 	d := relay.DialArgs(c.relay, port)
-	argv := relay.RunArgs(c.relay, relay.RunOptions{Tag: relay.NewTag()}, d[0], d[1:]...)
+	argv := relay.RunArgs(c.relay, relay.RunOptions{}, d[0], d[1:]...)
 	execID, hj, err := c.exec(ctx, argv, nil, "", true)
 	if err != nil {
 		return nil, err

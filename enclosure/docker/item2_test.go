@@ -351,3 +351,24 @@ func TestIssue13Item2StartContextBoundsOnlyTheStart(t *testing.T) {
 		t.Fatalf("cat after stdin closed: exit %d, %v", code, err)
 	}
 }
+
+// A working directory the container does not have fails Start with the
+// engine's reason, rather than passing it off as the program's output and
+// exit code (126).
+func TestIssue13Item2StartInAMissingDirectoryFails(t *testing.T) {
+	id := runContainer(t, "", fullImage)
+	c := attach(t, newDriver(t, Options{}), id)
+	_, err := c.Start(context.Background(), enclosure.Cmd{Path: "pwd", Dir: "/no/such/dir"})
+	if err == nil || !strings.Contains(err.Error(), "/no/such/dir") || !strings.Contains(err.Error(), "could not start") {
+		t.Fatalf("Start in a missing directory: %v", err)
+	}
+	// A program that ends at once is started all the same.
+	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "true", Dir: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := p.Wait(); code != 0 || err != nil {
+		t.Fatalf("true: exit %d, %v", code, err)
+	}
+	onlySleep(t, id)
+}
