@@ -79,6 +79,10 @@ func (c *container) HostPath(enclosedPath string) (string, error) {
 // the relay's start of it fails (exit 127) and says so on stderr.
 func (c *container) LookPath(ctx context.Context, name string) (string, error) {
 	if p, ok := c.found.Load(name); ok {
+		// A kept answer still says so when the container stopped.
+		if err := c.running(ctx); err != nil {
+			return "", err
+		}
 		return p.(string), nil
 	}
 	r, err := c.run(ctx, relay.WhichArgs(c.relay, name), nil)
@@ -205,6 +209,18 @@ func (c *container) failed(ctx context.Context, what string, err error) error {
 		}
 	}
 	return fmt.Errorf("docker container %s: %s: %w", c.name, what, err)
+}
+
+// running is nil while the container runs, else the error saying what
+// became of it.
+func (c *container) running(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	res, err := c.cli.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
+	if err != nil || res.Container.State == nil {
+		return c.failed(ctx, "inspect", err)
+	}
+	return notRunning(res.Container)
 }
 
 // result is a finished exec's output and exit code.

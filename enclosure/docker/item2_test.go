@@ -100,6 +100,9 @@ func TestIssue13Item2StoppedContainerAtAttachAndLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.LookPath(context.Background(), "sleep"); err != nil { // now kept
+		t.Fatal(err)
+	}
 	docker(t, "stop", "-t", "1", id)
 	// The running process ends with the container, and Done closes.
 	<-p.Done()
@@ -108,6 +111,8 @@ func TestIssue13Item2StoppedContainerAtAttachAndLater(t *testing.T) {
 	assertStopped(t, "Start", err, c.name)
 	_, err = c.LookPath(ctx, "python3")
 	assertStopped(t, "LookPath", err, c.name)
+	_, err = c.LookPath(ctx, "sleep")
+	assertStopped(t, "LookPath of a kept answer", err, c.name)
 	_, err = c.Dial(ctx, 8000)
 	assertStopped(t, "Dial", err, c.name)
 
