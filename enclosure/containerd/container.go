@@ -1,0 +1,238 @@
+package containerd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	cerrdefs "github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/mounts"
+	"github.com/berth-dev/berth/enclosure/relay"
+)
+
+// container is one attached container: the enclosure and its state.
+type container struct {
+	d      *Driver
+	ctr    client.Container
+	task   client.Task
+	id     string
+	spec   *oci.Spec
+	relay  string       // the relay's path inside
+	mounts mounts.Table // host paths -> the container's
+	self   mounts.Table // host paths -> Berth's own; nil: the same
+
+	found sync.Map // LookPath's answers: name -> path
+}
+
+var _ enclosure.Enclosure = (*container)(nil)
+
+func (c *container) Driver() string { return Name }
+func (c *container) ID() string     { return c.id }
+
+// runningTask loads the container's task and checks that it runs.
+func (c *container) runningTask(ctx context.Context) (client.Task, error) {
+	t, err := c.ctr.Task(ctx, nil)
+	if cerrdefs.IsNotFound(err) {
+		return nil, c.d.notRunning(c.id, "no task")
+	}
+	if err != nil {
+		return nil, c.d.unavailable(err)
+	}
+	st, err := t.Status(ctx)
+	if err != nil {
+		return nil, c.d.unavailable(err)
+	}
+	if st.Status != client.Running {
+		state := "a task that is " + string(st.Status)
+		if st.Status == client.Stopped {
+			state += fmt.Sprintf(" (exit code %d)", st.ExitStatus)
+		}
+		return nil, c.d.notRunning(c.id, state)
+	}
+	return t, nil
+}
+
+// failed explains an error of a call on the container: its task stopped,
+// the container is gone, or containerd did not answer.
+func (c *container) failed(ctx context.Context, what string, err error) error {
+	cctx, cancel := c.d.ctx(context.WithoutCancel(ctx))
+	defer cancel()
+	if _, lerr := c.d.cli.LoadContainer(cctx, c.id); cerrdefs.IsNotFound(lerr) {
+		return fmt.Errorf("containerd container %s no longer exists: it was deleted; Berth never creates one: start a new run with a running container: %w", c.id, enclosure.ErrNotFound)
+	} else if lerr != nil {
+		return fmt.Errorf("containerd container %s: %s: containerd at %s did not answer: %v: %w", c.id, what, c.d.opts.Address, err, enclosure.ErrUnavailable)
+	}
+	if _, terr := c.runningTask(cctx); terr != nil {
+		return terr
+	}
+	return fmt.Errorf("containerd container %s: %s: %w", c.id, what, err)
+}
+
+// mountTable is the container's mounts from its OCI spec: bind mounts by
+// their host paths; every other mount (proc, a tmpfs, ...) has no host
+// path but hides what lies beneath it.
+func mountTable(ms []specs.Mount) mounts.Table {
+	var t mounts.Table
+	for _, m := range ms {
+		src := ""
+		if isBind(m) {
+			src = m.Source
+		}
+		t = append(t, mounts.Mount{Source: src, Destination: m.Destination})
+	}
+	return t
+}
+
+func isBind(m specs.Mount) bool {
+	if m.Type == "bind" || m.Type == "rbind" {
+		return true
+	}
+	for _, o := range m.Options {
+		if o == "bind" || o == "rbind" {
+			return true
+		}
+	}
+	return false
+}
+
+// MapPath turns a path as Berth sees it into the path the container's
+// processes see: through enclosure.path_map to the host's path, then
+// through the container's mounts.
+func (c *container) MapPath(berthPath string) (string, error) {
+	host := berthPath
+	if c.self != nil {
+		h, err := c.self.Outside(berthPath)
+		if err != nil {
+			return "", fmt.Errorf("Berth's path %s has no host path through enclosure.path_map: %w", berthPath, err)
+		}
+		host = h
+	}
+	in, err := c.mounts.Inside(host)
+	if err != nil {
+		return "", fmt.Errorf("%s is not mounted into containerd container %s: %w; bind-mount the workdir into it (ctr run --mount type=bind,src=%s,dst=/workspace,options=rbind:rw ...)", berthPath, c.id, err, host)
+	}
+	return in, nil
+}
+
+// HostPath is MapPath's inverse.
+func (c *container) HostPath(enclosedPath string) (string, error) {
+	host, err := c.mounts.Outside(enclosedPath)
+	if err != nil {
+		return "", fmt.Errorf("containerd container %s: %w", c.id, err)
+	}
+	if c.self == nil {
+		return host, nil
+	}
+	p, err := c.self.Inside(host)
+	if err != nil {
+		return "", fmt.Errorf("containerd container %s: host path %s: Berth does not see it: %w", c.id, host, err)
+	}
+	return p, nil
+}
+
+// LookPath asks the relay which executable name is on the container's
+// PATH (its process spec's, as every exec gets it).
+func (c *container) LookPath(ctx context.Context, name string) (string, error) {
+	if p, ok := c.found.Load(name); ok {
+		return p.(string), nil
+	}
+	r, err := c.run(ctx, nil, relay.WhichArgs(c.relay, name), nil)
+	if err != nil {
+		return "", err
+	}
+	switch r.Code {
+	case 0:
+		p := strings.TrimSpace(r.Stdout)
+		c.found.Store(name, p)
+		return p, nil
+	case 1:
+		return "", fmt.Errorf("%s: executable not found in containerd container %s (%s): %w", name, c.id, strings.TrimSpace(strings.TrimPrefix(r.Stderr, "berth-relay: which: ")), enclosure.ErrNotFound)
+	}
+	return "", fmt.Errorf("containerd container %s: relay which %s: exit %d: %s", c.id, name, r.Code, strings.TrimSpace(r.Stderr))
+}
+
+// Start runs cmd under the relay in an exec: stdin framed (closing it
+// closes the program's stdin; closing the FIFO ends the run), stdout and
+// stderr on FIFOs of their own.
+func (c *container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
+	path := cmd.Path
+	if !strings.Contains(path, "/") {
+		p, err := c.LookPath(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	}
+	argv := relay.RunArgs(c.relay, relay.RunOptions{Stdin: relay.StdinFramed}, path, cmd.Args...)
+	return c.exec(ctx, execSpec{argv: argv, env: cmd.Env, dir: cmd.Dir, stdin: stdinFramed, stderr: cmd.Stderr})
+}
+
+// Dial connects to a TCP port on the container's loopback through an exec
+// of "relay dial --ready", itself under "relay run" so that it ends when
+// the connection is closed. The connection is up once the relay says so
+// on stderr; a refused one ends the exec with the reason there.
+func (c *container) Dial(ctx context.Context, port int) (net.Conn, error) {
+	if port <= 0 || port > 65535 {
+		return nil, fmt.Errorf("port %d out of range 1-65535: %w", port, enclosure.ErrInvalidConfig)
+	}
+	d := relay.DialArgs(c.relay, port)
+	argv := relay.RunArgs(c.relay, relay.RunOptions{}, d[0], d[1:]...)
+	h, err := c.exec(ctx, execSpec{argv: argv, stdin: stdinRaw})
+	if err != nil {
+		return nil, err
+	}
+	return dialConn(ctx, h, fmt.Sprintf("127.0.0.1:%d in containerd container %s", port, c.id))
+}
+
+// run runs argv to its end (the relay's short modes, the relay's own
+// installation), as user (nil: the container's own), with stdin written
+// and closed first when given.
+func (c *container) run(ctx context.Context, user *specs.User, argv []string, stdin io.Reader) (relay.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	s := execSpec{argv: argv, user: user}
+	if stdin != nil {
+		s.stdin = stdinRaw
+	}
+	h, err := c.exec(ctx, s)
+	if err != nil {
+		return relay.Result{}, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = h.Kill() })
+	defer stop()
+	if stdin != nil {
+		go func() {
+			// A command that exits without reading all of stdin fails
+			// this copy; its exit code tells what happened.
+			_, _ = io.Copy(h.stdinW, stdin)
+			_ = h.stdinW.Close()
+		}()
+	}
+	var out, errOut bytes.Buffer
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = io.Copy(&errOut, h.Stderr()) })
+	_, _ = io.Copy(&out, h.Stdout())
+	wg.Wait()
+	code, err := h.Wait()
+	if err != nil {
+		return relay.Result{}, err
+	}
+	if ctx.Err() != nil {
+		return relay.Result{}, fmt.Errorf("containerd container %s: %s %s: %w", c.id, argv[0], argv[1], ctx.Err())
+	}
+	return relay.Result{Stdout: out.String(), Stderr: errOut.String(), Code: code}, nil
+}
+
+// asRoot runs argv to its end as root: the relay's installation.
+func (c *container) asRoot(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
+	return c.run(ctx, &specs.User{UID: 0, GID: 0}, argv, stdin)
+}

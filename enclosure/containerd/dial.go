@@ -1,0 +1,57 @@
+package containerd
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/berth-dev/berth/enclosure/relay"
+)
+
+// dialConn turns h, an exec of "relay dial --ready" under "relay run",
+// into a connection once the relay says on stderr that it is connected.
+// Reads and writes go through a net.Pipe (which gives them deadlines) to
+// the exec's stdout and stdin FIFOs; closing the connection closes stdin,
+// whose EOF ends the relay.
+func dialConn(ctx context.Context, h *handle, what string) (net.Conn, error) {
+	mine, theirs := net.Pipe()
+	go func() {
+		_, _ = io.Copy(theirs, h.Stdout())
+		theirs.Close()
+	}()
+	go func() {
+		_, _ = io.Copy(h.stdinW, theirs)
+		_ = h.Kill()
+	}()
+	ready := make(chan error, 2) // ready, then the end: neither send may block
+	go func() {
+		sc := bufio.NewScanner(h.Stderr())
+		var msg []string
+		for sc.Scan() {
+			if sc.Text() == relay.ReadyLine && msg == nil {
+				ready <- nil
+				msg = []string{}
+				continue
+			}
+			msg = append(msg, sc.Text())
+		}
+		// Drain what is left, so the relay never waits on stderr.
+		_, _ = io.Copy(io.Discard, h.Stderr())
+		ready <- fmt.Errorf("%s", strings.Join(msg, "; "))
+	}()
+	select {
+	case err := <-ready:
+		if err == nil {
+			return mine, nil
+		}
+		mine.Close()
+		code, _ := h.Wait()
+		return nil, fmt.Errorf("nothing accepts connections on %s (relay dial: exit %d: %v)", what, code, err)
+	case <-ctx.Done():
+		mine.Close()
+		return nil, fmt.Errorf("connecting to %s: %w", what, ctx.Err())
+	}
+}

@@ -1,0 +1,266 @@
+package containerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/identifiers"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/mounts"
+	"github.com/berth-dev/berth/enclosure/relay"
+)
+
+// Name is the driver's name in run/start's {driver, id} and in
+// enclosure.auto.
+const Name = "containerd"
+
+// Defaults of the configuration keys containerd.address and
+// containerd.namespace.
+const (
+	DefaultAddress   = "/run/containerd/containerd.sock"
+	DefaultNamespace = "default"
+)
+
+// DefaultFIFODir is where the exec'd processes' FIFOs are made:
+// containerd's own default, which the shims (on the host) must see at the
+// same path as Berth.
+const DefaultFIFODir = "/run/containerd/fifo"
+
+// Options configure the driver.
+type Options struct {
+	// Address is containerd's socket (containerd.address); empty:
+	// DefaultAddress.
+	Address string
+	// Namespace is the containerd namespace the containers are in
+	// (containerd.namespace): "default", "k8s.io" for Kubernetes' CRI,
+	// "moby" for Docker's (whose containers the Docker driver serves).
+	// Empty: DefaultNamespace.
+	Namespace string
+	// FIFODir is where the FIFOs of exec'd processes are made; empty:
+	// DefaultFIFODir.
+	FIFODir string
+	// PathMap is enclosure.path_map, for a Berth that runs in a container
+	// of its own: each entry's Source is a host path and its Destination
+	// the same directory as Berth sees it. Empty: Berth's paths are the
+	// host's.
+	PathMap mounts.Table
+	// Relay returns the relay to install; nil: relay.Find.
+	Relay func() (*relay.Binary, error)
+	// Log receives what the driver decides on its own (where the relay
+	// came from).
+	Log *slog.Logger
+}
+
+// Driver attaches to running containerd containers. Its client is made on
+// first use and connects lazily, so a machine without containerd starts
+// Berth as fast as one with.
+type Driver struct {
+	opts Options
+
+	clientOnce sync.Once
+	cli        *client.Client
+	cliErr     error
+
+	relayOnce sync.Once
+	bin       *relay.Binary
+	binErr    error
+
+	// installed remembers where the relay went in each container, so a
+	// second run in the same container checks that one place first.
+	installed sync.Map // container id -> path inside
+}
+
+var _ enclosure.Driver = (*Driver)(nil)
+
+// New returns the driver. It does not contact containerd.
+func New(o Options) *Driver {
+	if o.Address == "" {
+		o.Address = DefaultAddress
+	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.FIFODir == "" {
+		o.FIFODir = DefaultFIFODir
+	}
+	if o.Relay == nil {
+		o.Relay = relay.Find
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Driver{opts: o}
+}
+
+// CheckNamespace says whether ns is a namespace name containerd accepts,
+// for the configuration's check.
+func CheckNamespace(ns string) error {
+	if ns == "" {
+		return nil
+	}
+	if err := identifiers.Validate(ns); err != nil {
+		return fmt.Errorf("containerd.namespace %q: %v: use a name such as default, k8s.io or moby", ns, err)
+	}
+	return nil
+}
+
+// Close releases the client's connection. Enclosures attached through
+// the driver must not be used afterwards.
+func (d *Driver) Close() error {
+	if d.cli != nil {
+		return d.cli.Close()
+	}
+	return nil
+}
+
+func (d *Driver) Name() string { return Name }
+
+// apiTimeout bounds a call containerd answers at once (get, list, exec):
+// a containerd that does not answer within it is taken as gone rather
+// than waited for.
+const apiTimeout = 10 * time.Second
+
+func (d *Driver) client() (*client.Client, error) {
+	d.clientOnce.Do(func() {
+		d.cli, d.cliErr = client.New(d.opts.Address, client.WithDefaultNamespace(d.opts.Namespace))
+		if d.cliErr != nil {
+			d.cliErr = fmt.Errorf("containerd client for %s: %v (check containerd.address): %w", d.opts.Address, d.cliErr, enclosure.ErrUnavailable)
+		}
+	})
+	return d.cli, d.cliErr
+}
+
+// ctx puts the configured namespace on a call's context, with the call's
+// bound.
+func (d *Driver) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(namespaces.WithNamespace(ctx, d.opts.Namespace), apiTimeout)
+}
+
+// unavailable wraps an error of a containerd that did not answer.
+func (d *Driver) unavailable(err error) error {
+	return fmt.Errorf("containerd at %s did not answer: %v: %w", d.opts.Address, err, enclosure.ErrUnavailable)
+}
+
+// Find returns the containers labelled berth.conversation=<conversationID>
+// in the namespace whose task runs.
+func (d *Driver) Find(ctx context.Context, conversationID string) ([]string, error) {
+	cli, err := d.client()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := d.ctx(ctx)
+	defer cancel()
+	filter := "labels." + strconv.Quote(enclosure.ConversationLabel) + "==" + strconv.Quote(conversationID)
+	cs, err := cli.Containers(ctx, filter)
+	if err != nil {
+		return nil, d.unavailable(err)
+	}
+	var ids []string
+	for _, c := range cs {
+		t, err := c.Task(ctx, nil)
+		if cerrdefs.IsNotFound(err) {
+			continue // no task: not a candidate
+		}
+		if err != nil {
+			return nil, d.unavailable(err)
+		}
+		st, err := t.Status(ctx)
+		if err != nil {
+			return nil, d.unavailable(err)
+		}
+		if st.Status == client.Running {
+			ids = append(ids, c.ID())
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// Attach loads the container with this id and returns it as an enclosure
+// when its task runs: with its spec read and the relay installed.
+func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, error) {
+	if id == "" {
+		return nil, fmt.Errorf("containerd: no container named: pass {driver: \"containerd\", id: <container id>}: %w", enclosure.ErrInvalidConfig)
+	}
+	cli, err := d.client()
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.load(ctx, cli, id)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := d.relay()
+	if err != nil {
+		return nil, err
+	}
+	if c.relay, err = d.install(ctx, c, bin); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// load reads the container, its spec and its task, and checks the task
+// runs.
+func (d *Driver) load(ctx context.Context, cli *client.Client, id string) (*container, error) {
+	cctx, cancel := d.ctx(ctx)
+	defer cancel()
+	ctr, err := cli.LoadContainer(cctx, id)
+	if cerrdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("no containerd container %q in namespace %s: pass the id of a container whose task runs (ctr -n %s containers ls lists them); Berth never creates one: %w", id, d.opts.Namespace, d.opts.Namespace, enclosure.ErrNotFound)
+	}
+	if err != nil {
+		return nil, d.unavailable(err)
+	}
+	spec, err := ctr.Spec(cctx)
+	if err != nil {
+		return nil, fmt.Errorf("containerd container %s: reading its OCI spec: %w", id, err)
+	}
+	if spec.Process == nil {
+		return nil, fmt.Errorf("containerd container %s: its OCI spec has no process to start execs from: %w", id, enclosure.ErrNotSupported)
+	}
+	c := &container{
+		d:      d,
+		ctr:    ctr,
+		id:     id,
+		spec:   spec,
+		mounts: mountTable(spec.Mounts),
+		self:   d.opts.PathMap,
+	}
+	if c.task, err = c.runningTask(cctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (d *Driver) relay() (*relay.Binary, error) {
+	d.relayOnce.Do(func() { d.bin, d.binErr = d.opts.Relay() })
+	if d.binErr != nil {
+		return nil, fmt.Errorf("containerd: the relay Berth installs into containers: %w", d.binErr)
+	}
+	return d.bin, nil
+}
+
+// notRunning is the error for a container whose task does not run.
+func (d *Driver) notRunning(id, state string) error {
+	return fmt.Errorf("containerd container %s (namespace %s) has %s: Berth never creates or starts a task; start it (ctr -n %s task start %s, or the platform's own tool) and start a new run: %w",
+		id, d.opts.Namespace, state, d.opts.Namespace, id, enclosure.ErrNotFound)
+}
+
+// isUnavailable says whether err is containerd not answering rather than
+// an answer.
+func isUnavailable(err error) bool {
+	err = errgrpc.ToNative(err) // a raw gRPC status, as Wait's
+	return cerrdefs.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded) || cerrdefs.IsDeadlineExceeded(err)
+}

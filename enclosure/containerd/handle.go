@@ -1,0 +1,388 @@
+package containerd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	cerrdefs "github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/relay"
+)
+
+type stdinMode int
+
+const (
+	stdinNone   stdinMode = iota
+	stdinRaw              // the bytes as they are; closing the FIFO is EOF
+	stdinFramed           // relay.FrameWriter: Close closes the program's stdin only
+)
+
+// execSpec is one exec: argv under the container's own process spec.
+type execSpec struct {
+	argv   []string
+	env    []string
+	dir    string
+	user   *specs.User // nil: the container's
+	stdin  stdinMode
+	stderr io.Writer // nil: a FIFO the caller reads
+}
+
+// handle is one exec'd process. Its owner goroutine (wait) reads the exit
+// status, moves what is left of the output into memory, deletes the
+// process (which removes its FIFOs) and closes done.
+type handle struct {
+	c      *container
+	proc   client.Process
+	dio    *cio.DirectIO
+	stdinW io.WriteCloser // the stdin FIFO; nil without stdin
+	stdin  io.WriteCloser // what Stdin returns
+	stdout *stream
+	stderr *stream // nil when execSpec.stderr was given
+
+	exit     <-chan client.ExitStatus
+	stopWait context.CancelFunc
+	done     chan struct{}
+	copying  sync.WaitGroup // the copy to execSpec.stderr
+	code     int
+	err      error
+	killed   atomic.Bool
+	killOnce sync.Once
+}
+
+var _ enclosure.Process = (*handle)(nil)
+
+// exec starts s in the container's task: the exec's FIFOs are made in
+// the driver's FIFO directory and opened by Berth directly (cio's
+// DirectIO: no copying goroutines), Wait is called before Start so the
+// exit cannot be missed, and stdin is closed on the shim's side with
+// CloseIO once Start returned (earlier is lost).
+func (c *container) exec(ctx context.Context, s execSpec) (*handle, error) {
+	id := relay.NewTag() // unique, and a valid exec id
+	p := *c.spec.Process
+	p.Terminal = false
+	p.ConsoleSize = nil
+	p.Args = s.argv
+	if s.dir != "" {
+		p.Cwd = s.dir
+	}
+	p.Env = mergeEnv(c.spec.Process.Env, s.env)
+	if s.user != nil {
+		p.User = *s.user
+	}
+	var dio *cio.DirectIO
+	create := func(id string) (cio.IO, error) {
+		fifos, err := cio.NewFIFOSetInDir(c.d.opts.FIFODir, id, false)
+		if err != nil {
+			return nil, err
+		}
+		if s.stdin == stdinNone {
+			fifos.Stdin = ""
+		}
+		dio, err = cio.NewDirectIO(context.Background(), fifos)
+		return dio, err
+	}
+	cctx, cancel := c.d.ctx(ctx)
+	defer cancel()
+	proc, err := c.task.Exec(cctx, id, &p, create)
+	if err != nil {
+		return nil, c.failed(ctx, "exec "+s.argv[0], err)
+	}
+	// Wait outlives ctx: it ends with the process (or when stopWait is
+	// called because the process never started).
+	wctx, stopWait := context.WithCancel(namespaces.WithNamespace(context.Background(), c.d.opts.Namespace))
+	exit, err := proc.Wait(wctx)
+	if err != nil {
+		stopWait()
+		c.abandon(proc, dio)
+		return nil, c.failed(ctx, "exec "+s.argv[0], err)
+	}
+	if err := proc.Start(cctx); err != nil {
+		stopWait()
+		c.abandon(proc, dio)
+		return nil, c.failed(ctx, "starting "+s.argv[0], err)
+	}
+	h := &handle{
+		c: c, proc: proc, dio: dio, exit: exit, stopWait: stopWait,
+		done: make(chan struct{}),
+	}
+	var stdinErr error
+	if s.stdin != stdinNone {
+		h.stdinW = dio.Stdin
+		// The shim opened the FIFO at Start; a write of nothing returns
+		// once Berth's end is open too. Then the shim lets go of its own
+		// writer, so the FIFO's EOF is Berth's close, or Berth's death.
+		if _, stdinErr = dio.Stdin.Write(nil); stdinErr == nil {
+			stdinErr = proc.CloseIO(cctx, client.WithStdinCloser)
+		}
+		h.stdin = h.stdinW
+		if s.stdin == stdinFramed {
+			h.stdin = relay.NewFrameWriter(h.stdinW)
+		}
+	}
+	h.stdout = &stream{fifo: dio.Stdout}
+	if s.stderr != nil {
+		h.copying.Go(func() { _, _ = io.Copy(s.stderr, dio.Stderr) })
+	} else {
+		h.stderr = &stream{fifo: dio.Stderr}
+	}
+	go h.wait()
+	if stdinErr != nil {
+		// Without CloseIO the relay would never read EOF: end it now.
+		_ = h.Kill()
+		return nil, c.failed(ctx, "closing the shim's end of stdin of "+s.argv[0], stdinErr)
+	}
+	return h, nil
+}
+
+// abandon cleans up after an exec that did not start: the shim's state
+// of it and its FIFOs.
+func (c *container) abandon(proc client.Process, dio *cio.DirectIO) {
+	ctx, cancel := c.d.ctx(context.Background())
+	defer cancel()
+	if _, err := proc.Delete(ctx); err != nil && dio != nil {
+		dio.Cancel()
+		_ = dio.Close()
+	}
+}
+
+// mergeEnv is base with each KEY=VALUE of add replacing base's KEY.
+func mergeEnv(base, add []string) []string {
+	out := make([]string, 0, len(base)+len(add))
+	idx := map[string]int{}
+	for _, kv := range append(append([]string(nil), base...), add...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			out[i] = kv
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+// Pid is the relay's pid as the host sees it (containerd reports host
+// pids).
+func (h *handle) Pid() int { return int(h.proc.Pid()) }
+
+func (h *handle) Stdin() io.WriteCloser {
+	if h.stdin == nil {
+		return nopWriteCloser{}
+	}
+	return h.stdin
+}
+func (h *handle) Stdout() io.Reader { return h.stdout }
+func (h *handle) Stderr() io.Reader {
+	if h.stderr == nil {
+		return nil
+	}
+	return h.stderr
+}
+func (h *handle) Done() <-chan struct{} { return h.done }
+
+func (h *handle) Wait() (int, error) {
+	<-h.done
+	return h.code, h.err
+}
+
+// callTimeout bounds the calls that carry a signal or delete a process.
+const callTimeout = 10 * time.Second
+
+// Signal sends sig to the relay, which passes it to the program's group:
+// SIGINT only interrupts; SIGTERM, SIGHUP and SIGQUIT are followed by
+// SIGKILL after the relay's grace. containerd signals an exec'd process
+// itself, so no second exec carries it (as "relay signal" must for
+// Docker).
+func (h *handle) Signal(sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("signal %v: %w", sig, enclosure.ErrNotSupported)
+	}
+	select {
+	case <-h.done:
+		return fmt.Errorf("signal %v: the process has exited", sig)
+	default:
+	}
+	ctx, cancel := h.c.d.ctx(context.Background())
+	defer cancel()
+	if err := h.proc.Kill(ctx, s); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("signal %v: the process has exited", sig)
+		}
+		return h.c.failed(ctx, fmt.Sprintf("signal %v", sig), err)
+	}
+	return nil
+}
+
+// Kill ends the process and everything it started: the relay sends the
+// group SIGTERM, then SIGKILL after its grace. Closing stdin ends the run
+// as well should the signal not arrive (containerd down: the relay reads
+// the FIFO's EOF), so Done closes even then.
+func (h *handle) Kill() error {
+	h.killOnce.Do(func() {
+		select {
+		case <-h.done:
+		default:
+			h.killed.Store(true)
+			_ = h.Signal(syscall.SIGTERM)
+		}
+		if h.stdinW != nil {
+			_ = h.stdinW.Close()
+		}
+	})
+	return nil
+}
+
+// unavailableWait bounds how long the owner waits, across failed calls,
+// for containerd to answer again about the exit (a containerd restart):
+// the process itself runs on meanwhile, under its shim.
+const unavailableWait = 2 * time.Minute
+
+func (h *handle) wait() {
+	h.code, h.err = h.exitStatus()
+	// Deleting the process closes its FIFOs: first what is left in them
+	// goes to memory, and a Cmd.Stderr gets the rest of its copy.
+	h.stdout.drain()
+	if h.stderr != nil {
+		h.stderr.drain()
+	}
+	h.copying.Wait()
+	h.delete()
+	close(h.done)
+}
+
+// exitStatus waits for the exit, waiting again while containerd does not
+// answer.
+func (h *handle) exitStatus() (int, error) {
+	var since time.Time
+	for {
+		es := <-h.exit
+		code, _, err := es.Result()
+		if err == nil {
+			h.stopWait()
+			if h.killed.Load() && code > 128 {
+				return -1, nil // the relay reports death by signal N as 128+N
+			}
+			return int(code), nil
+		}
+		if !isUnavailable(err) {
+			h.stopWait()
+			_ = h.Kill()
+			return -1, h.c.failed(context.Background(), "the process's exit status", err)
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if time.Since(since) > unavailableWait {
+			h.stopWait()
+			_ = h.Kill()
+			return -1, fmt.Errorf("containerd container %s: the process's exit status: containerd at %s did not answer for %v: %v: %w", h.c.id, h.c.d.opts.Address, unavailableWait, err, enclosure.ErrUnavailable)
+		}
+		time.Sleep(200 * time.Millisecond)
+		var werr error
+		ctx, cancel := context.WithCancel(namespaces.WithNamespace(context.Background(), h.c.d.opts.Namespace))
+		h.stopWait = cancel
+		if h.exit, werr = h.proc.Wait(ctx); werr != nil {
+			cancel()
+			return -1, werr
+		}
+	}
+}
+
+// delete deletes the exited process in the shim, which also closes and
+// removes its FIFOs; when containerd does not answer, the FIFOs are
+// removed all the same.
+func (h *handle) delete() {
+	for i := 0; ; i++ {
+		ctx, cancel := h.c.d.ctx(context.Background())
+		_, err := h.proc.Delete(ctx)
+		cancel()
+		if err == nil || cerrdefs.IsNotFound(err) || !isUnavailable(err) || i >= 5 {
+			if err != nil && h.err == nil && !cerrdefs.IsNotFound(err) {
+				h.c.d.opts.Log.Warn("containerd: deleting an exec'd process failed", "container", h.c.id, "exec", h.proc.ID(), "err", err)
+			}
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if h.stdinW != nil {
+		_ = h.stdinW.Close()
+	}
+	h.dio.Cancel()
+	_ = h.dio.Close() // removes the FIFO directory (again: Delete did when it could)
+}
+
+// stream is one of the exec's output FIFOs as the caller reads it. Once
+// the process has exited, the owner drains what is left into memory
+// (a FIFO holds little), so the process can be deleted, and its FIFOs
+// removed, whether or not the caller ever reads.
+type stream struct {
+	mu     sync.Mutex // held across a read of the FIFO
+	fifo   io.Reader  // nil once drained
+	rest   []byte     // what the owner drained and the caller has not read
+	closed bool       // the caller let go: reads are EOF
+}
+
+func (s *stream) Read(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, io.EOF
+	}
+	if len(s.rest) > 0 {
+		n := copy(b, s.rest)
+		s.rest = s.rest[n:]
+		return n, nil
+	}
+	if s.fifo == nil {
+		return 0, io.EOF
+	}
+	n, err := s.fifo.Read(b)
+	if err != nil {
+		// EOF, or the FIFO closed under the reader: either way the end.
+		s.fifo = nil
+		err = io.EOF
+	}
+	return n, err
+}
+
+// Close is the reader's: it stops reading; what is left is dropped (the
+// owner's drain still empties the FIFO).
+func (s *stream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed, s.rest = true, nil
+	return nil
+}
+
+// drain reads the FIFO to EOF into memory: the process has exited, so its
+// writers close once the shim has copied the last of its output.
+func (s *stream) drain() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fifo == nil {
+		return
+	}
+	b, _ := io.ReadAll(s.fifo)
+	s.fifo = nil
+	if !s.closed {
+		s.rest = append(s.rest, b...)
+	}
+}
+
+type nopWriteCloser struct{}
+
+func (nopWriteCloser) Write(b []byte) (int, error) { return 0, fmt.Errorf("the process has no stdin") }
+func (nopWriteCloser) Close() error                { return nil }

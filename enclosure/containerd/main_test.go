@@ -1,0 +1,169 @@
+package containerd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
+	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
+)
+
+// testLabel is the value of containerdtest.TestLabel on this package's
+// containers.
+const testLabel = "enclosure-containerd"
+
+// Images the tests run, as scripts/images builds them and
+// containerdtest.Import brings them into the tests' containerd.
+const (
+	fullImage = "berth/full:dev"
+	baseImage = "berth/base:bookworm" // no relay, no python
+)
+
+// testRelay is the relay built as scripts/images builds it.
+var testRelay *relay.Binary
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "containerd-driver-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if testRelay, err = relaytest.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// A missing containerd fails the run: these tests are the driver's.
+	if err := containerdtest.Check(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for _, img := range []string{fullImage, baseImage} {
+		if err := containerdtest.Import(img); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	before, err := containerdtest.Count(testLabel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := 0
+	// grpc's connection goroutines live as long as a driver's client;
+	// every test closes its drivers.
+	goleak.VerifyTestMain(recorder{m, &code})
+	if after, err := containerdtest.Count(testLabel); err != nil || after != before {
+		fmt.Fprintf(os.Stderr, "containers labelled %s=%s: %d before the tests, %d after (%v)\n", containerdtest.TestLabel, testLabel, before, after, err)
+		code = 1
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type recorder struct {
+	m    *testing.M
+	code *int
+}
+
+func (r recorder) Run() int { *r.code = r.m.Run(); return *r.code }
+
+// workdir is a fresh directory for a container to mount.
+func workdir(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// run starts a harness's container: labelled with the conversation (none
+// when conv is empty), workdir at /workspace (none when empty).
+func run(t testing.TB, conv, image, wd string, flags ...string) string {
+	t.Helper()
+	return containerdtest.Run(t, testLabel, conv, image, wd, flags...)
+}
+
+// newDriver is a driver on the tests' containerd and namespace, with its
+// FIFOs in a directory of the test's (fifoDir: checked empty at the end).
+func newDriver(t testing.TB, o Options) *Driver {
+	t.Helper()
+	if o.Address == "" {
+		o.Address = containerdtest.Address()
+	}
+	if o.Namespace == "" {
+		o.Namespace = containerdtest.Namespace
+	}
+	if o.FIFODir == "" {
+		o.FIFODir = t.TempDir()
+	}
+	if o.Relay == nil {
+		o.Relay = func() (*relay.Binary, error) { return testRelay, nil }
+	}
+	d := New(o)
+	t.Cleanup(func() {
+		d.Close()
+	})
+	return d
+}
+
+func attach(t testing.TB, d *Driver, id string) *container {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	enc, err := d.Attach(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc.(*container)
+}
+
+// onlySleep waits (bounded) until the task's pids are its own sleep
+// alone, and fails the test with what is left otherwise.
+func onlySleep(t testing.TB, id string) {
+	t.Helper()
+	var ps []string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if ps = containerdtest.Pids(t, id); len(ps) == 1 {
+			return
+		}
+	}
+	t.Fatalf("the task runs more than its sleep: pids %q", ps)
+}
+
+// noFIFOs waits (bounded) until the driver's FIFO directory is empty and
+// the task's bundle holds no exec's pid file (the shim's state of an
+// exec'd process), and fails the test with what is left otherwise.
+func noFIFOs(t testing.TB, d *Driver, id string) {
+	t.Helper()
+	bundle := containerdtest.Bundle(id)
+	var left []string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		left = nil
+		fifos, _ := os.ReadDir(d.opts.FIFODir)
+		for _, e := range fifos {
+			left = append(left, filepath.Join(d.opts.FIFODir, e.Name()))
+		}
+		state, err := os.ReadDir(bundle)
+		if err != nil {
+			t.Fatalf("the task's bundle: %v", err)
+		}
+		for _, e := range state {
+			if strings.HasPrefix(e.Name(), "berth-") {
+				left = append(left, filepath.Join(bundle, e.Name()))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+	}
+	t.Fatalf("left behind: %q", left)
+}

@@ -1,0 +1,84 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Result is the end of a command a driver ran to its end in a container.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// Runner runs argv to its end in a container as root (the relay's
+// directories belong to root, whatever user the container's processes
+// run as), with stdin written and then closed when it is not nil. err is
+// for the engine's failures; the command's own are in Result.Code.
+type Runner func(ctx context.Context, argv []string, stdin io.Reader) (Result, error)
+
+// StreamRoots are where Stream puts the relay: the images' own root (a
+// tmpfs mounted over it hides a copy made beneath it), then the usual
+// writable tmpfs mounts of a read-only container. A root mounted noexec
+// fails the version check and the next is tried.
+var StreamRoots = []string{"/opt/berth", "/tmp/.berth", "/dev/shm/.berth", "/run/.berth", "/var/tmp/.berth"}
+
+// StreamScript writes stdin to "$1/berth-relay" through a temporary file
+// and a rename, so a run that starts it at the same time never sees half
+// a binary. Run it as: sh -c StreamScript sh DIR.
+const StreamScript = `set -e; mkdir -p "$1"; t="$1/.berth-relay.$$"; cat > "$t"; chmod 755 "$t"; mv -f "$t" "$1/berth-relay"`
+
+// Check runs "p version" and says whether it printed want; when not, why,
+// for the error that lists what was tried.
+func Check(ctx context.Context, run Runner, p, want string) (bool, string) {
+	r, err := run(ctx, VersionArgs(p), nil)
+	switch {
+	case err != nil:
+		return false, p + ": " + err.Error()
+	case r.Code != 0:
+		note := ""
+		if s := strings.TrimSpace(r.Stderr); s != "" {
+			note = ": " + s
+		}
+		return false, fmt.Sprintf("%s: cannot run (exit %d%s)", p, r.Code, note)
+	case strings.TrimSpace(r.Stdout) != want:
+		return false, fmt.Sprintf("%s is version %s, not %s", p, strings.TrimSpace(r.Stdout), want)
+	}
+	return true, ""
+}
+
+// Stream copies bin into the container through an exec of sh, under each
+// of StreamRoots in turn, and returns the path of the first copy that
+// runs with the right version. When none does, it returns what it tried.
+// It is the way in for an engine with no copy API (containerd) and for a
+// container whose copy the engine's API cannot reach (a tmpfs over it).
+func Stream(ctx context.Context, run Runner, bin *Binary) (string, []string, error) {
+	raw, err := os.ReadFile(bin.Path)
+	if err != nil {
+		return "", nil, fmt.Errorf("reading the relay: %w", err)
+	}
+	var tried []string
+	for _, root := range StreamRoots {
+		dir := InstallDir(root, bin.Version)
+		p := dir + "/" + Name
+		r, err := run(ctx, []string{"sh", "-c", StreamScript, "sh", dir}, bytes.NewReader(raw))
+		switch {
+		case err != nil:
+			tried = append(tried, "streaming it to "+p+" through sh: "+err.Error())
+			continue
+		case r.Code != 0:
+			tried = append(tried, fmt.Sprintf("streaming it to %s through sh: exit %d: %s", p, r.Code, strings.TrimSpace(r.Stderr)))
+			continue
+		}
+		ok, why := Check(ctx, run, p, bin.Version)
+		if ok {
+			return p, tried, nil
+		}
+		tried = append(tried, why)
+	}
+	return "", tried, nil
+}
