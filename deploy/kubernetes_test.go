@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -225,5 +226,21 @@ func TestIssue15Item5SystemdUnitIsHardened(t *testing.T) {
 	}
 	if !strings.Contains(keys["ExecStart"], "--token-file ${CREDENTIALS_DIRECTORY}/token") {
 		t.Errorf("berth.service does not pass the token credential: ExecStart=%s", keys["ExecStart"])
+	}
+	// systemd's own check of the unit, with an ExecStart that exists here.
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Fatalf("systemd-analyze is not on PATH (Debian's systemd package): %v", err)
+	}
+	unit, err := os.ReadFile("systemd/berth.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(t.TempDir(), "berth.service")
+	if err := os.WriteFile(copyPath, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/orchestrator", "/bin/true")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(analyze, "verify", copyPath).CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }

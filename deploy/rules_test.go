@@ -359,3 +359,29 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Issue 15 item 1: the README's metrics table names every metric Berth
+// exports, and each has a help text.
+func TestIssue15Item1READMEListsEveryMetric(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	metrics.New(reg, "test")
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if !strings.HasPrefix(f.GetName(), "berth_") {
+			continue
+		}
+		if !strings.Contains(string(readme), "| `"+f.GetName()+"` |") {
+			t.Errorf("README's metrics table lacks %s", f.GetName())
+		}
+		if f.GetHelp() == "" {
+			t.Errorf("%s has no help text", f.GetName())
+		}
+	}
+}
