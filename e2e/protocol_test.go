@@ -384,7 +384,7 @@ func TestMetricsAndHealth(t *testing.T) {
 	if res := callTool(t, c, run, "vibe_spawn", map[string]string{"brief": "wait", "label": "sleeper"}); res.IsError {
 		t.Fatalf("vibe_spawn: %+v", res)
 	}
-	waitFor("a running worker", `berth_sessions_active{kind="worker"} 1`)
+	waitFor("a running worker", `berth_sessions_active{driver="host",kind="worker"} 1`)
 
 	// A card waiting for its human is pending until answered.
 	asked, answer := make(chan struct{}), make(chan struct{})
