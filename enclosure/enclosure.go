@@ -112,17 +112,31 @@ func Stop(p Process, sig os.Signal, grace time.Duration) {
 	if sig == nil {
 		sig = syscall.SIGTERM
 	}
+	StopFunc(p, func() { _ = p.Signal(sig) }, grace)
+}
+
+// StopFunc is Stop with the caller's own request to end instead of a
+// signal, as os/exec's Cancel is: a language server's shutdown and exit,
+// a debug adapter's disconnect. ask (nil: none) runs first and should
+// bound itself; the grace counts from its return. This is the one kill
+// grace: every owner of a process ends it through Stop or StopFunc.
+func StopFunc(p Process, ask func(), grace time.Duration) {
 	select {
 	case <-p.Done():
 		return
 	default:
 	}
-	_ = p.Signal(sig)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.Done():
-	case <-t.C:
+	if ask != nil {
+		ask()
+	}
+	if grace > 0 {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-p.Done():
+			return
+		case <-t.C:
+		}
 	}
 	_ = p.Kill()
 	<-p.Done()

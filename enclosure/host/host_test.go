@@ -177,3 +177,35 @@ func TestIssue11Item6SecretsDoNotReachChildren(t *testing.T) {
 		}
 	}
 }
+
+// Stop's grace: a process that ends when asked ends by itself (its exit
+// code is its own), one that ignores the request is killed after the
+// grace, and either way Stop returns once it has exited (issue 13 item 1).
+func TestIssue13Item1StopAsksThenKills(t *testing.T) {
+	polite, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "cat >/dev/null; exit 7"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enclosure.StopFunc(polite, func() { _ = polite.Stdin().Close() }, time.Minute)
+	if code, err := polite.Wait(); code != 7 || err != nil {
+		t.Errorf("a process that ends on EOF: exit %d (%v), want its own 7", code, err)
+	}
+
+	stubborn, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(stubborn.Stdout(), buf); err != nil {
+		t.Fatal(err)
+	}
+	enclosure.Stop(stubborn, nil, 100*time.Millisecond)
+	select {
+	case <-stubborn.Done():
+	default:
+		t.Fatal("Stop returned before the process exited")
+	}
+	if code, _ := stubborn.Wait(); code != -1 {
+		t.Errorf("a process that ignores SIGTERM: exit %d, want -1 (killed)", code)
+	}
+}

@@ -223,7 +223,10 @@ func (s *session) end(reason, detail string) {
 		if s.ttl != nil {
 			s.ttl.Stop()
 		}
-		if s.c != nil {
+		disconnect := func() {
+			if s.c == nil {
+				return
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			_, _ = s.c.call(ctx, &dap.DisconnectRequest{
 				Request:   dap.Request{Command: "disconnect"},
@@ -232,25 +235,22 @@ func (s *session) end(reason, detail string) {
 			cancel()
 		}
 		if s.proc != nil {
-			_ = s.proc.Kill()
+			// No grace after the answer: an adapter exits only when its
+			// stream closes, so waiting would only delay the end.
+			enclosure.StopFunc(s.proc, disconnect, 0)
+		} else {
+			disconnect()
 		}
 		if s.conn != nil {
 			_ = s.conn.Close()
 		}
-		// Killing the adapter and everything it started closes its
-		// pipes, which ends the reader; both waits are bounded all the
-		// same, so a process the kill cannot reach never hangs the caller.
-		gone := time.After(5 * time.Second)
-		if s.proc != nil {
-			select {
-			case <-s.proc.Done():
-			case <-gone:
-			}
-		}
+		// The adapter's end (or the closed connection) ends the reader;
+		// the wait is bounded all the same, so a stream something else
+		// holds open never hangs the caller.
 		if s.c != nil {
 			select {
 			case <-s.c.Done():
-			case <-gone:
+			case <-time.After(5 * time.Second):
 			}
 		}
 		if s.removeAfter != "" {

@@ -78,8 +78,7 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 		err = fmt.Errorf("start of %s cancelled: %w", interp, ctx.Err())
 	}
 	if err != nil {
-		_ = proc.Kill()
-		<-proc.Done()
+		enclosure.Stop(proc, nil, stopGrace)
 		m.SessionFailed(metrics.KindKernel)
 		if tail := strings.TrimSpace(stderr.String()); tail != "" {
 			err = fmt.Errorf("%w; it wrote to stderr:\n%s", err, tail)
@@ -131,15 +130,17 @@ func (k *kernel) read(ready chan<- error) {
 	}
 }
 
-// end kills the kernel and records why; only the first call counts.
+// stopGrace is how long a kernel has to exit after SIGTERM before it is
+// killed: an interpreter ends at once unless a cell installed a handler
+// for the signal, which then has this long.
+const stopGrace = time.Second
+
+// end stops the kernel (enclosure.Stop) and records why; only the first
+// call counts.
 func (k *kernel) end(reason string) {
 	k.endOnce.Do(func() {
 		close(k.ended)
-		_ = k.proc.Kill()
-		select {
-		case <-k.proc.Done():
-		case <-time.After(10 * time.Second):
-		}
+		enclosure.Stop(k.proc, nil, stopGrace)
 		k.m.SessionEnded(metrics.KindKernel, k.driver, reason)
 	})
 }

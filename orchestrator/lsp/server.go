@@ -501,8 +501,8 @@ func retryable(err error) bool {
 // up on the request and the client may retry it.
 const codeServerCancelled jsonrpc2.Code = -32802
 
-// close ends the server: shutdown and exit when it still answers, then a
-// kill of its process group.
+// close ends the server: shutdown and exit when it still answers, then,
+// after the grace, a kill of its process group (enclosure.StopFunc).
 func (s *server) close() {
 	s.mu.Lock()
 	if s.closing {
@@ -511,19 +511,22 @@ func (s *server) close() {
 	}
 	s.closing = true
 	s.mu.Unlock()
+	grace := time.Duration(0) // a server that does not answer is killed at once
 	if s.alive() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if s.api.Shutdown(ctx) == nil {
-			_ = s.api.Exit(ctx)
-			select {
-			case <-s.exited:
-			case <-ctx.Done():
-			}
+		if s.api.Shutdown(ctx) == nil && s.api.Exit(ctx) == nil {
+			grace = closeGrace
 		}
 		cancel()
 	}
-	s.kill()
+	enclosure.StopFunc(s.proc, nil, grace)
+	<-s.exited
+	_ = s.conn.Close()
 }
+
+// closeGrace is how long a server that was told to exit has to do so
+// before it is killed.
+const closeGrace = time.Second
 
 // kill kills the process and waits for the connection to end.
 func (s *server) kill() {

@@ -18,6 +18,11 @@ import (
 // group has died, from processes that escaped it.
 const outputGrace = 2 * time.Second
 
+// stopGrace is how long a worker has after SIGTERM (vibe_send's restart,
+// vibe_kill, the run's end) before its group is killed: time for an agent
+// to stop cleanly, as its runner would give it.
+const stopGrace = 2 * time.Second
+
 // errRunEnded refuses work on a pool whose run has ended.
 var errRunEnded = errors.New("the run has ended, and its workers with it: start a new run")
 
@@ -218,7 +223,7 @@ func (p *pool) send(w *worker, message string, surface orchestrator.Surface) (st
 	}
 	p.mu.Unlock()
 	if running {
-		_ = old.proc.Kill()
+		enclosure.Stop(old.proc, nil, stopGrace)
 		<-old.done
 	}
 
@@ -250,7 +255,7 @@ func (p *pool) kill(w *worker) bool {
 	a := p.stopLocked(w)
 	p.mu.Unlock()
 	if a != nil {
-		_ = a.proc.Kill()
+		enclosure.Stop(a.proc, nil, stopGrace)
 		<-a.done
 	}
 	p.metrics.SessionEnded(metrics.KindWorker, p.enc.Driver(), metrics.ReasonStopped)
@@ -314,9 +319,11 @@ func (p *pool) Close() {
 			}
 		}
 		p.mu.Unlock()
+		var wg sync.WaitGroup
 		for _, a := range running {
-			_ = a.proc.Kill()
+			wg.Go(func() { enclosure.Stop(a.proc, nil, stopGrace) })
 		}
+		wg.Wait()
 		for _, a := range running {
 			<-a.done
 		}
