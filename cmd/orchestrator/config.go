@@ -26,6 +26,8 @@ type config struct {
 	Log       logConfig       `yaml:"log"`
 	Enclosure enclosureConfig `yaml:"enclosure"`
 	Docker    dockerConfig    `yaml:"docker"`
+	// Containerd is the containerd driver's section.
+	Containerd containerdConfig `yaml:"containerd"`
 }
 
 type rpcConfig struct {
@@ -72,18 +74,19 @@ func defaultConfig() config {
 			ReaperInterval:  time.Minute,
 			CallTimeout:     orchestrator.DefaultCallTimeout,
 		},
-		Env:       envConfig{Drop: []string{}},
-		Log:       logConfig{Level: "info"},
-		Enclosure: defaultEnclosureConfig(),
-		Docker:    defaultDockerConfig(),
+		Env:        envConfig{Drop: []string{}},
+		Log:        logConfig{Level: "info"},
+		Enclosure:  defaultEnclosureConfig(),
+		Docker:     defaultDockerConfig(),
+		Containerd: defaultContainerdConfig(),
 	}
 }
 
 // sections pairs each YAML key with the struct it decodes into: the core's
 // sections, then every registered component's, sorted.
 func sections(c *config) ([]string, []any, error) {
-	keys := []string{"rpc", "runs", "env", "log", "enclosure", "docker"}
-	ptrs := []any{&c.RPC, &c.Runs, &c.Env, &c.Log, &c.Enclosure, &c.Docker}
+	keys := []string{"rpc", "runs", "env", "log", "enclosure", "docker", "containerd"}
+	ptrs := []any{&c.RPC, &c.Runs, &c.Env, &c.Log, &c.Enclosure, &c.Docker, &c.Containerd}
 	comps := append([]component(nil), components...)
 	sort.Slice(comps, func(i, j int) bool { return comps[i].section < comps[j].section })
 	seen := map[string]bool{}
@@ -174,7 +177,10 @@ func (c *config) check() error {
 	if err := c.Enclosure.check(); err != nil {
 		return err
 	}
-	return c.Docker.check()
+	if err := c.Docker.check(); err != nil {
+		return err
+	}
+	return c.Containerd.check()
 }
 
 // writeConfig prints the effective configuration, every section.

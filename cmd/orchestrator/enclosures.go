@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/containerd"
 	"github.com/berth-dev/berth/enclosure/docker"
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/enclosure/mounts"
@@ -24,6 +25,28 @@ type dockerConfig struct {
 	// --network none, no privileges) or netns (Berth enters the
 	// container's network namespace: root on the engine's host).
 	Dial string `yaml:"dial"`
+}
+
+// containerdConfig is the "containerd" section: how Berth reaches
+// containerd, for containers made without Docker (nerdctl, Kubernetes'
+// CRI, a harness's ctr).
+type containerdConfig struct {
+	// Address is containerd's socket.
+	Address string `yaml:"address"`
+	// Namespace holds the containers: default, k8s.io (CRI) or moby
+	// (Docker's own, which the docker driver serves better).
+	Namespace string `yaml:"namespace"`
+}
+
+func defaultContainerdConfig() containerdConfig {
+	return containerdConfig{Address: containerd.DefaultAddress, Namespace: containerd.DefaultNamespace}
+}
+
+func (c *containerdConfig) check() error {
+	if !filepath.IsAbs(c.Address) {
+		return fmt.Errorf("containerd.address %q: use the absolute path of containerd's socket, such as %s", c.Address, containerd.DefaultAddress)
+	}
+	return containerd.CheckNamespace(c.Namespace)
 }
 
 // enclosureConfig is the "enclosure" section: which containers "auto"
@@ -74,7 +97,7 @@ func (c *enclosureConfig) check() error {
 }
 
 // enclosureDrivers are the container drivers this binary has.
-var enclosureDrivers = []string{docker.Name}
+var enclosureDrivers = []string{docker.Name, containerd.Name}
 
 // enclosures builds the table run/start looks enclosures up in. No
 // engine is contacted here: a machine without one starts Berth as usual,
@@ -88,9 +111,13 @@ func enclosures(cfg *config, log *slog.Logger) *enclosure.Lookup {
 		Host: cfg.Docker.Host, User: cfg.Docker.User, Dial: cfg.Docker.Dial,
 		PathMap: pathMap, Log: log,
 	})
+	cd := containerd.New(containerd.Options{
+		Address: cfg.Containerd.Address, Namespace: cfg.Containerd.Namespace,
+		PathMap: pathMap, Log: log,
+	})
 	return &enclosure.Lookup{
 		Host:           host.New(),
-		Drivers:        map[string]enclosure.Driver{docker.Name: d},
+		Drivers:        map[string]enclosure.Driver{docker.Name: d, containerd.Name: cd},
 		Auto:           cfg.Enclosure.Auto,
 		NoHostFallback: !cfg.Enclosure.HostFallback,
 		Log:            log,

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/enclosure"
+)
+
+// The containerd keys load into the lookup: the driver is in the table,
+// and "auto" asks it when enclosure.auto lists it; one that does not
+// answer is skipped with a log line.
+func TestIssue14Item1ContainerdKeysBuildTheLookup(t *testing.T) {
+	sock := t.TempDir() + "/no-containerd.sock"
+	cfg, err := loadConfig(writeConfigFile(t, `
+containerd:
+  address: `+sock+`
+  namespace: k8s.io
+enclosure:
+  auto: [containerd]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Containerd.Address != sock || cfg.Containerd.Namespace != "k8s.io" {
+		t.Fatalf("loaded %+v", cfg.Containerd)
+	}
+	var log strings.Builder
+	l := enclosures(cfg, slog.New(slog.NewTextHandler(&log, nil)))
+	if l.Drivers["containerd"] == nil {
+		t.Fatalf("lookup %+v", l)
+	}
+	enc, err := l.Find(context.Background(), enclosure.Spec{Driver: "auto"}, "conv")
+	if err != nil || enc.Driver() != "host" || !strings.Contains(log.String(), "driver=containerd") || !strings.Contains(log.String(), sock) {
+		t.Fatalf("auto without containerd: %v, %v; log %q", enc, err, log.String())
+	}
+	// The defaults: containerd's own socket and namespace, and auto asks
+	// only docker.
+	cfg, err = loadConfig(writeConfigFile(t, "log:\n  level: info\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Containerd.Address != "/run/containerd/containerd.sock" || cfg.Containerd.Namespace != "default" || strings.Join(cfg.Enclosure.Auto, ",") != "docker" {
+		t.Fatalf("defaults %+v, auto %v", cfg.Containerd, cfg.Enclosure.Auto)
+	}
+}
+
+func TestIssue14Item1ContainerdKeyErrorsNameTheProblem(t *testing.T) {
+	for text, want := range map[string]string{
+		"containerd:\n  address: relative.sock\n": `containerd.address "relative.sock": use the absolute path`,
+		"containerd:\n  namespace: \"a b\"\n":     `containerd.namespace "a b"`,
+	} {
+		if _, err := loadConfig(writeConfigFile(t, text)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", text, err, want)
+		}
+	}
+}
