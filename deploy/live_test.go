@@ -97,7 +97,7 @@ func TestIssue15Item4LivePrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := r.RunID
-	// A harness lists the tools first; that creates their series at zero.
+	// As a harness does first.
 	if _, err := c.ListTools(ctx, run, orchestrator.SurfaceFull); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package orchestrator_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -56,4 +57,39 @@ func TestIssue15Item1RunsTimeTheirEnclosure(t *testing.T) {
 	if got := testutil.ToFloat64(m.EnclosureErrors.WithLabelValues(metrics.DriverHost, metrics.OpStart)); got != 1 {
 		t.Errorf("enclosure errors{host,start} = %v after a failed start, want 1", got)
 	}
+}
+
+// Issue 15 item 1: a provider's tools have their series from the moment
+// it is added, before any run lists or calls them.
+func TestIssue15Item1ToolSeriesExistAtStart(t *testing.T) {
+	m := metrics.NewForTest()
+	reg := orchestrator.NewRegistry(m, 0)
+	reg.Add(namedProvider{})
+	if n := testutil.CollectAndCount(m.ToolCalls); n != len(metrics.ToolOutcomes) {
+		t.Errorf("berth_tool_calls_total has %d series after Add, want %d (one per outcome)", n, len(metrics.ToolOutcomes))
+	}
+	if n := testutil.CollectAndCount(m.ToolCallDuration); n != 1 {
+		t.Errorf("berth_tool_call_duration_seconds has %d series after Add, want 1", n)
+	}
+}
+
+// namedProvider offers one tool to runs with a workdir and conversation,
+// as the real providers do.
+type namedProvider struct{}
+
+func (namedProvider) Feature() string { return orchestrator.FeatureStructural }
+func (namedProvider) Tools(run *orchestrator.Run) []orchestrator.Tool {
+	if run.Workdir == "" || run.ConversationID == "" {
+		return nil
+	}
+	return []orchestrator.Tool{namedTool{}}
+}
+
+type namedTool struct{}
+
+func (namedTool) Spec() orchestrator.Spec {
+	return orchestrator.Spec{Name: "named", Tier: orchestrator.Read, Description: "a tool with a name"}
+}
+func (namedTool) Call(context.Context, *orchestrator.Run, json.RawMessage) (*orchestrator.Result, error) {
+	return orchestrator.Text("ok"), nil
 }

@@ -45,11 +45,26 @@ func NewRegistry(m *metrics.Metrics, callTimeout time.Duration) *Registry {
 // Metrics returns the registry's collectors.
 func (g *Registry) Metrics() *metrics.Metrics { return g.metrics }
 
-// Add adds a provider.
+// Add adds a provider and creates its tools' series at zero.
 func (g *Registry) Add(p Provider) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.providers = append(g.providers, p)
+	g.mu.Unlock()
+	g.knowTools(p)
+}
+
+// knowTools creates the provider's tool series at zero, so that they
+// exist from the first scrape and each tool's first call shows in rate().
+// A provider's Tools reads the run only to leave tools out (no workdir,
+// no conversation), so a run with both is offered them all; it is never
+// started or called.
+func (g *Registry) knowTools(p Provider) {
+	probe := NewRun("", "metrics", "/", nil, nil, nil)
+	defer probe.End(EndStopped)
+	for _, t := range p.Tools(probe) {
+		sp := t.Spec()
+		g.metrics.KnowTool(sp.Name, sp.Tier.String())
+	}
 }
 
 // SetWriteObserver sets who hears files/willWrite and files/didWrite.
@@ -118,8 +133,6 @@ func (g *Registry) List(run *Run, s Surface) []Spec {
 		if sp.Tier <= s.MaxTier() {
 			specs = append(specs, sp)
 		}
-		// Created at zero once offered, so the first call shows in rate().
-		g.metrics.KnowTool(sp.Name, sp.Tier.String())
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs
