@@ -377,3 +377,31 @@ func TestIssue13Item2StartInAMissingDirectoryFails(t *testing.T) {
 	}
 	onlySleep(t, id)
 }
+
+// The cost of a process in the container: Start of a program that exits
+// at once, to its exit code, under the relay; and the same exec without
+// the relay, for the relay's share. Run with
+//
+//	go test -run '^$' -bench Issue13Item2Start ./enclosure/docker/
+func BenchmarkIssue13Item2Start(b *testing.B) {
+	id := runContainer(b, "", fullImage)
+	c := attach(b, newDriver(b, Options{}), id)
+	b.Run("relay", func(b *testing.B) {
+		for b.Loop() {
+			p, err := c.Start(context.Background(), enclosure.Cmd{Path: "/bin/true"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if code, err := p.Wait(); code != 0 || err != nil {
+				b.Fatalf("exit %d, %v", code, err)
+			}
+		}
+	})
+	b.Run("bare-exec", func(b *testing.B) {
+		for b.Loop() {
+			if r, err := c.run(context.Background(), []string{"/bin/true"}, nil); err != nil || r.code != 0 {
+				b.Fatalf("exit %d, %v", r.code, err)
+			}
+		}
+	})
+}
