@@ -69,7 +69,7 @@ type Driver struct {
 	bin       *relay.Binary
 	binErr    error
 
-	procSelf func() (mountinfo, cgroup string)
+	procSelf func() (mountinfo, cgroup, hostname string)
 	selfMu   sync.Mutex
 	selfDone bool
 	self     mounts.Table // Berth's own view of the host; nil: the same

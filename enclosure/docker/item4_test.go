@@ -69,13 +69,20 @@ func TestIssue13Item4BerthInAContainerThroughItsOwnMounts(t *testing.T) {
 	berth := runContainer(t, "", baseImage, "-v", wd+":/berth/checkout")
 	mountinfo := docker(t, "exec", berth, "cat", "/proc/self/mountinfo")
 	cgroup := docker(t, "exec", berth, "cat", "/proc/self/cgroup")
-	if got := ownContainerID(mountinfo, cgroup); got != berth {
+	hostname := docker(t, "exec", berth, "hostname")
+	if got := ownContainerID(mountinfo, cgroup, "not-an-id"); got != berth {
 		t.Fatalf("ownContainerID read %q from the container's own files, want %s", got, berth)
 	}
 	target := runContainer(t, "", fullImage, "-v", wd+":/workspace")
 	d := newDriver(t, Options{})
-	d.procSelf = func() (string, string) { return mountinfo, cgroup }
+	d.procSelf = func() (string, string, string) { return mountinfo, cgroup, hostname }
 	assertBerthView(t, attach(t, d, target), "/berth/checkout", "Berth's own mounts")
+
+	// With nothing but its hostname (the short id) to go by, Berth finds
+	// its container too: the engine resolves the short id.
+	d = newDriver(t, Options{})
+	d.procSelf = func() (string, string, string) { return "", "0::/\n", hostname }
+	assertBerthView(t, attach(t, d, target), "/berth/checkout", "the hostname")
 }
 
 // enclosure.path_map does the same where the engine does not know
@@ -84,9 +91,9 @@ func TestIssue13Item4BerthInAContainerThroughThePathMap(t *testing.T) {
 	wd := workdir(t)
 	target := runContainer(t, "", fullImage, "-v", wd+":/workspace")
 	d := newDriver(t, Options{PathMap: mounts.Table{{Source: wd, Destination: "/berth/checkout"}}})
-	d.procSelf = func() (string, string) {
+	d.procSelf = func() (string, string, string) {
 		t.Fatal("the path map is configured, yet Berth looked for its own container")
-		return "", ""
+		return "", "", ""
 	}
 	assertBerthView(t, attach(t, d, target), "/berth/checkout", "path_map")
 }
@@ -107,18 +114,23 @@ func assertBerthView(t *testing.T, c *container, berthWD, how string) {
 	}
 }
 
-func TestIssue13Item4OwnContainerIDFromACgroupV1Path(t *testing.T) {
+func TestIssue13Item4OwnContainerIDFromCgroupOrHostname(t *testing.T) {
 	id := strings.Repeat("0123456789abcdef", 4)
 	for _, cgroup := range []string{
 		"12:pids:/docker/" + id + "\n0::/\n",
 		"0::/system.slice/docker-" + id + ".scope\n",
 	} {
-		if got := ownContainerID("", cgroup); got != id {
+		if got := ownContainerID("", cgroup, ""); got != id {
 			t.Errorf("ownContainerID(%q) = %q", cgroup, got)
 		}
 	}
-	if got := ownContainerID("", "0::/\n"); got != "" {
-		t.Errorf("a private cgroup namespace and no mountinfo: %q", got)
+	for _, hostname := range []string{"", "vm", "berth-sidecar", "0123456789ab0"} {
+		if got := ownContainerID("", "0::/\n", hostname); got != "" {
+			t.Errorf("no mountinfo, a private cgroup namespace and hostname %q: %q", hostname, got)
+		}
+	}
+	if got := ownContainerID("", "0::/\n", "0123456789ab"); got != "0123456789ab" {
+		t.Errorf("a short id as the hostname: %q", got)
 	}
 }
 

@@ -47,11 +47,13 @@ func (d *Driver) selfTable(ctx context.Context) (mounts.Table, error) {
 	return d.self, nil
 }
 
-// procSelf reads Berth's own /proc/self/mountinfo and /proc/self/cgroup.
-func procSelf() (mountinfo, cgroup string) {
+// procSelf reads Berth's own /proc/self/mountinfo and /proc/self/cgroup,
+// and its hostname.
+func procSelf() (mountinfo, cgroup, hostname string) {
 	m, _ := os.ReadFile("/proc/self/mountinfo")
 	c, _ := os.ReadFile("/proc/self/cgroup")
-	return string(m), string(c)
+	h, _ := os.Hostname()
+	return string(m), string(c), h
 }
 
 // containerID finds a Docker container's id in the paths the engine gives
@@ -60,14 +62,17 @@ func procSelf() (mountinfo, cgroup string) {
 var (
 	mountinfoID = regexp.MustCompile(`/containers/([0-9a-f]{64})/`)
 	cgroupID    = regexp.MustCompile(`(?:/docker/|docker-)([0-9a-f]{64})`)
+	shortID     = regexp.MustCompile(`^[0-9a-f]{12}$`)
 )
 
 // ownContainerID returns the id of the container whose /proc/self files
-// these are, or "" when they show none. mountinfo comes first: with
-// cgroup v2 and a private cgroup namespace, /proc/self/cgroup is just
-// "0::/", while the engine's bind mounts of /etc/hostname, /etc/hosts and
-// /etc/resolv.conf always name the container's directory.
-func ownContainerID(mountinfo, cgroup string) string {
+// and hostname these are, or "" when they show none. mountinfo comes
+// first: with cgroup v2 and a private cgroup namespace, /proc/self/cgroup
+// is just "0::/", while the engine's bind mounts of /etc/hostname,
+// /etc/hosts and /etc/resolv.conf name the container's directory. Last
+// comes the hostname, which Docker sets to the short id unless told
+// otherwise; a hostname of another shape is no id.
+func ownContainerID(mountinfo, cgroup, hostname string) string {
 	for _, line := range strings.Split(mountinfo, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 5 {
@@ -82,6 +87,9 @@ func ownContainerID(mountinfo, cgroup string) string {
 	}
 	if m := cgroupID.FindStringSubmatch(cgroup); m != nil {
 		return m[1]
+	}
+	if shortID.MatchString(hostname) {
+		return hostname
 	}
 	return ""
 }
