@@ -155,7 +155,12 @@ func TestIssue15Item4LivePrometheus(t *testing.T) {
 	for _, moved := range []string{`berth_ttl_expiries_total{kind="debug"}`, `berth_idle_timeouts_total{kind="kernel"}`,
 		`berth_session_ends_total{kind="lsp",reason="crashed"}`, `berth_lsp_server_restarts_total{server="gopls"}`,
 		`berth_cell_interrupts_total{outcome="interrupted"}`} {
-		t.Logf("moved: %s = %s", moved, value(ctx, t, prom, moved))
+		// The workload does each once.
+		if v := value(ctx, t, prom, moved); v != "1" {
+			t.Errorf("%s = %s, want 1", moved, v)
+		} else {
+			t.Logf("moved: %s = %s", moved, v)
+		}
 	}
 	time.Sleep(2 * time.Second) // two rule evaluations (every 1 s) after the last scrape checked
 
