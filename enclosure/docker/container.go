@@ -89,15 +89,15 @@ func (c *container) LookPath(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	switch r.code {
+	switch r.Code {
 	case 0:
-		p := strings.TrimSpace(r.stdout)
+		p := strings.TrimSpace(r.Stdout)
 		c.found.Store(name, p)
 		return p, nil
 	case 1:
-		return "", fmt.Errorf("%s: executable not found in docker container %s (%s): %w", name, c.name, strings.TrimSpace(strings.TrimPrefix(r.stderr, "berth-relay: which: ")), enclosure.ErrNotFound)
+		return "", fmt.Errorf("%s: executable not found in docker container %s (%s): %w", name, c.name, strings.TrimSpace(strings.TrimPrefix(r.Stderr, "berth-relay: which: ")), enclosure.ErrNotFound)
 	}
-	return "", fmt.Errorf("docker container %s: relay which %s: exit %d: %s", c.name, name, r.code, strings.TrimSpace(r.stderr))
+	return "", fmt.Errorf("docker container %s: relay which %s: exit %d: %s", c.name, name, r.Code, strings.TrimSpace(r.Stderr))
 }
 
 // Start runs cmd under the relay in an exec: stdin framed (closing it
@@ -223,24 +223,18 @@ func (c *container) running(ctx context.Context) error {
 	return notRunning(res.Container)
 }
 
-// result is a finished exec's output and exit code.
-type result struct {
-	stdout, stderr string
-	code           int
-}
-
 // run runs argv to its end (the relay's short modes, the relay's own
 // installation), with stdin written and closed first when given.
-func (c *container) run(ctx context.Context, argv []string, stdin io.Reader) (result, error) {
+func (c *container) run(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
 	return c.runAs(ctx, c.user, argv, stdin)
 }
 
-func (c *container) runAs(ctx context.Context, user string, argv []string, stdin io.Reader) (result, error) {
+func (c *container) runAs(ctx context.Context, user string, argv []string, stdin io.Reader) (relay.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	id, hj, err := c.execAs(ctx, user, argv, nil, "", stdin != nil)
 	if err != nil {
-		return result{}, err
+		return relay.Result{}, err
 	}
 	defer hj.Close()
 	stop := context.AfterFunc(ctx, hj.Close)
@@ -255,13 +249,13 @@ func (c *container) runAs(ctx context.Context, user string, argv []string, stdin
 	}
 	var out, errOut bytes.Buffer
 	if _, err := stdcopy.StdCopy(&out, &errOut, hj.Reader); err != nil && ctx.Err() == nil {
-		return result{}, c.failed(ctx, what(argv), err)
+		return relay.Result{}, c.failed(ctx, what(argv), err)
 	}
 	code, err := c.exitCode(ctx, id)
 	if err != nil {
-		return result{}, c.failed(ctx, what(argv), err)
+		return relay.Result{}, c.failed(ctx, what(argv), err)
 	}
-	return result{stdout: out.String(), stderr: errOut.String(), code: code}, nil
+	return relay.Result{Stdout: out.String(), Stderr: errOut.String(), Code: code}, nil
 }
 
 // what names a command in errors: its program and mode.

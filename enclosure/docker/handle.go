@@ -99,8 +99,8 @@ func (h *handle) Signal(sig os.Signal) error {
 	if err != nil {
 		return err
 	}
-	if r.code != 0 {
-		return fmt.Errorf("signal %v in docker container %s: %s", sig, h.c.name, r.stderr)
+	if r.Code != 0 {
+		return fmt.Errorf("signal %v in docker container %s: %s", sig, h.c.name, r.Stderr)
 	}
 	return nil
 }

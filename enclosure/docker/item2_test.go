@@ -399,8 +399,8 @@ func BenchmarkIssue13Item2Start(b *testing.B) {
 	})
 	b.Run("bare-exec", func(b *testing.B) {
 		for b.Loop() {
-			if r, err := c.run(context.Background(), []string{"/bin/true"}, nil); err != nil || r.code != 0 {
-				b.Fatalf("exit %d, %v", r.code, err)
+			if r, err := c.run(context.Background(), []string{"/bin/true"}, nil); err != nil || r.Code != 0 {
+				b.Fatalf("exit %d, %v", r.Code, err)
 			}
 		}
 	})

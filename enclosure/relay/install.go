@@ -78,7 +78,7 @@ func Stream(ctx context.Context, run Runner, bin *Binary) (string, []string, err
 		if ok {
 			return p, tried, nil
 		}
-		tried = append(tried, why)
+		tried = append(tried, fmt.Sprintf("streaming it to %s through sh worked, but it does not run there (a noexec mount?): %s", p, why))
 	}
 	return "", tried, nil
 }
