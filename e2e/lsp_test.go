@@ -210,6 +210,12 @@ func (l lspLanguage) family() family {
 		copyProjectInto(t, l.project, s.Dir)
 		run := s.start(t, c, nil)
 		ctx := testCtx(t)
+		stopped := false
+		defer func() {
+			if t.Failed() && !stopped { // what the server said, for the reader
+				t.Logf("lsp status:\n%s", text(callTool(t, c, run, "lsp", map[string]any{"action": "status"})))
+			}
+		}()
 		res := callTool(t, c, run, "lsp", map[string]any{"action": "status", "file": l.file})
 		if !strings.Contains(text(res), "is served by "+l.server+" with root .") {
 			t.Fatalf("status: %s", text(res))
@@ -252,6 +258,10 @@ func (l lspLanguage) family() family {
 				t.Errorf("rename: want %q in:\n%s", w, text(res))
 			}
 		}
+		if t.Failed() {
+			return // the deferred status says why
+		}
+		stopped = true
 		if err := c.StopRun(ctx, run); err != nil {
 			t.Fatal(err)
 		}

@@ -113,8 +113,17 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 // capabilities and the negotiated position encoding.
 func (s *server) initialize(ctx context.Context) error {
 	rootURI := s.toURI(s.root)
+	// processId asks the server to exit when that process is gone; in a
+	// container Berth's pid names no process (or another one), and
+	// servers that watch it (vscode-languageserver's: pyright,
+	// typescript-language-server) exit within seconds. There it is null,
+	// as the spec allows; the relay ends the server with its session.
+	var pid any
+	if s.encl.Driver() == "host" {
+		pid = os.Getpid()
+	}
 	params := map[string]any{
-		"processId":             os.Getpid(),
+		"processId":             pid,
 		"clientInfo":            map[string]any{"name": "berth"},
 		"rootUri":               rootURI,
 		"rootPath":              s.mapPath(s.root),
