@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -275,6 +276,11 @@ func (h *handle) exitStatus() (int, error) {
 			if h.killed.Load() && code > 128 {
 				return -1, nil // the relay reports death by signal N as 128+N
 			}
+			if code > 128 && !h.killed.Load() {
+				if terr := h.taskEnded(); terr != nil {
+					return int(code), fmt.Errorf("the process ended with its container: %w", terr)
+				}
+			}
 			return int(code), nil
 		}
 		if !isUnavailable(err) {
@@ -299,6 +305,26 @@ func (h *handle) exitStatus() (int, error) {
 			return -1, werr
 		}
 	}
+}
+
+// taskEnded says whether the container's task has stopped, for a process
+// a signal ended: a task that stops takes every exec with it (its pid
+// namespace ends), and containerd may report the exec's exit a moment
+// before the task's, so it asks a few times.
+func (h *handle) taskEnded() error {
+	for range 10 {
+		ctx, cancel := h.c.d.ctx(context.Background())
+		_, err := h.c.runningTask(ctx)
+		cancel()
+		if errors.Is(err, enclosure.ErrNotFound) {
+			return err
+		}
+		if err != nil {
+			return nil // containerd did not answer: the exit code says enough
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
 }
 
 // delete deletes the exited process in the shim, which also closes and

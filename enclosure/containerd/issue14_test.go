@@ -424,3 +424,30 @@ func TestIssue14Item3Signal(t *testing.T) {
 	onlySleep(t, id)
 	noFIFOs(t, d, id)
 }
+
+// The container's task killed under a running process: the process ends,
+// and its Wait says the task stopped, not only an exit code; its exec and
+// FIFOs are cleaned up all the same.
+func TestIssue14Item3TaskKilledUnderAProcess(t *testing.T) {
+	id := run(t, "", fullImage, "")
+	d := newDriver(t, Options{})
+	c := attach(t, d, id)
+	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "echo up; sleep 1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(p.Stdout()).ReadString('\n'); err != nil || line != "up\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	if _, err := containerdtest.Ctr("tasks", "kill", "-s", "KILL", id); err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	code, err := p.Wait()
+	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "task that is stopped") {
+		t.Fatalf("Wait after the task was killed: %d, %v", code, err)
+	}
+	if entries, _ := os.ReadDir(d.opts.FIFODir); len(entries) != 0 {
+		t.Fatalf("FIFOs left: %v", entries)
+	}
+}
