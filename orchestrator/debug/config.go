@@ -104,7 +104,13 @@ func DefaultConfig() Config {
 			{
 				ID: "lldb", Executables: []string{"lldb-dap", "lldb-dap-21", "lldb-dap-20", "lldb-dap-19", "lldb-dap-18", "lldb-dap-17"},
 				Transport: "stdio", Markers: []string{"Cargo.toml", "CMakeLists.txt"},
-				Native: true, AdapterID: "lldb-dap", Launch: map[string]any{},
+				Native: true, AdapterID: "lldb-dap",
+				// lldb turns ASLR off with personality(2), which Docker's
+				// default seccomp profile refuses: the launch failed in
+				// every container ("personality set failed"). The
+				// target's setting, not only disableASLR, decides.
+				Launch: map[string]any{"disableASLR": false,
+					"initCommands": []string{"settings set target.disable-aslr false"}},
 				EvaluateContext: "watch",
 			},
 			{
