@@ -405,3 +405,27 @@ func BenchmarkIssue13Item2Start(b *testing.B) {
 		}
 	})
 }
+
+// Processes run as the container's default user, or as docker.user; the
+// relay is installed as root either way.
+func TestIssue13Item2ProcessesRunAsTheContainersUserOrDockerUser(t *testing.T) {
+	uid := func(c *container) string {
+		t.Helper()
+		p, err := c.Start(context.Background(), enclosure.Cmd{Path: "id", Args: []string{"-u"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(p.Stdout())
+		if code, err := p.Wait(); code != 0 || err != nil {
+			t.Fatalf("id -u: exit %d, %v", code, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	id := runContainer(t, "", baseImage, "--user", "1000:1000")
+	if got := uid(attach(t, newDriver(t, Options{}), id)); got != "1000" {
+		t.Errorf("the container's default user 1000: ran as %s", got)
+	}
+	if got := uid(attach(t, newDriver(t, Options{User: "65534"}), id)); got != "65534" {
+		t.Errorf("docker.user 65534: ran as %s", got)
+	}
+}
