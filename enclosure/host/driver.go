@@ -2,15 +2,17 @@
 // has no container, so a run's processes run on Berth's own machine.
 //
 // It is split as a Nomad task driver is: the enclosure (this file: finds
-// executables, starts processes, maps paths, which on the host is the
-// identity), the handle (handle.go: one running process, with the one
-// goroutine that waits for it) and the state the enclosure keeps between
-// processes (state.go: the environment no child may inherit).
+// executables, starts processes under the relay, maps paths, which on the
+// host is the identity), the handle (handle.go: one running process, with
+// the one goroutine that waits for it) and the state the enclosure keeps
+// between processes (state.go: the relay it found, the environment no
+// child may inherit).
 package host
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -19,21 +21,49 @@ import (
 	"syscall"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/relay"
 )
 
 // ID is the ID of the host enclosure.
 const ID = "local"
 
-// Enclosure is the host enclosure: processes run directly, each in its own
-// process group so Kill reaches everything it started, with a parent-death
-// signal so none outlives Berth, and with Berth's environment less its
-// secrets (SecretEnv, DropEnv).
-type Enclosure struct{}
+// Enclosure is the host enclosure. Every process runs under Berth's relay
+// (cmd/berth-relay run), each in a process group of its own so Kill
+// reaches everything it started, with Berth's environment less its
+// secrets (SecretEnv, DropEnv). The relay is what makes a kill -9 of Berth
+// leave nothing behind: a parent-death signal reaches only Berth's direct
+// child, while the relay, as that child, kills its program's whole tree
+// when Berth dies, and everything the program left when it exits.
+type Enclosure struct {
+	opts  Options
+	relay relayState
+}
+
+// Options configure the host enclosure.
+type Options struct {
+	// Relay finds the relay; nil: relay.Find ($BERTH_RELAY, berth-relay
+	// next to Berth's executable, then on PATH).
+	Relay func() (*relay.Binary, error)
+	// Log receives the one warning when there is no relay; nil:
+	// slog.Default().
+	Log *slog.Logger
+}
 
 var _ enclosure.Enclosure = (*Enclosure)(nil)
 
-// New returns the host enclosure.
-func New() *Enclosure { return &Enclosure{} }
+// New returns the host enclosure with the default options.
+func New() *Enclosure { return NewWith(Options{}) }
+
+// NewWith returns the host enclosure with o.
+func NewWith(o Options) *Enclosure {
+	if o.Relay == nil {
+		o.Relay = relay.Find
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Enclosure{opts: o}
+}
 
 // Driver is "host".
 func (*Enclosure) Driver() string { return "host" }
@@ -76,11 +106,26 @@ func (e *Enclosure) Start(ctx context.Context, c enclosure.Cmd) (enclosure.Proce
 			return nil, err
 		}
 		path = p
+	} else if err := executable(path, c.Dir); err != nil {
+		// Checked here: the relay would start, and only then fail.
+		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	cmd := exec.Command(path, c.Args...)
+	argv := append([]string{path}, c.Args...)
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	relayPath := e.relayPath()
+	if relayPath != "" {
+		// Framed stdin: closing Stdin closes the program's, while the
+		// relay's own stdin stays open until Berth is gone. No
+		// parent-death signal for the relay: it arms its own, which ends
+		// the whole tree, where a SIGKILL would orphan it.
+		argv = relay.RunArgs(relayPath, relay.RunOptions{Stdin: relay.StdinFramed}, path, c.Args...)
+	} else {
+		attr.Pdeathsig = syscall.SIGKILL
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = c.Dir
 	cmd.Env = childEnv(c.Env)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = attr
 	// Plain OS pipes rather than exec's Pipe helpers: exec.Cmd.Wait closes
 	// those when the process exits, which can cut off output still being
 	// read. With our own pipes the reader sees EOF once every writer (the
@@ -114,12 +159,28 @@ func (e *Enclosure) Start(ctx context.Context, c enclosure.Cmd) (enclosure.Proce
 		closeAll(stdinW, stdoutR, stderrR)
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	h := &handle{cmd: cmd, stdin: stdinW, stdout: &eofCloser{f: stdoutR}, done: make(chan struct{})}
+	h := &handle{cmd: cmd, stdinPipe: stdinW, stdin: stdinW, stdout: &eofCloser{f: stdoutR}, done: make(chan struct{})}
+	if relayPath != "" {
+		h.relayed = true
+		h.stdin = relay.NewFrameWriter(stdinW)
+		h.progKnown = make(chan struct{})
+		go h.findProg()
+	}
 	if stderrR != nil {
 		h.stderr = &eofCloser{f: stderrR}
 	}
 	go h.wait()
 	return h, nil
+}
+
+// executable checks that path (relative to dir when it is relative, as
+// the process will see it) is a file that can be executed.
+func executable(path, dir string) error {
+	if !filepath.IsAbs(path) && dir != "" {
+		path = filepath.Join(dir, path)
+	}
+	_, err := exec.LookPath(path)
+	return err
 }
 
 // stdoutPipeBytes is the capacity asked for a process's stdout pipe. A

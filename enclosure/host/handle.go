@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/internal/procfs"
@@ -15,20 +16,56 @@ import (
 // handle is one host process. Its owner goroutine (wait) waits for the
 // process and closes done; the exit status is read only after done.
 type handle struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *eofCloser
-	stderr *eofCloser // nil when Cmd.Stderr was given
+	cmd *exec.Cmd
+	// relayed: cmd is the relay, which runs the program; stdin is then
+	// the relay's framed stdin over stdinPipe.
+	relayed   bool
+	stdinPipe *os.File
+	stdin     io.WriteCloser
+	stdout    *eofCloser
+	stderr    *eofCloser // nil when Cmd.Stderr was given
 
 	done     chan struct{}
 	code     int
 	err      error
 	killOnce sync.Once
+
+	progKnown chan struct{} // closed once prog is set, or cannot be
+	prog      int
 }
 
 var _ enclosure.Process = (*handle)(nil)
 
-func (h *handle) Pid() int              { return h.cmd.Process.Pid }
+// Pid is the program's pid: under the relay, the relay's child (found by
+// findProg; 0 if the relay ended before it started one).
+func (h *handle) Pid() int {
+	if !h.relayed {
+		return h.cmd.Process.Pid
+	}
+	<-h.progKnown
+	return h.prog
+}
+
+// findProg finds the program the relay started: the relay's child that
+// leads a process group of its own. The relay starts it at once; it is
+// looked for from the start, since once the relay has ended it cannot be
+// told.
+func (h *handle) findProg() {
+	defer close(h.progKnown)
+	relay := h.cmd.Process.Pid
+	for {
+		for _, p := range procfs.Filter(func(p procfs.Process) bool { return p.PPID == relay && p.PGID == p.PID }) {
+			h.prog = p.PID
+			return
+		}
+		select {
+		case <-h.done:
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
 func (h *handle) Stdin() io.WriteCloser { return h.stdin }
 func (h *handle) Stdout() io.Reader     { return h.stdout }
 func (h *handle) Stderr() io.Reader {
@@ -38,7 +75,9 @@ func (h *handle) Stderr() io.Reader {
 	return h.stderr
 }
 
-// Signal sends sig to the whole process group.
+// Signal sends sig to the whole process group. Under the relay that is
+// the relay's: it passes SIGINT on to the program's group, and ends the
+// group (after its grace) on SIGTERM, SIGHUP and SIGQUIT.
 func (h *handle) Signal(sig os.Signal) error {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
@@ -73,11 +112,14 @@ func (h *handle) wait() {
 	// outlives it and the pipes reach EOF.
 	_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
 	h.code = h.cmd.ProcessState.ExitCode()
+	if h.relayed && h.code > 128 {
+		h.code = -1 // the relay reports death by signal N as 128+N
+	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		h.err = err
 	}
-	h.stdin.Close()
+	h.stdinPipe.Close()
 	close(h.done)
 }
 

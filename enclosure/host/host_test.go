@@ -1,9 +1,13 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -11,12 +15,38 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/internal/procfs"
 
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests under a relay built for them, as an installed
+// Berth runs its processes (hosttest.UseRelay does this for other
+// packages; it imports this one).
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "berth-relay-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	b, err := relaytest.Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv(relay.EnvPath, b.Path)
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "leaked goroutines:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 func TestHostRunsAndReportsExit(t *testing.T) {
 	p, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "read x; echo got $x; echo err >&2; exit 3"}, Dir: t.TempDir()})
@@ -207,5 +237,57 @@ func TestIssue13Item1StopAsksThenKills(t *testing.T) {
 	}
 	if code, _ := stubborn.Wait(); code != -1 {
 		t.Errorf("a process that ignores SIGTERM: exit %d, want -1 (killed)", code)
+	}
+}
+
+// Every host process runs under the relay (issue 13 item 3): Pid is the
+// program's, whose parent is the relay; SIGINT reaches the program
+// through it, and the exit code is the program's.
+func TestIssue13Item3HostProcessesRunUnderTheRelay(t *testing.T) {
+	p, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "trap 'echo int; exit 4' INT; echo ready; while :; do sleep 0.05; done"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(p.Stdout(), buf); err != nil {
+		t.Fatal(err)
+	}
+	prog, ok := procfs.Read(p.Pid())
+	if !ok {
+		t.Fatalf("pid %d: no such process", p.Pid())
+	}
+	if parent, _ := procfs.Read(prog.PPID); !strings.Contains(parent.Cmdline(), relay.Name+" run") {
+		t.Fatalf("the program's parent is %q, want the relay", parent.Cmdline())
+	}
+	if err := p.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(p.Stdout())
+	if code, err := p.Wait(); !strings.Contains(string(rest), "int") || code != 4 || err != nil {
+		t.Fatalf("after SIGINT: %q, exit %d (%v); want the program's trap and its code 4", rest, code, err)
+	}
+}
+
+// Without a relay the host still runs processes, as the README's first
+// command (go run) needs, and says once what that costs (issue 13 item 3).
+func TestIssue13Item3HostWithoutTheRelayWarnsOnce(t *testing.T) {
+	var logged bytes.Buffer
+	e := NewWith(Options{
+		Relay: func() (*relay.Binary, error) { return nil, errors.New("berth-relay not found") },
+		Log:   slog.New(slog.NewTextHandler(&logged, nil)),
+	})
+	for range 2 {
+		p, err := e.Start(context.Background(), enclosure.Cmd{Path: "echo", Args: []string{"hi"}, Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(p.Stdout())
+		if code, err := p.Wait(); string(out) != "hi\n" || code != 0 || err != nil {
+			t.Fatalf("without the relay: %q, exit %d (%v)", out, code, err)
+		}
+	}
+	if n := strings.Count(logged.String(), "without berth-relay"); n != 1 {
+		t.Fatalf("warned %d times, want once:\n%s", n, logged.String())
 	}
 }

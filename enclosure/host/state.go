@@ -4,8 +4,34 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
+
+	"github.com/berth-dev/berth/enclosure/relay"
 )
+
+// relayState is the relay the enclosure found, looked for once, at the
+// first start.
+type relayState struct {
+	once sync.Once
+	path string // "" when there is none
+}
+
+// relayPath is the relay's path, or "" when there is none: then processes
+// run without it, and a warning says once what that costs and how to
+// install it. The host still works, as the README's first command
+// (go run, whose executable sits in a temporary directory) needs.
+func (e *Enclosure) relayPath() string {
+	e.relay.once.Do(func() {
+		b, err := e.opts.Relay()
+		if err != nil {
+			e.opts.Log.Warn("host processes run without "+relay.Name+", so a kill -9 of Berth can leave the processes they started running", "err", err)
+			return
+		}
+		e.relay.path = b.Path
+	})
+	return e.relay.path
+}
 
 // SecretEnv names the variables of Berth's own environment that no
 // process it starts inherits, whatever the configuration: the bearer

@@ -11,10 +11,9 @@ import (
 
 	"github.com/berth-dev/berth/internal/procfs"
 
-	"go.uber.org/goleak"
-
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
+	"github.com/berth-dev/berth/enclosure/host/hosttest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -24,7 +23,7 @@ func TestMain(m *testing.M) {
 		fakeAdapter(mode)
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	hosttest.Main(m)
 }
 
 // debianPython is the interpreter that has Debian's python3-debugpy; the

@@ -11,15 +11,14 @@ import (
 
 	"github.com/berth-dev/berth/internal/procfs"
 
-	"go.uber.org/goleak"
-
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
+	"github.com/berth-dev/berth/enclosure/host/hosttest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { hosttest.Main(m) }
 
 // systemPython is Debian's interpreter, the one with pandas and
 // matplotlib; the python3 first on PATH here is another.

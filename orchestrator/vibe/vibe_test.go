@@ -3,7 +3,9 @@ package vibe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,15 +18,16 @@ import (
 	"github.com/berth-dev/berth/internal/procfs"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"go.uber.org/goleak"
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
+	"github.com/berth-dev/berth/enclosure/host/hosttest"
+	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { hosttest.Main(m) }
 
 // script is the argv that runs testdata/<name>.sh with /bin/sh.
 func script(t *testing.T, name string) []string {
@@ -331,7 +334,7 @@ func TestRunEndRacingSendAndSpawn(t *testing.T) {
 		pl.mu.Lock()
 		var leaders []int
 		for _, w := range pl.workers {
-			if w.cur.proc != nil {
+			if w.cur.proc != nil && w.cur.proc.Pid() != 0 { // 0: its relay ended before starting it
 				leaders = append(leaders, w.cur.proc.Pid())
 			}
 			if w.status != statusKilled {
@@ -396,24 +399,43 @@ func TestConfigCheck(t *testing.T) {
 	}
 }
 
-// A process that leaves the worker's process group keeps its stdout open;
-// the worker must still settle (and the run still end) once the group is
-// gone.
+// A process that leaves the worker's process group keeps its stdout open.
+// Under the relay it dies when the worker exits (issue 13 item 3); without
+// one (no relay installed) it outlives the worker, which must still settle
+// (and the run still end) once the group is gone.
 func TestEscapedProcessDoesNotHoldTheWorker(t *testing.T) {
 	marker := strconv.Itoa(500000 + os.Getpid()%100000)
-	f := newFixture(t, config(append(script(t, "escape"), marker), nil))
 	t.Cleanup(func() {
-		// The escaped process is outside what the enclosure can kill.
 		for _, p := range escaped(marker) {
 			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 		}
 	})
-	f.ok(t, "vibe_spawn", obj{"brief": "b", "label": "l"})
-	f.ok(t, "vibe_wait", obj{"worker_id": "w1", "timeout_seconds": 30}, "succeeded", "started")
-	if len(escaped(marker)) == 0 {
-		t.Fatal("the escaped process is not running: the test shows nothing")
-	}
-	f.run.End(orchestrator.EndStopped)
+	t.Run("under the relay", func(t *testing.T) {
+		f := newFixture(t, config(append(script(t, "escape"), marker), nil))
+		f.ok(t, "vibe_spawn", obj{"brief": "b", "label": "l"})
+		f.ok(t, "vibe_wait", obj{"worker_id": "w1", "timeout_seconds": 30}, "succeeded", "started")
+		for deadline := time.Now().Add(5 * time.Second); len(escaped(marker)) > 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the escaped process outlived its worker: %v", escaped(marker))
+			}
+		}
+		f.run.End(orchestrator.EndStopped)
+	})
+	t.Run("without the relay", func(t *testing.T) {
+		noRelay := func(string) enclosure.Enclosure {
+			return host.NewWith(host.Options{
+				Relay: func() (*relay.Binary, error) { return nil, errors.New("no relay in this test") },
+				Log:   slog.New(slog.DiscardHandler),
+			})
+		}
+		f := newFixtureIn(t, config(append(script(t, "escape"), marker), nil), noRelay)
+		f.ok(t, "vibe_spawn", obj{"brief": "b", "label": "l"})
+		f.ok(t, "vibe_wait", obj{"worker_id": "w1", "timeout_seconds": 30}, "succeeded", "started")
+		if len(escaped(marker)) == 0 {
+			t.Fatal("the escaped process is not running: the test shows nothing")
+		}
+		f.run.End(orchestrator.EndStopped)
+	})
 }
 
 // escaped lists the processes running "sleep marker".

@@ -102,7 +102,11 @@ func write(_ context.Context, run *orchestrator.Run, args json.RawMessage) (*orc
 func execute(ctx context.Context, run *orchestrator.Run, args json.RawMessage) (*orchestrator.Result, error) {
 	var a struct{ Argv []string }
 	_ = json.Unmarshal(args, &a)
-	p, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: a.Argv[0], Args: a.Argv[1:], Dir: run.Workdir, Stderr: io.Discard})
+	dir, err := run.Enclosure.MapPath(run.Workdir)
+	if err != nil {
+		return orchestrator.Errorf("%v", err), nil
+	}
+	p, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: a.Argv[0], Args: a.Argv[1:], Dir: dir, Stderr: io.Discard})
 	if err != nil {
 		return orchestrator.Errorf("%v", err), nil
 	}
@@ -156,7 +160,11 @@ func serial(_ context.Context, run *orchestrator.Run, args json.RawMessage) (*or
 }
 
 func child(ctx context.Context, run *orchestrator.Run, _ json.RawMessage) (*orchestrator.Result, error) {
-	p, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: "sleep", Args: []string{"600"}, Dir: run.Workdir, Stderr: io.Discard})
+	dir, err := run.Enclosure.MapPath(run.Workdir)
+	if err != nil {
+		return orchestrator.Errorf("%v", err), nil
+	}
+	p, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: "sleep", Args: []string{"600"}, Dir: dir, Stderr: io.Discard})
 	if err != nil {
 		return orchestrator.Errorf("%v", err), nil
 	}
