@@ -3,6 +3,7 @@ package docker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -191,6 +192,30 @@ func (c *container) execAs(ctx context.Context, user string, argv, env []string,
 	}
 	return created.ID, att.HijackedResponse, nil
 }
+
+// gone is the error saying the container no longer runs (stopped or
+// removed); nil while it runs, or when the engine does not answer. It
+// looks for up to goneWait: the engine reports the end of an exec that a
+// stop killed before the stop of the container itself.
+func (c *container) gone(ctx context.Context) error {
+	deadline := time.Now().Add(goneWait)
+	for {
+		if err := c.failed(ctx, "", nil); errors.Is(err, enclosure.ErrNotFound) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// goneWait bounds gone's look at a container that may be stopping.
+const goneWait = time.Second
 
 // failed explains an error of a call on the container: it stopped, it
 // is gone, or the engine did not answer.

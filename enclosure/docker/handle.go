@@ -145,6 +145,14 @@ func (h *handle) wait(stderr io.Writer) {
 		h.code = -1 // the relay reports death by signal N as 128+N
 	default:
 		h.code = code
+		// Killed by a signal Berth did not send: a container that
+		// stopped (docker stop or kill) says so, rather than leave the
+		// caller an exit status it cannot explain.
+		if code > 128 {
+			if gerr := h.c.gone(ctx); gerr != nil {
+				h.code, h.err = -1, gerr
+			}
+		}
 	}
 	if h.err == nil && err != nil && !h.killed.Load() {
 		h.err = fmt.Errorf("docker container %s: the process's output stream broke: %v", h.c.name, err)
