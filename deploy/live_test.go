@@ -164,6 +164,13 @@ func TestIssue15Item4LivePrometheus(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second) // two rule evaluations (every 1 s) after the last scrape checked
 
+	// What Berth serves passes promtool's lint (names, units, help).
+	lint := exec.Command(promtool(t), "check", "metrics")
+	lint.Stdin = strings.NewReader(scrape(ctx, t, "http://"+berth.addr+"/metrics"))
+	if out, err := lint.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+
 	d, _ := loadDashboard(t)
 	exprs := panelExprs(d)
 	titles := sortedKeys(exprs)
@@ -382,6 +389,25 @@ func query(ctx context.Context, t *testing.T, base, expr string) int {
 		t.Fatalf("query %s: %v %s %s", expr, err, out.Error, body)
 	}
 	return len(out.Data.Result)
+}
+
+// scrape returns what url serves.
+func scrape(ctx context.Context, t *testing.T, url string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %v %s", url, err, resp.Status)
+	}
+	return string(b)
 }
 
 // value is the value of expr's one series, for the log.
