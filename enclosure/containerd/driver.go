@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,9 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/containerd/errdefs/pkg/errgrpc"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/mounts"
@@ -133,12 +138,63 @@ const apiTimeout = 10 * time.Second
 
 func (d *Driver) client() (*client.Client, error) {
 	d.clientOnce.Do(func() {
-		d.cli, d.cliErr = client.New(d.opts.Address, client.WithDefaultNamespace(d.opts.Namespace))
+		d.cli, d.cliErr = client.New(d.opts.Address, client.WithDefaultNamespace(d.opts.Namespace),
+			client.WithExtraDialOpts([]grpc.DialOption{
+				// containerd's own dialer waits, up to the connection's
+				// timeout, for a missing socket to appear: "auto" would
+				// wait 10s on every machine without containerd.
+				grpc.WithContextDialer(dialUnix),
+				// Reconnect soon once containerd is back (see ready).
+				grpc.WithConnectParams(grpc.ConnectParams{
+					Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+					MinConnectTimeout: apiTimeout,
+				}),
+			}))
 		if d.cliErr != nil {
 			d.cliErr = fmt.Errorf("containerd client for %s: %v (check containerd.address): %w", d.opts.Address, d.cliErr, enclosure.ErrUnavailable)
 		}
 	})
+	if d.cliErr == nil {
+		d.ready()
+	}
 	return d.cli, d.cliErr
+}
+
+func dialUnix(ctx context.Context, addr string) (net.Conn, error) {
+	var nd net.Dialer
+	return nd.DialContext(ctx, "unix", strings.TrimPrefix(addr, "unix://"))
+}
+
+// readyWait bounds ready's wait for a connection attempt: a local
+// socket answers in milliseconds, and a containerd that is down costs
+// each call this much.
+const readyWait = 500 * time.Millisecond
+
+// ready makes a connection that failed (containerd was down) try again
+// now rather than after its backoff, and waits for that attempt, so the
+// first call after containerd is back works; calls fail fast, with
+// Unavailable, while it is down. (gRPC's channel stays in transient
+// failure across attempts until one succeeds, so a failed attempt is
+// seen as the wait's end.)
+func (d *Driver) ready() {
+	conn, ok := d.cli.Conn().(*grpc.ClientConn)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readyWait)
+	defer cancel()
+	switch conn.GetState() {
+	case connectivity.TransientFailure:
+		conn.ResetConnectBackoff()
+		conn.WaitForStateChange(ctx, connectivity.TransientFailure)
+	case connectivity.Idle:
+		conn.Connect()
+	}
+	for st := conn.GetState(); st == connectivity.Connecting || st == connectivity.Idle; st = conn.GetState() {
+		if !conn.WaitForStateChange(ctx, st) {
+			return
+		}
+	}
 }
 
 // ctx puts the configured namespace on a call's context, with the call's

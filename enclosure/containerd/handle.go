@@ -94,6 +94,7 @@ func (c *container) exec(ctx context.Context, s execSpec) (*handle, error) {
 		dio, err = cio.NewDirectIO(context.Background(), fifos)
 		return dio, err
 	}
+	c.d.ready()
 	cctx, cancel := c.d.ctx(ctx)
 	defer cancel()
 	proc, err := c.task.Exec(cctx, id, &p, create)
