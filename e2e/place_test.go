@@ -38,6 +38,17 @@ type place struct {
 	// auto starts runs with enclosure "auto" (the container found by its
 	// conversation label) instead of naming it {driver: docker, id}.
 	auto bool
+	// engine runs the container: "" is Docker; engineContainerd is the
+	// tests' containerd (e2e/containerd_test.go, issue 14 item 6).
+	engine string
+}
+
+// driver is the enclosure driver of the place's containers.
+func (p place) driver() string {
+	if p.engine == "" {
+		return "docker"
+	}
+	return p.engine
 }
 
 // onHost is the host: no container, run/start's default enclosure.
@@ -74,7 +85,12 @@ func (p place) at(t *testing.T, dir string) *site {
 		t.Fatal(err)
 	}
 	s := &site{place: p, Dir: dir, Conversation: fmt.Sprintf("e2e-%s-%d", sanitize(t.Name()), rand.Uint32())}
-	if p.image != "" {
+	switch {
+	case p.image == "":
+	case p.engine == engineContainerd:
+		s.Container = startContainerdContainer(t, p.image, dir, p.mount, s.Conversation)
+		s.Inside = p.mount
+	default:
 		s.Container = startContainer(t, p.image, dir, p.mount, s.Conversation)
 		s.Inside = p.mount
 	}
@@ -105,6 +121,9 @@ func (s *site) command(argv ...string) *exec.Cmd {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir = s.Dir
 		return cmd
+	}
+	if s.engine == engineContainerd {
+		return ctrExec(s.Container, s.Inside, false, argv...)
 	}
 	return exec.Command(docker, append([]string{"exec", "-w", s.Inside, s.Container}, argv...)...)
 }
@@ -139,12 +158,18 @@ func (s *site) service(t *testing.T, argv ...string) (stop func()) {
 		t.Cleanup(stop)
 		return stop
 	}
-	dockerOut(t, append([]string{"exec", "-d", "-w", s.Inside, s.Container}, argv...)...)
+	if s.engine == engineContainerd {
+		if out, err := ctrExec(s.Container, s.Inside, true, argv...).CombinedOutput(); err != nil {
+			t.Fatalf("ctr tasks exec -d %v: %v: %s", argv, err, out)
+		}
+	} else {
+		dockerOut(t, append([]string{"exec", "-d", "-w", s.Inside, s.Container}, argv...)...)
+	}
 	cmdline := strings.Join(argv, " ")
 	stop = func() {
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 			var left []string
-			for _, p := range dockerTop(t, s.Container) {
+			for _, p := range s.top(t) {
 				if f := strings.SplitN(p, " ", 3); len(f) == 3 && strings.Contains(f[2], cmdline) {
 					pid, _ := strconv.Atoi(f[0])
 					_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -176,7 +201,7 @@ func (s *site) params(features map[string]bool) rpc.StartRunParams {
 	case s.auto:
 		r.Enclosure = &rpc.EnclosureParam{Driver: "auto"}
 	default:
-		r.Enclosure = &rpc.EnclosureParam{Driver: "docker", ID: s.Container}
+		r.Enclosure = &rpc.EnclosureParam{Driver: s.driver(), ID: s.Container}
 	}
 	return r
 }
@@ -191,7 +216,7 @@ func (s *site) start(t *testing.T, c *rpc.Client, features map[string]bool) stri
 	}
 	want := "host"
 	if s.Container != "" {
-		want = "docker"
+		want = s.driver()
 	}
 	if r.Enclosure.Driver != want || (s.Container != "" && !strings.HasPrefix(s.Container, r.Enclosure.ID) && !strings.HasPrefix(r.Enclosure.ID, s.Container[:12])) {
 		t.Fatalf("run/start chose %+v, want %s %s", r.Enclosure, want, s.Container)
@@ -207,8 +232,8 @@ func (s *site) processes(t *testing.T) []string {
 	if s.Container == "" {
 		return procfs.Strings(procfs.In(s.Dir))
 	}
-	own := strconv.Itoa(hostPid(t, s.Container)) + " "
-	return slices.DeleteFunc(dockerTop(t, s.Container), func(p string) bool { return strings.HasPrefix(p, own) })
+	own := strconv.Itoa(s.hostPid(t)) + " "
+	return slices.DeleteFunc(s.top(t), func(p string) bool { return strings.HasPrefix(p, own) })
 }
 
 // waitNoProcesses waits up to 30s for the site to have no process of
@@ -219,7 +244,7 @@ func (s *site) waitNoProcesses(t *testing.T, after string) {
 		left := s.processes(t)
 		if len(left) == 0 {
 			if s.Container != "" {
-				t.Logf("docker top after %s: %v", after, dockerTop(t, s.Container))
+				t.Logf("the container's processes after %s: %v", after, s.top(t))
 			}
 			return
 		}
@@ -289,6 +314,25 @@ func dockerTop(t *testing.T, id string) []string {
 	return out
 }
 
+// top is the site's container's processes, "PID PPID ARGS" with host
+// pids, from its engine.
+func (s *site) top(t *testing.T) []string {
+	t.Helper()
+	if s.engine == engineContainerd {
+		return ctrTop(t, s.Container)
+	}
+	return dockerTop(t, s.Container)
+}
+
+// hostPid is the host's pid of the site's container's pid 1.
+func (s *site) hostPid(t *testing.T) int {
+	t.Helper()
+	if s.engine == engineContainerd {
+		return ctrTaskPid(t, s.Container)
+	}
+	return hostPid(t, s.Container)
+}
+
 // containers lists every container on the engine, running or not.
 func containers(t *testing.T) []string {
 	t.Helper()
@@ -314,7 +358,7 @@ func (s *site) listeningIn(t *testing.T, port int) bool {
 	t.Helper()
 	table := "/proc/net/tcp"
 	if s.Container != "" {
-		table = fmt.Sprintf("/proc/%d/net/tcp", hostPid(t, s.Container))
+		table = fmt.Sprintf("/proc/%d/net/tcp", s.hostPid(t))
 	}
 	data, err := os.ReadFile(table)
 	return err == nil && strings.Contains(string(data), fmt.Sprintf(":%04X 00000000:0000 0A", port))
