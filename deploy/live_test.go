@@ -25,9 +25,11 @@ import (
 
 // liveConfig gives every timeout the workload waits for a second scale:
 // the eval cell's idle budget, the kernel's idle timeout, the debug
-// session's TTL, and the reaper's interval.
+// session's TTL, the grace a closed connection's runs get, and the
+// reaper's interval.
 const liveConfig = `runs:
   reaper_interval: 1s
+  disconnect_grace: 1s
 kernels:
   python: /usr/bin/python3
   cell_idle_budget: 1s
@@ -51,7 +53,8 @@ var liveTree = map[string]string{
 // Berth every second while a workload goes through the protocol: runs,
 // tool calls, an error, a tool() bridge call, an eval cell interrupted by
 // its idle budget, the kernel culled by kernels.idle_timeout, a debug
-// session ended by its TTL, a language server killed and restarted. Then
+// session ended by its TTL, a language server killed and restarted, a
+// connection that goes away with a server running. Then
 // every dashboard panel's expression and every recording rule returns
 // data through Prometheus's HTTP API, and the TTL, idle and crash series
 // moved as the workload says.
@@ -136,6 +139,23 @@ func TestIssue15Item4LivePrometheus(t *testing.T) {
 	if err := c.StopRun(ctx, run); err != nil {
 		t.Fatal(err)
 	}
+	// A second harness connection goes away with a language server
+	// running: after the grace its session ends as disconnected.
+	c2, err := rpc.DialWebSocket(ctx, "ws://"+berth.addr+rpc.RPCPath, berth.token, rpc.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Initialize(ctx, "berth-deploy-live-2", "test"); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c2.StartRun(ctx, rpc.StartRunParams{Workdir: workdir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c2.CallTool(ctx, r2.RunID, orchestrator.SurfaceFull, "lsp", map[string]any{"action": "definition", "file": "main.go", "line": 7, "symbol": "greet"}); err != nil || res.IsError {
+		t.Fatalf("lsp on the second connection: %v %+v", err, res)
+	}
+	c2.Close()
 
 	for _, w := range []struct{ expr, why string }{
 		{`berth_lsp_server_restarts_total{server="gopls"} >= 1`, "gopls restarted after the kill"},
@@ -145,7 +165,8 @@ func TestIssue15Item4LivePrometheus(t *testing.T) {
 		{`berth_tool_calls_total{tool="test_panic",outcome="panic"} >= 1`, "the failed call"},
 		{`berth_bridge_call_duration_seconds_count >= 1`, "the bridge call"},
 		{`berth_enclosure_exec_duration_seconds_count{driver="host"} >= 3`, "processes started on the host"},
-		{`berth_runs_active == 0`, "the run stopped"},
+		{`berth_session_ends_total{kind="lsp",reason="disconnected"} >= 1`, "the second connection's server, after the grace"},
+		{`berth_runs_active == 0`, "the runs ended"},
 		// 2 s of evaluations after the last change, so every recording
 		// rule has seen the workload.
 		{`count_over_time(berth_runs_active[3s]) >= 2 and berth_runs_active == 0`, "scrapes after the run stopped"},
@@ -154,7 +175,7 @@ func TestIssue15Item4LivePrometheus(t *testing.T) {
 	}
 	for _, moved := range []string{`berth_ttl_expiries_total{kind="debug"}`, `berth_idle_timeouts_total{kind="kernel"}`,
 		`berth_session_ends_total{kind="lsp",reason="crashed"}`, `berth_lsp_server_restarts_total{server="gopls"}`,
-		`berth_cell_interrupts_total{outcome="interrupted"}`} {
+		`berth_cell_interrupts_total{outcome="interrupted"}`, `berth_session_ends_total{kind="lsp",reason="disconnected"}`} {
 		// The workload does each once.
 		if v := value(ctx, t, prom, moved); v != "1" {
 			t.Errorf("%s = %s, want 1", moved, v)
