@@ -51,13 +51,14 @@ var liveTree = map[string]string{
 
 // Issue 15 item 4: a real Prometheus (Debian's binary) scrapes a real
 // Berth every second while a workload goes through the protocol: runs,
-// tool calls, an error, a tool() bridge call, an eval cell interrupted by
-// its idle budget, the kernel culled by kernels.idle_timeout, a debug
-// session ended by its TTL, a language server killed and restarted, a
-// connection that goes away with a server running. Then
-// every dashboard panel's expression and every recording rule returns
-// data through Prometheus's HTTP API, and the TTL, idle and crash series
-// moved as the workload says.
+// tool calls, an error, a process that cannot start, a tool() bridge
+// call, an eval cell interrupted by its idle budget, the kernel culled by
+// kernels.idle_timeout, a debug session ended by its TTL, a language
+// server killed and restarted, a connection that goes away with a server
+// running. Then every dashboard panel's expression and every recording
+// rule returns data through Prometheus's HTTP API, and the TTL, idle,
+// crash, restart, interrupt, disconnect and enclosure series moved as
+// the workload says.
 func TestIssue15Item4LivePrometheus(t *testing.T) {
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -117,6 +118,7 @@ func TestIssue15Item4LivePrometheus(t *testing.T) {
 	}
 	call("test_echo", map[string]any{"text": "hello"}, false, "hello")
 	call("test_panic", map[string]any{}, true, "internal error")
+	call("test_exec", map[string]any{"argv": []string{"/nonexistent/berth-live"}}, true, "/nonexistent/berth-live")
 	call("lsp", map[string]any{"action": "definition", "file": "missing.go", "line": 1, "symbol": "x"}, true, "missing.go")
 	call("eval", map[string]any{"language": "python", "code": "tool('read', {'path': 'x'})", "description": "ask the harness to read a file"}, false, "from the harness")
 	call("eval", map[string]any{"language": "python", "code": "import time\ntime.sleep(30)", "description": "sleep silently past the idle budget"}, true, "KeyboardInterrupt")
@@ -175,7 +177,8 @@ func TestIssue15Item4LivePrometheus(t *testing.T) {
 	}
 	for _, moved := range []string{`berth_ttl_expiries_total{kind="debug"}`, `berth_idle_timeouts_total{kind="kernel"}`,
 		`berth_session_ends_total{kind="lsp",reason="crashed"}`, `berth_lsp_server_restarts_total{server="gopls"}`,
-		`berth_cell_interrupts_total{outcome="interrupted"}`, `berth_session_ends_total{kind="lsp",reason="disconnected"}`} {
+		`berth_cell_interrupts_total{outcome="interrupted"}`, `berth_session_ends_total{kind="lsp",reason="disconnected"}`,
+		`berth_enclosure_errors_total{driver="host",op="start"}`} {
 		// The workload does each once.
 		if v := value(ctx, t, prom, moved); v != "1" {
 			t.Errorf("%s = %s, want 1", moved, v)
