@@ -51,6 +51,7 @@ func TestIssue14Item1ContainerdKeyErrorsNameTheProblem(t *testing.T) {
 	for text, want := range map[string]string{
 		"containerd:\n  address: relative.sock\n": `containerd.address "relative.sock": use the absolute path`,
 		"containerd:\n  namespace: \"a b\"\n":     `containerd.namespace "a b"`,
+		"containerd:\n  namespace: moby\n":        `attach to them with the docker driver`,
 	} {
 		if _, err := loadConfig(writeConfigFile(t, text)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v; want %q", text, err, want)

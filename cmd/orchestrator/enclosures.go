@@ -33,8 +33,8 @@ type dockerConfig struct {
 type containerdConfig struct {
 	// Address is containerd's socket.
 	Address string `yaml:"address"`
-	// Namespace holds the containers: default, k8s.io (CRI) or moby
-	// (Docker's own, which the docker driver serves better).
+	// Namespace holds the containers: default, or k8s.io (CRI); Docker's
+	// own (moby) is refused, its containers are the docker driver's.
 	Namespace string `yaml:"namespace"`
 }
 

@@ -48,9 +48,9 @@ type Options struct {
 	// DefaultAddress.
 	Address string
 	// Namespace is the containerd namespace the containers are in
-	// (containerd.namespace): "default", "k8s.io" for Kubernetes' CRI,
-	// "moby" for Docker's (whose containers the Docker driver serves).
-	// Empty: DefaultNamespace.
+	// (containerd.namespace): "default", "k8s.io" for Kubernetes' CRI.
+	// Docker's ("moby") is refused: its containers are the Docker
+	// driver's. Empty: DefaultNamespace.
 	Namespace string
 	// FIFODir is where the FIFOs of exec'd processes are made; empty:
 	// DefaultFIFODir.
@@ -108,17 +108,29 @@ func New(o Options) *Driver {
 	return &Driver{opts: o}
 }
 
-// CheckNamespace says whether ns is a namespace name containerd accepts,
-// for the configuration's check.
+// DockerNamespace is the namespace dockerd keeps its containers in.
+const DockerNamespace = "moby"
+
+// CheckNamespace says whether ns is a namespace this driver serves, for
+// the configuration's check: a name containerd accepts, and not Docker's.
 func CheckNamespace(ns string) error {
 	if ns == "" {
 		return nil
 	}
 	if err := identifiers.Validate(ns); err != nil {
-		return fmt.Errorf("containerd.namespace %q: %v: use a name such as default, k8s.io or moby", ns, err)
+		return fmt.Errorf("containerd.namespace %q: %v: use a name such as default or k8s.io", ns, err)
+	}
+	if ns == DockerNamespace {
+		return errDockerNamespace
 	}
 	return nil
 }
+
+// errDockerNamespace refuses Docker's namespace: its containers are
+// Docker's (their labels are not in containerd, and Docker does not know
+// of execs made behind it), and a container is attached through one
+// driver only.
+var errDockerNamespace = fmt.Errorf("containerd.namespace %q holds Docker's containers: attach to them with the docker driver ({driver: \"docker\", id}, or \"docker\" in enclosure.auto); use containerd for containers made without Docker (namespaces such as default or k8s.io): %w", DockerNamespace, enclosure.ErrInvalidConfig)
 
 // Close releases the client's connection. Enclosures attached through
 // the driver must not be used afterwards.
@@ -211,6 +223,9 @@ func (d *Driver) unavailable(err error) error {
 // Find returns the containers labelled berth.conversation=<conversationID>
 // in the namespace whose task runs.
 func (d *Driver) Find(ctx context.Context, conversationID string) ([]string, error) {
+	if d.opts.Namespace == DockerNamespace {
+		return nil, errDockerNamespace
+	}
 	cli, err := d.client()
 	if err != nil {
 		return nil, err
@@ -248,6 +263,9 @@ func (d *Driver) Find(ctx context.Context, conversationID string) ([]string, err
 func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, error) {
 	if id == "" {
 		return nil, fmt.Errorf("containerd: no container named: pass {driver: \"containerd\", id: <container id>}: %w", enclosure.ErrInvalidConfig)
+	}
+	if d.opts.Namespace == DockerNamespace {
+		return nil, errDockerNamespace
 	}
 	cli, err := d.client()
 	if err != nil {

@@ -531,3 +531,22 @@ while True:
 		}
 	})
 }
+
+// Docker's own containers are in containerd's moby namespace, without
+// their labels: they are attached through the Docker driver only, so the
+// containerd driver refuses that namespace and says which driver to use.
+func TestIssue14Item2DockersNamespaceIsRefused(t *testing.T) {
+	d := newDriver(t, Options{Namespace: DockerNamespace})
+	for what, err := range map[string]error{
+		"Attach": func() error { _, err := d.Attach(context.Background(), "any"); return err }(),
+		"Find":   func() error { _, err := d.Find(context.Background(), "conv"); return err }(),
+		"config": CheckNamespace(DockerNamespace),
+	} {
+		if !errors.Is(err, enclosure.ErrInvalidConfig) || !strings.Contains(err.Error(), "docker driver") {
+			t.Errorf("%s in namespace moby: %v", what, err)
+		}
+	}
+	if err := CheckNamespace("k8s.io"); err != nil {
+		t.Errorf("k8s.io: %v", err)
+	}
+}
