@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -42,6 +43,11 @@ func startServer(ctx context.Context, python string) (*server, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		s.remove()
 		return nil, fmt.Errorf("building ./cmd/orchestrator: %v\n%s", err, out)
+	}
+	// The relay every host process runs under, next to the binary.
+	if _, err := relaytest.Build(dir); err != nil {
+		s.remove()
+		return nil, err
 	}
 	cfg := filepath.Join(dir, "berth.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, "debug:\n  python: %q\n", python), 0o600); err != nil {

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -127,6 +128,10 @@ func newBerth(tmp, python string) (*berth, error) {
 	build.Dir = moduleRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	// The relay every host process runs under, next to the binary.
+	if _, err := relaytest.Build(tmp); err != nil {
+		return nil, err
 	}
 	cfg := filepath.Join(tmp, "berth.yaml")
 	if err := os.WriteFile(cfg, []byte("kernels:\n  python: "+python+"\n"), 0o600); err != nil {

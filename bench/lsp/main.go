@@ -41,6 +41,8 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure/host"
+	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/lsp"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -99,6 +101,15 @@ func run(n int, repo string) error {
 	build.Dir, build.Stdout, build.Stderr = repo, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building the orchestrator: %w", err)
+	}
+	// The relay next to the binary, where Berth looks for it, and for the
+	// in-process provider too: every host process runs under it.
+	rb, err := relaytest.Build(tmp)
+	if err != nil {
+		return err
+	}
+	if err := os.Setenv(relay.EnvPath, rb.Path); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

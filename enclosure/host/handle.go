@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -49,19 +51,29 @@ func (h *handle) Pid() int {
 // findProg finds the program the relay started: the relay's child that
 // leads a process group of its own. The relay starts it at once; it is
 // looked for from the start, since once the relay has ended it cannot be
-// told.
+// told. The relay's children are read from its threads' children lists,
+// not from a scan of every process, which would cost each start
+// milliseconds.
 func (h *handle) findProg() {
 	defer close(h.progKnown)
 	relay := h.cmd.Process.Pid
+	tasks := "/proc/" + strconv.Itoa(relay) + "/task"
 	for {
-		for _, p := range procfs.Filter(func(p procfs.Process) bool { return p.PPID == relay && p.PGID == p.PID }) {
-			h.prog = p.PID
-			return
+		ids, _ := os.ReadDir(tasks)
+		for _, id := range ids {
+			b, _ := os.ReadFile(tasks + "/" + id.Name() + "/children")
+			for _, f := range strings.Fields(string(b)) {
+				pid, _ := strconv.Atoi(f)
+				if p, ok := procfs.Read(pid); ok && p.PGID == pid {
+					h.prog = pid
+					return
+				}
+			}
 		}
 		select {
 		case <-h.done:
 			return
-		case <-time.After(time.Millisecond):
+		case <-time.After(200 * time.Microsecond):
 		}
 	}
 }
