@@ -142,8 +142,8 @@ func TestRunUpdateTogglesFeatures(t *testing.T) {
 	}
 }
 
-// run/start reports the enclosure it chose and refuses drivers that are
-// not built, never falling back silently.
+// run/start reports the enclosure it chose and refuses a container that
+// is not there, or a driver it does not know, never falling back silently.
 func TestRunStartEnclosure(t *testing.T) {
 	c := startStdio(t)
 	dir := t.TempDir()
@@ -154,8 +154,12 @@ func TestRunStartEnclosure(t *testing.T) {
 		}
 	}
 	_, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: dir, Enclosure: &rpc.EnclosureParam{Driver: "docker", ID: "abc"}})
-	if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), "not built into this Berth") {
+	if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), `no docker container "abc"`) {
 		t.Errorf("docker: %v", err)
+	}
+	_, err = c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: dir, Enclosure: &rpc.EnclosureParam{Driver: "lxc", ID: "abc"}})
+	if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), `unknown enclosure driver "lxc": use one of "host", "auto", "containerd", "docker"`) {
+		t.Errorf("lxc: %v", err)
 	}
 	_, err = c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: dir + "/missing"})
 	if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), "pass an existing directory") {

@@ -69,7 +69,12 @@ func (l *Lookup) Find(ctx context.Context, spec Spec, conversationID string) (En
 }
 
 func (l *Lookup) auto(ctx context.Context, conversationID string) (Enclosure, error) {
-	if conversationID == "" && len(l.Auto) > 0 {
+	if conversationID == "" {
+		// No container can carry the label of no conversation: the host,
+		// as when none is found.
+		if !l.NoHostFallback {
+			return l.Host, nil
+		}
 		return nil, fmt.Errorf("\"auto\" needs the run's conversationId to find the container labelled %s=<conversationId>: pass conversationId, or name the enclosure: %w", ConversationLabel, ErrInvalidConfig)
 	}
 	var found []string

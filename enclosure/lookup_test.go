@@ -57,7 +57,6 @@ func TestLookupNeverFallsBackSilently(t *testing.T) {
 		{Spec{Driver: "host", ID: "other"}, "c", `host enclosure has no id "other"`},
 		{Spec{Driver: "docker"}, "c", `driver "docker" needs an id`},
 		{Spec{Driver: "auto", ID: "x"}, "c", `"auto" takes no id`},
-		{Spec{Driver: "auto"}, "", `"auto" needs the run's conversationId`},
 		{Spec{Driver: "auto"}, "two", `2 running containers are labelled berth.conversation=two (docker:c1, docker:c2)`},
 	} {
 		if _, err := l.Find(context.Background(), tc.spec, tc.conv); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -88,6 +87,9 @@ func TestLookupWithoutHostFallbackRefusesNoContainer(t *testing.T) {
 	_, err := l.Find(context.Background(), Spec{Driver: "auto"}, "c")
 	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "tried: docker (did not answer)") || !strings.Contains(err.Error(), "host_fallback is false") {
 		t.Fatalf("err = %v", err)
+	}
+	if _, err := l.Find(context.Background(), Spec{Driver: "auto"}, ""); err == nil || !strings.Contains(err.Error(), `"auto" needs the run's conversationId`) {
+		t.Errorf("auto without a conversation = %v: with no host to fall back on it must ask for the id", err)
 	}
 	for _, s := range []Spec{{}, {Driver: "host"}} {
 		if _, err := l.Find(context.Background(), s, "c"); err == nil || !strings.Contains(err.Error(), "the host enclosure is disabled here") {

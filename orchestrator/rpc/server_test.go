@@ -93,7 +93,7 @@ func TestBadParamsNameTheField(t *testing.T) {
 		{"run/start", map[string]any{"workdir": "/tmp", "colour": "red"}, CodeInvalidParams, `unknown field "colour"; the known fields are conversationId, enclosure, features, runId, workdir`},
 		{"run/start", map[string]any{"workdir": "relative"}, CodeInvalidParams, "not absolute"},
 		{"run/start", map[string]any{"workdir": "/tmp", "enclosure": 5}, CodeInvalidParams, `field "enclosure"`},
-		{"run/start", map[string]any{"workdir": "/tmp", "enclosure": "docker"}, CodeInvalidParams, "not built into this Berth"},
+		{"run/start", map[string]any{"workdir": "/tmp", "enclosure": "docker"}, CodeInvalidParams, `unknown enclosure driver "docker": use one of "host", "auto"`}, // this server has the host alone
 		{"run/start", map[string]any{"workdir": "/tmp", "features": map[string]bool{"telepathy": true}}, CodeInvalidParams, `unknown feature "telepathy"`},
 		{"run/start", []int{1}, CodeInvalidParams, "params must be an object"},
 		{"tools/list", map[string]any{"runId": run.RunID, "surface": "admin"}, CodeInvalidParams, `field "surface": unknown surface "admin"`},
