@@ -104,8 +104,11 @@ func TestIssue13Item2StoppedContainerAtAttachAndLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	docker(t, "stop", "-t", "1", id)
-	// The running process ends with the container, and Done closes.
+	// The running process ends with the container, and Wait says so.
 	<-p.Done()
+	if _, err := p.Wait(); !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "is exited") {
+		t.Fatalf("Wait of a process whose container stopped: %v", err)
+	}
 	ctx := context.Background()
 	_, err = c.Start(ctx, enclosure.Cmd{Path: "/bin/true"})
 	assertStopped(t, "Start", err, c.name)
