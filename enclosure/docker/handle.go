@@ -154,15 +154,8 @@ func (h *handle) wait(stderr io.Writer) {
 			}
 		}
 	}
-	if h.err == nil && !h.killed.Load() {
-		// A container stopped under its process ends it with a signal's
-		// code: say that the container is gone, not that the program
-		// failed.
-		if cerr := h.c.running(ctx); cerr != nil {
-			h.err = fmt.Errorf("the process ended with its container: %w", cerr)
-		} else if err != nil {
-			h.err = fmt.Errorf("docker container %s: the process's output stream broke: %v", h.c.name, err)
-		}
+	if h.err == nil && err != nil && !h.killed.Load() {
+		h.err = fmt.Errorf("docker container %s: the process's output stream broke: %v", h.c.name, err)
 	}
 	close(h.done)
 }
