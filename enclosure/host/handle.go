@@ -5,8 +5,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -57,17 +55,11 @@ func (h *handle) Pid() int {
 func (h *handle) findProg() {
 	defer close(h.progKnown)
 	relay := h.cmd.Process.Pid
-	tasks := "/proc/" + strconv.Itoa(relay) + "/task"
 	for {
-		ids, _ := os.ReadDir(tasks)
-		for _, id := range ids {
-			b, _ := os.ReadFile(tasks + "/" + id.Name() + "/children")
-			for _, f := range strings.Fields(string(b)) {
-				pid, _ := strconv.Atoi(f)
-				if p, ok := procfs.Read(pid); ok && p.PGID == pid {
-					h.prog = pid
-					return
-				}
+		for _, pid := range procfs.Children(relay) {
+			if p, ok := procfs.Read(pid); ok && p.PGID == pid {
+				h.prog = pid
+				return
 			}
 		}
 		select {

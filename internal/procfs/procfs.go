@@ -93,17 +93,31 @@ func All() []Process {
 	return out
 }
 
+// Children lists pid's children, zombies included, from the children
+// lists of its threads (/proc/PID/task/TID/children): a few small reads,
+// where finding them in the whole table reads every process's stat.
+func Children(pid int) []int {
+	tasks := "/proc/" + strconv.Itoa(pid) + "/task"
+	ids, _ := os.ReadDir(tasks)
+	var out []int
+	for _, id := range ids {
+		b, _ := os.ReadFile(tasks + "/" + id.Name() + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
 // Descendants lists pid's children, their children and so on, zombies
 // included, whatever process group they moved to.
 func Descendants(pid int) []int {
-	children := map[int][]int{}
-	for _, p := range All() {
-		children[p.PPID] = append(children[p.PPID], p.PID)
-	}
 	var out []int
-	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+	for queue := Children(pid); len(queue) > 0; queue = queue[1:] {
 		out = append(out, queue[0])
-		queue = append(queue, children[queue[0]]...)
+		queue = append(queue, Children(queue[0])...)
 	}
 	return out
 }
