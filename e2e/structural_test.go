@@ -130,7 +130,20 @@ var structural = family{name: "structural", check: func(t *testing.T, c *rpc.Cli
 	if names := toolNames(t, c, off, orchestrator.SurfaceFull); slices.Contains(names, "ast_grep") {
 		t.Errorf("structural off, yet the tools are listed: %v", names)
 	}
+	stopRuns(t, c, s, run, off)
 }}
+
+// stopRuns stops the runs and waits until the site has none of their
+// processes left.
+func stopRuns(t *testing.T, c *rpc.Client, s *site, runs ...string) {
+	t.Helper()
+	for _, r := range runs {
+		if err := c.StopRun(testCtx(t), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.waitNoProcesses(t, "run/stop")
+}
 
 // A grammar library the configuration requires and that cannot be loaded
 // stops the server at start with a message naming it.
@@ -176,4 +189,5 @@ var resolveChecks = family{name: "resolve-diagnostics", check: func(t *testing.T
 	if got := text(res); res.IsError || !strings.Contains(got, "\nNo new problems") {
 		t.Errorf("resolve accept of the fix:\n%s", got)
 	}
+	stopRuns(t, c, s, run)
 }}
