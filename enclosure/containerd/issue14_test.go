@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -549,4 +550,36 @@ func TestIssue14Item2DockersNamespaceIsRefused(t *testing.T) {
 	if err := CheckNamespace("k8s.io"); err != nil {
 		t.Errorf("k8s.io: %v", err)
 	}
+}
+
+// Berth killed with SIGKILL while its process runs in the container: the
+// kernel closes Berth's end of the stdin FIFO, and since the shim let go
+// of its own writer (CloseIO right after Start), the relay reads EOF and
+// ends its whole group. No process is left; what is left is the shim's
+// record of the exited exec, which the task's deletion removes.
+func TestIssue14Item3BerthKilledLeavesNothing(t *testing.T) {
+	id := run(t, "", fullImage, "")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+id, relay.EnvPath+"="+testRelay.Path)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "started\n" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the helper Berth: %q, %v", line, err)
+	}
+	if n := len(containerdtest.Pids(t, id)); n < 4 { // sleep infinity, relay, sh, sleep
+		t.Fatalf("the task runs %d processes with the helper's, want 4", n)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	onlySleep(t, id)
 }

@@ -3,6 +3,7 @@ package containerd
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
@@ -31,6 +33,9 @@ const (
 var testRelay *relay.Binary
 
 func TestMain(m *testing.M) {
+	if id := os.Getenv(helperEnv); id != "" {
+		os.Exit(berthThatDies(id))
+	}
 	dir, err := os.MkdirTemp("", "containerd-driver-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -166,4 +171,36 @@ func noFIFOs(t testing.TB, d *Driver, id string) {
 		}
 	}
 	t.Fatalf("left behind: %q", left)
+}
+
+// helperEnv makes the test binary a Berth that attaches to the container
+// it names, starts a process there and waits to be killed
+// (TestIssue14Item3BerthKilledLeavesNothing).
+const helperEnv = "BERTH_CONTAINERD_TEST_HELPER"
+
+func berthThatDies(id string) int {
+	fifos, err := os.MkdirTemp("", "containerd-helper-fifos")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	bin, err := relay.Open(os.Getenv(relay.EnvPath))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	d := New(Options{Address: containerdtest.Address(), Namespace: containerdtest.Namespace, FIFODir: fifos,
+		Relay: func() (*relay.Binary, error) { return bin, nil }})
+	enc, err := d.Attach(context.Background(), id)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	p, err := enc.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "sleep 1000 & echo started; wait"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	_, _ = io.Copy(os.Stdout, p.Stdout()) // until killed
+	return 0
 }
