@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/rpc"
 )
 
 // The container suite against containerd (issue 14 item 6), as a smaller
@@ -235,4 +236,18 @@ func TestIssue14Item6ContainerdRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.waitNoProcesses(t, "run/stop")
+}
+
+// A workdir the containerd container does not mount is refused at
+// run/start, by id and by "auto", with an error naming the mounts found.
+func TestIssue14Item6UnmountedWorkdirRefused(t *testing.T) {
+	s := inContainerd(t, kernelImage).fresh(t)
+	c := startFamilies(t, containerdSection)
+	elsewhere := onHost.fresh(t)
+	for _, enc := range []*rpc.EnclosureParam{{Driver: "containerd", ID: s.Container}, {Driver: "auto"}} {
+		_, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: elsewhere.Dir, ConversationID: s.Conversation, Enclosure: enc})
+		if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), "/workspace") || !strings.Contains(err.Error(), elsewhere.Dir) {
+			t.Errorf("run/start %+v in an unmounted workdir: %v, want invalid params naming the workdir and the mounts", enc, err)
+		}
+	}
 }
