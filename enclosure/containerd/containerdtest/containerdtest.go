@@ -58,6 +58,9 @@ func script() string {
 // Check says whether the tests' containerd answers, and how to start it
 // when it does not: a missing containerd fails the run.
 func Check() error {
+	if _, err := os.Stat(Address()); err != nil {
+		return fmt.Errorf("no containerd answers at %s (%v): run scripts/setup, which starts one (scripts/containerd start)", Address(), err)
+	}
 	if out, err := exec.Command("ctr", "-a", Address(), "version").CombinedOutput(); err != nil {
 		return fmt.Errorf("no containerd answers at %s (%v: %s): run scripts/setup, which starts one (scripts/containerd start)", Address(), err, bytes.TrimSpace(out))
 	}
