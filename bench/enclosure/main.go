@@ -1,0 +1,478 @@
+// Command enclosure measures what running a tool inside the
+// conversation's container costs against running it on the host, in one
+// run, through the real orchestrator binary over stdio (the Go client of
+// the harness protocol, as bench/kernel and bench/lsp drive it):
+//
+//   - kernel start (an eval cell with reset: the old kernel discarded, a
+//     fresh one started, "1+1" run), in a container and on the host, and
+//     ipykernel's own start on the host through jupyter_client (the
+//     script bench/kernel uses);
+//   - the eval round trip of a warm "1+1";
+//   - lsp references (gopls, on this repository, as bench/lsp queries it);
+//   - debug launch to the first breakpoint (debugpy).
+//
+// The container is made as a harness makes one (docker run -d --network
+// none, the workdirs bind-mounted, labelled berth.conversation=ID, sleep
+// infinity) from berth/full:dev, plus this machine's Go module cache
+// mounted read-only so that gopls inside resolves the repository's
+// dependencies without a network; it is removed at the end. The two
+// places alternate (in batches for the round trips), so both see the same
+// load on a shared machine. Targets (issue 13 item 9): a kernel start in
+// a container at most 0.2x ipykernel's start on the host; the container
+// adds at most max(10%, 1ms) to an lsp query and at most 2ms to an eval
+// round trip, medians.
+//
+//	go run ./bench/enclosure [-starts 7] [-rounds 200] [-queries 100] [-launches 7] [-image berth/full:dev]
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/rpc"
+)
+
+// docker is Debian's engine client, the one scripts/setup installs.
+const docker = "/usr/bin/docker"
+
+// python is the interpreter of both places (Debian's, with debugpy,
+// ipykernel and jupyter_client on the host; the images' only one).
+const python = "/usr/bin/python3"
+
+// batch is how many round trips one place runs before the other's turn.
+const batch = 20
+
+// The lsp query: references of Errorf in orchestrator/result.go, as
+// bench/lsp asks them.
+const (
+	refsFile   = "orchestrator/result.go"
+	refsFind   = "func Errorf("
+	refsSymbol = "Errorf"
+)
+
+// app is the debug and kernel workdir: a Python project with a
+// breakpoint worth stopping at (line 3).
+var app = map[string]string{
+	"requirements.txt": "# none\n",
+	"app.py":           "def main():\n    name = \"berth\"\n    print(\"hello\", name)\n\n\nmain()\n",
+}
+
+func main() {
+	starts := flag.Int("starts", 7, "kernel starts per place")
+	rounds := flag.Int("rounds", 200, "1+1 round trips per place")
+	queries := flag.Int("queries", 100, "lsp references per place")
+	launches := flag.Int("launches", 7, "debug launches per place")
+	image := flag.String("image", "berth/full:dev", "the container's image (scripts/images builds it)")
+	flag.Parse()
+	if err := run(*starts, *rounds, *queries, *launches, *image); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/enclosure:", err)
+		os.Exit(1)
+	}
+}
+
+func run(starts, rounds, queries, launches int, image string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "berth-bench-enclosure-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	tmp, _ = filepath.EvalSymlinks(tmp)
+	work := filepath.Join(tmp, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return err
+	}
+	for name, body := range app {
+		if err := os.WriteFile(filepath.Join(work, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+
+	modcache, err := goEnv("GOMODCACHE")
+	if err != nil {
+		return err
+	}
+	id, err := dockerOut("run", "-d", "--network", "none",
+		"-v", root+":/workspace", "-v", work+":/bench", "-v", modcache+":/root/go/pkg/mod:ro",
+		"-e", "GOPROXY=off", "-e", "GOFLAGS=-mod=readonly",
+		"--label", enclosure.ConversationLabel+"=bench-enclosure", image, "sleep", "infinity")
+	if err != nil {
+		return fmt.Errorf("starting the container (run scripts/setup and scripts/images first): %w", err)
+	}
+	defer dockerOut("rm", "-f", id)
+	// An interrupted benchmark leaves no container behind either.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		_, _ = dockerOut("rm", "-f", id)
+		os.Exit(1)
+	}()
+
+	srv, err := startServer(root, tmp)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+	places := []place{
+		{name: "container", enc: &rpc.EnclosureParam{Driver: "docker", ID: id}},
+		{name: "host"},
+	}
+
+	// Kernel start, and ipykernel's on the host.
+	ipy, err := newIPyKernel(root)
+	if err != nil {
+		return fmt.Errorf("ipykernel: %w", err)
+	}
+	defer ipy.close()
+	kernels := make([]string, 2)
+	for i, p := range places {
+		if kernels[i], err = srv.start(p, work, "kernel"); err != nil {
+			return err
+		}
+	}
+	startTimes := make([][]time.Duration, 3)
+	for range starts {
+		for i, p := range places {
+			d, err := srv.cell(kernels[i], true)
+			if err != nil {
+				return fmt.Errorf("%s kernel start: %w", p.name, err)
+			}
+			startTimes[i] = append(startTimes[i], d)
+		}
+		d, err := ipy.start()
+		if err != nil {
+			return err
+		}
+		startTimes[2] = append(startTimes[2], d)
+	}
+
+	// eval round trips, in alternating batches.
+	roundTimes := make([][]time.Duration, 2)
+	for done := 0; done < rounds; done += batch {
+		for i, p := range places {
+			for range min(batch, rounds-done) {
+				d, err := srv.cell(kernels[i], false)
+				if err != nil {
+					return fmt.Errorf("%s 1+1: %w", p.name, err)
+				}
+				roundTimes[i] = append(roundTimes[i], d)
+			}
+		}
+	}
+
+	// lsp references, alternating; the first of each waits for gopls to
+	// load the workspace.
+	text, err := os.ReadFile(filepath.Join(root, refsFile))
+	if err != nil {
+		return err
+	}
+	line := 0
+	for i, l := range strings.Split(string(text), "\n") {
+		if strings.Contains(l, refsFind) {
+			line = i + 1
+			break
+		}
+	}
+	refs := map[string]any{"action": "references", "file": refsFile, "line": line, "symbol": refsSymbol}
+	lspRuns := make([]string, 2)
+	answers := make([]string, 2)
+	for i, p := range places {
+		if lspRuns[i], err = srv.start(p, root, "lsp"); err != nil {
+			return err
+		}
+		// Until gopls has loaded the workspace (a cold load in a
+		// container on a loaded machine outlasts lsp.load_timeout).
+		for try := 0; try == 0 || strings.Contains(answers[i], "had not finished loading") && try < 5; try++ {
+			if _, answers[i], err = srv.call(lspRuns[i], "lsp", refs); err != nil {
+				return fmt.Errorf("%s references (warm-up): %w", p.name, err)
+			}
+		}
+	}
+	if answers[0] != answers[1] {
+		return fmt.Errorf("references differ:\ncontainer:\n%s\nhost:\n%s", answers[0], answers[1])
+	}
+	queryTimes := make([][]time.Duration, 2)
+	for range queries {
+		for i, p := range places {
+			d, _, err := srv.call(lspRuns[i], "lsp", refs)
+			if err != nil {
+				return fmt.Errorf("%s references: %w", p.name, err)
+			}
+			queryTimes[i] = append(queryTimes[i], d)
+		}
+	}
+
+	// debug launch to the first breakpoint, a fresh run (and conversation)
+	// each; one warm-up each.
+	launchTimes := make([][]time.Duration, 2)
+	for n := 0; n <= launches; n++ {
+		for i, p := range places {
+			d, err := srv.launch(p, work)
+			if err != nil {
+				return fmt.Errorf("%s debug launch: %w", p.name, err)
+			}
+			if n > 0 {
+				launchTimes[i] = append(launchTimes[i], d)
+			}
+		}
+	}
+
+	fmt.Printf("container (%s, docker exec through Berth's relay) against the host, medians; %d kernel starts, %d round trips, %d references, %d launches each\n\n",
+		image, starts, rounds, queries, launches)
+	fmt.Printf("%-34s %11s %11s %8s %10s   %s\n", "", "container", "host", "ratio", "added", "target")
+	row := func(name string, c, h []time.Duration, target string, met bool) {
+		mc, mh := median(c), median(h)
+		verdict := ""
+		if target != "" {
+			verdict = " met"
+			if !met {
+				verdict = " MISSED"
+			}
+		}
+		fmt.Printf("%-34s %11s %11s %7.2fx %10s   %s%s\n", name, ms(mc), ms(mh), float64(mc)/float64(mh), ms(mc-mh), target, verdict)
+	}
+	cStart, ipyStart := median(startTimes[0]), median(startTimes[2])
+	row("kernel start", startTimes[0], startTimes[1], "", false)
+	fmt.Printf("%-34s %11s %11s %7.2fx %10s   ≤0.20x ipykernel %s\n", "kernel start vs ipykernel's (host)", ms(cStart), ms(ipyStart),
+		float64(cStart)/float64(ipyStart), "", verdict(float64(cStart) <= 0.2*float64(ipyStart)))
+	added := median(roundTimes[0]) - median(roundTimes[1])
+	row("eval 1+1 round trip", roundTimes[0], roundTimes[1], "added ≤2ms", added <= 2*time.Millisecond)
+	mh := median(queryTimes[1])
+	added = median(queryTimes[0]) - mh
+	row("lsp references", queryTimes[0], queryTimes[1], fmt.Sprintf("added ≤%s (max of 10%%, 1ms)", ms(max(mh/10, time.Millisecond))), added <= max(mh/10, time.Millisecond))
+	row("debug launch to first breakpoint", launchTimes[0], launchTimes[1], "", false)
+	return nil
+}
+
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "MISSED"
+}
+
+// place is where a run lives: a container ({driver: docker, id}) or the
+// host (enc nil).
+type place struct {
+	name string
+	enc  *rpc.EnclosureParam
+}
+
+// server is the orchestrator binary over stdio.
+type server struct {
+	c      *rpc.Client
+	ctx    context.Context
+	stderr *enclosure.Tail
+	runs   int // for fresh conversation ids
+}
+
+// startServer builds ./cmd/orchestrator and the relay next to it (as
+// scripts/images builds the images' copy, so the container's baked-in
+// relay is used), writes a configuration naming the interpreter and
+// starts serve --stdio.
+func startServer(root, tmp string) (*server, error) {
+	bin := filepath.Join(tmp, "orchestrator")
+	build := exec.Command("go", "build", "-tags", "berthtest", "-o", bin, "./cmd/orchestrator")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building ./cmd/orchestrator: %v\n%s", err, out)
+	}
+	if _, err := relaytest.Build(tmp); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(tmp, "berth.yaml")
+	yaml := fmt.Sprintf("kernels:\n  python: %s\ndebug:\n  python: %s\n", python, python)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		return nil, err
+	}
+	s := &server{ctx: context.Background(), stderr: enclosure.NewTail(1 << 20)}
+	cmd := exec.Command(bin, "serve", "--stdio", "--config", cfg)
+	cmd.Stderr = s.stderr
+	c, err := rpc.DialCommand(cmd, rpc.ClientOptions{})
+	if err != nil {
+		return nil, err
+	}
+	s.c = c
+	if _, err := c.Initialize(s.ctx, "bench-enclosure", "1"); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("initialize: %w%s", err, s.said())
+	}
+	return s, nil
+}
+
+func (s *server) close() { _ = s.c.Close() }
+
+func (s *server) said() string {
+	if t := strings.TrimSpace(s.stderr.String()); t != "" {
+		return "\norchestrator said:\n" + t
+	}
+	return ""
+}
+
+// start starts a run of p in workdir, for a conversation of its own.
+func (s *server) start(p place, workdir, what string) (string, error) {
+	s.runs++
+	r, err := s.c.StartRun(s.ctx, rpc.StartRunParams{Workdir: workdir, Enclosure: p.enc,
+		ConversationID: fmt.Sprintf("bench-%s-%s-%d", what, p.name, s.runs)})
+	if err != nil {
+		return "", fmt.Errorf("%s run/start: %w%s", p.name, err, s.said())
+	}
+	return r.RunID, nil
+}
+
+// call times one tools/call, from sending it to its answer.
+func (s *server) call(run, tool string, args map[string]any) (time.Duration, string, error) {
+	t0 := time.Now()
+	res, err := s.c.CallTool(s.ctx, run, orchestrator.SurfaceFull, tool, args)
+	d := time.Since(t0)
+	if err != nil {
+		return 0, "", fmt.Errorf("tools/call %s: %w%s", tool, err, s.said())
+	}
+	if res.IsError {
+		return 0, "", fmt.Errorf("%s %v: %s", tool, args, res.FirstText())
+	}
+	return d, res.FirstText(), nil
+}
+
+// cell runs "1+1", with reset for a kernel start.
+func (s *server) cell(run string, reset bool) (time.Duration, error) {
+	d, out, err := s.call(run, "eval", map[string]any{"code": "1+1", "description": "add one and one for the benchmark", "reset": reset})
+	if err == nil && out != "2" {
+		err = fmt.Errorf("1+1 gave %q", out)
+	}
+	return d, err
+}
+
+// launch times one debug launch to the breakpoint in a fresh run (a
+// session per conversation); terminate and run/stop follow, untimed.
+func (s *server) launch(p place, workdir string) (time.Duration, error) {
+	run, err := s.start(p, workdir, "debug")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = s.c.StopRun(s.ctx, run) }()
+	if _, _, err := s.call(run, "debug", map[string]any{"operation": "breakpoints", "file": "app.py", "lines": []int{3}}); err != nil {
+		return 0, err
+	}
+	d, out, err := s.call(run, "debug", map[string]any{"operation": "launch", "program": "app.py"})
+	if err != nil {
+		return 0, err
+	}
+	if !strings.Contains(out, "stopped (breakpoint)") {
+		return 0, fmt.Errorf("launch did not stop at the breakpoint:\n%s", out)
+	}
+	_, _, err = s.call(run, "debug", map[string]any{"operation": "terminate"})
+	return d, err
+}
+
+// ipyKernel drives bench/kernel's jupyter_client script ("start" prints
+// the seconds a kernel start took).
+type ipyKernel struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *strings.Builder
+}
+
+func newIPyKernel(root string) (*ipyKernel, error) {
+	script, err := os.ReadFile(filepath.Join(root, "bench", "kernel", "ipykernel.py"))
+	if err != nil {
+		return nil, err
+	}
+	// With -c, as bench/kernel runs it: run as a file, its directory
+	// would come first on sys.path and jupyter_client's "import
+	// ipykernel" would import the script itself.
+	cmd := exec.Command(python, "-c", string(script))
+	k := &ipyKernel{cmd: cmd, stderr: &strings.Builder{}}
+	cmd.Stderr = k.stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	k.in, k.out = in, bufio.NewReader(out)
+	return k, nil
+}
+
+func (k *ipyKernel) start() (time.Duration, error) {
+	if _, err := fmt.Fprintln(k.in, "start"); err != nil {
+		return 0, err
+	}
+	line, err := k.out.ReadBytes('\n')
+	if err != nil {
+		return 0, fmt.Errorf("ipykernel start: %v\n%s", err, k.stderr.String())
+	}
+	var s float64
+	err = json.Unmarshal(line, &s)
+	return time.Duration(s * float64(time.Second)), err
+}
+
+func (k *ipyKernel) close() {
+	_, _ = fmt.Fprintln(k.in, "quit")
+	_ = k.in.Close()
+	_ = k.cmd.Wait()
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+
+func dockerOut(args ...string) (string, error) {
+	var stderr strings.Builder
+	cmd := exec.Command(docker, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func goEnv(name string) (string, error) {
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		return "", fmt.Errorf("go env %s: %w", name, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// moduleRoot is the directory of the main module's go.mod.
+func moduleRoot() (string, error) {
+	mod, err := goEnv("GOMOD")
+	if err != nil {
+		return "", err
+	}
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("not inside the Berth module: run this from the repository (go run ./bench/enclosure)")
+	}
+	return filepath.Dir(mod), nil
+}
