@@ -11,16 +11,19 @@
 //   - lsp references (gopls, on this repository, as bench/lsp queries it);
 //   - debug launch to the first breakpoint (debugpy).
 //
-// The container is made as a harness makes one (docker run -d --network
-// none, the workdirs bind-mounted, labelled berth.conversation=ID, sleep
-// infinity) from berth/full:dev, plus this machine's Go module cache
-// mounted read-only so that gopls inside resolves the repository's
-// dependencies without a network; it is removed at the end. The two
-// places alternate (in batches for the round trips), so both see the same
-// load on a shared machine. Targets (issue 13 item 9): a kernel start in
-// a container at most 0.2x ipykernel's start on the host; the container
-// adds at most max(10%, 1ms) to an lsp query and at most 2ms to an eval
-// round trip, medians.
+// The containers are made as a harness makes one, from berth/full:dev,
+// each with the workdirs bind-mounted and this machine's Go module cache
+// mounted read-only (so that gopls inside resolves the repository's
+// dependencies without a network), labelled berth.conversation=ID and
+// sleeping: one by Docker (docker run -d --network none) and one by the
+// tests' containerd (scripts/containerd; ctr run -d, its own network
+// namespace with only loopback, the image imported from Docker: issue 14
+// item 6). They are removed at the end. The places alternate (in
+// batches for the round trips), so all see the same load on a shared
+// machine. Targets (issue 13 item 9): a kernel start in a container at
+// most 0.2x ipykernel's start on the host; a container adds at most
+// max(10%, 1ms) to an lsp query and at most 2ms to an eval round trip,
+// medians.
 //
 //	go run ./bench/enclosure [-starts 7] [-rounds 200] [-queries 100] [-launches 7] [-image berth/full:dev]
 package main
@@ -42,6 +45,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
@@ -118,12 +122,18 @@ func run(starts, rounds, queries, launches int, image string) error {
 		return fmt.Errorf("starting the container (run scripts/setup and scripts/images first): %w", err)
 	}
 	defer dockerOut("rm", "-f", id)
+	ctrID, err := startContainerd(image, root, work, modcache)
+	if err != nil {
+		return err
+	}
+	defer removeContainerd(ctrID)
 	// An interrupted benchmark leaves no container behind either.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
 		_, _ = dockerOut("rm", "-f", id)
+		removeContainerd(ctrID)
 		os.Exit(1)
 	}()
 
@@ -132,10 +142,13 @@ func run(starts, rounds, queries, launches int, image string) error {
 		return err
 	}
 	defer srv.close()
+	// The host is last: every ratio is a container's against it.
 	places := []place{
-		{name: "container", enc: &rpc.EnclosureParam{Driver: "docker", ID: id}},
+		{name: "docker", enc: &rpc.EnclosureParam{Driver: "docker", ID: id}},
+		{name: "containerd", enc: &rpc.EnclosureParam{Driver: "containerd", ID: ctrID}},
 		{name: "host"},
 	}
+	host := len(places) - 1
 
 	// Kernel start, and ipykernel's on the host.
 	ipy, err := newIPyKernel(root)
@@ -143,13 +156,13 @@ func run(starts, rounds, queries, launches int, image string) error {
 		return fmt.Errorf("ipykernel: %w", err)
 	}
 	defer ipy.close()
-	kernels := make([]string, 2)
+	kernels := make([]string, len(places))
 	for i, p := range places {
 		if kernels[i], err = srv.start(p, work, "kernel"); err != nil {
 			return err
 		}
 	}
-	startTimes := make([][]time.Duration, 3)
+	startTimes := make([][]time.Duration, len(places)+1) // ipykernel's last
 	for range starts {
 		for i, p := range places {
 			d, err := srv.cell(kernels[i], true)
@@ -162,11 +175,11 @@ func run(starts, rounds, queries, launches int, image string) error {
 		if err != nil {
 			return err
 		}
-		startTimes[2] = append(startTimes[2], d)
+		startTimes[len(places)] = append(startTimes[len(places)], d)
 	}
 
 	// eval round trips, in alternating batches.
-	roundTimes := make([][]time.Duration, 2)
+	roundTimes := make([][]time.Duration, len(places))
 	for done := 0; done < rounds; done += batch {
 		for i, p := range places {
 			for range min(batch, rounds-done) {
@@ -193,8 +206,8 @@ func run(starts, rounds, queries, launches int, image string) error {
 		}
 	}
 	refs := map[string]any{"action": "references", "file": refsFile, "line": line, "symbol": refsSymbol}
-	lspRuns := make([]string, 2)
-	answers := make([]string, 2)
+	lspRuns := make([]string, len(places))
+	answers := make([]string, len(places))
 	for i, p := range places {
 		if lspRuns[i], err = srv.start(p, root, "lsp"); err != nil {
 			return err
@@ -207,10 +220,12 @@ func run(starts, rounds, queries, launches int, image string) error {
 			}
 		}
 	}
-	if answers[0] != answers[1] {
-		return fmt.Errorf("references differ:\ncontainer:\n%s\nhost:\n%s", answers[0], answers[1])
+	for i, p := range places[:host] {
+		if answers[i] != answers[host] {
+			return fmt.Errorf("references differ:\n%s:\n%s\nhost:\n%s", p.name, answers[i], answers[host])
+		}
 	}
-	queryTimes := make([][]time.Duration, 2)
+	queryTimes := make([][]time.Duration, len(places))
 	for range queries {
 		for i, p := range places {
 			d, _, err := srv.call(lspRuns[i], "lsp", refs)
@@ -223,7 +238,7 @@ func run(starts, rounds, queries, launches int, image string) error {
 
 	// debug launch to the first breakpoint, a fresh run (and conversation)
 	// each; one warm-up each.
-	launchTimes := make([][]time.Duration, 2)
+	launchTimes := make([][]time.Duration, len(places))
 	for n := 0; n <= launches; n++ {
 		for i, p := range places {
 			d, err := srv.launch(p, work)
@@ -236,31 +251,67 @@ func run(starts, rounds, queries, launches int, image string) error {
 		}
 	}
 
-	fmt.Printf("container (%s, docker exec through Berth's relay) against the host, medians; %d kernel starts, %d round trips, %d references, %d launches each\n\n",
+	fmt.Printf("containers (%s; docker exec and containerd's task exec, through Berth's relay) against the host, medians; %d kernel starts, %d round trips, %d references, %d launches each\n\n",
 		image, starts, rounds, queries, launches)
-	fmt.Printf("%-34s %11s %11s %8s %10s   %s\n", "", "container", "host", "ratio", "added", "target")
-	row := func(name string, c, h []time.Duration, target string, met bool) {
-		mc, mh := median(c), median(h)
-		verdict := ""
-		if target != "" {
-			verdict = " met"
-			if !met {
-				verdict = " MISSED"
+	fmt.Printf("%-34s %-11s %11s %11s %8s %10s   %s\n", "", "in", "container", "host", "ratio", "added", "target")
+	// row prints a line per container: its median, the host's, the ratio,
+	// what the container added, and the verdict on target.
+	row := func(name string, times [][]time.Duration, target string, met func(c, h time.Duration) bool) {
+		mh := median(times[host])
+		for i, p := range places[:host] {
+			mc := median(times[i])
+			v := ""
+			if target != "" {
+				v = " " + verdict(met(mc, mh))
 			}
+			fmt.Printf("%-34s %-11s %11s %11s %7.2fx %10s   %s%s\n", name, p.name, ms(mc), ms(mh), float64(mc)/float64(mh), ms(mc-mh), target, v)
 		}
-		fmt.Printf("%-34s %11s %11s %7.2fx %10s   %s%s\n", name, ms(mc), ms(mh), float64(mc)/float64(mh), ms(mc-mh), target, verdict)
 	}
-	cStart, ipyStart := median(startTimes[0]), median(startTimes[2])
-	row("kernel start", startTimes[0], startTimes[1], "", false)
-	fmt.Printf("%-34s %11s %11s %7.2fx %10s   ≤0.20x ipykernel %s\n", "kernel start vs ipykernel's (host)", ms(cStart), ms(ipyStart),
-		float64(cStart)/float64(ipyStart), "", verdict(float64(cStart) <= 0.2*float64(ipyStart)))
-	added := median(roundTimes[0]) - median(roundTimes[1])
-	row("eval 1+1 round trip", roundTimes[0], roundTimes[1], "added ≤2ms", added <= 2*time.Millisecond)
-	mh := median(queryTimes[1])
-	added = median(queryTimes[0]) - mh
-	row("lsp references", queryTimes[0], queryTimes[1], fmt.Sprintf("added ≤%s (max of 10%%, 1ms)", ms(max(mh/10, time.Millisecond))), added <= max(mh/10, time.Millisecond))
-	row("debug launch to first breakpoint", launchTimes[0], launchTimes[1], "", false)
+	row("kernel start", startTimes[:len(places)], "", nil)
+	ipyStart := median(startTimes[len(places)])
+	for i, p := range places[:host] {
+		c := median(startTimes[i])
+		fmt.Printf("%-34s %-11s %11s %11s %7.2fx %10s   ≤0.20x ipykernel %s\n", "kernel start vs ipykernel's (host)", p.name, ms(c), ms(ipyStart),
+			float64(c)/float64(ipyStart), "", verdict(float64(c) <= 0.2*float64(ipyStart)))
+	}
+	row("eval 1+1 round trip", roundTimes, "added ≤2ms", func(c, h time.Duration) bool { return c-h <= 2*time.Millisecond })
+	mh := median(queryTimes[host])
+	row("lsp references", queryTimes, fmt.Sprintf("added ≤%s (max of 10%%, 1ms)", ms(max(mh/10, time.Millisecond))),
+		func(c, h time.Duration) bool { return c-h <= max(h/10, time.Millisecond) })
+	row("debug launch to first breakpoint", launchTimes, "", nil)
 	return nil
+}
+
+// startContainerd starts the containerd container as a harness makes one
+// (ctr run -d, the workdirs bind-mounted, labelled, sleeping) in the
+// tests' containerd, after importing the image from Docker (skipped when
+// it is already there).
+func startContainerd(image, root, work, modcache string) (string, error) {
+	if err := containerdtest.Check(); err != nil {
+		return "", err
+	}
+	if err := containerdtest.Import(image); err != nil {
+		return "", err
+	}
+	id := containerdtest.NewID()
+	bind := func(src, dst, mode string) string {
+		return "type=bind,src=" + src + ",dst=" + dst + ",options=rbind:" + mode
+	}
+	_, err := containerdtest.Ctr("run", "-d", "--label", enclosure.ConversationLabel+"=bench-enclosure",
+		"--mount", bind(root, "/workspace", "rw"), "--mount", bind(work, "/bench", "rw"), "--mount", bind(modcache, "/root/go/pkg/mod", "ro"),
+		"--env", "GOPROXY=off", "--env", "GOFLAGS=-mod=readonly",
+		containerdtest.Ref(image), id, "sleep", "infinity")
+	if err != nil {
+		removeContainerd(id)
+		return "", fmt.Errorf("starting the containerd container (run scripts/setup and scripts/images first): %w", err)
+	}
+	return id, nil
+}
+
+// removeContainerd deletes the container's task and the container.
+func removeContainerd(id string) {
+	_, _ = containerdtest.Ctr("tasks", "delete", "--force", id)
+	_, _ = containerdtest.Ctr("containers", "delete", id)
 }
 
 func verdict(met bool) string {
@@ -270,8 +321,8 @@ func verdict(met bool) string {
 	return "MISSED"
 }
 
-// place is where a run lives: a container ({driver: docker, id}) or the
-// host (enc nil).
+// place is where a run lives: a container ({driver: docker or
+// containerd, id}) or the host (enc nil).
 type place struct {
 	name string
 	enc  *rpc.EnclosureParam
@@ -300,7 +351,8 @@ func startServer(root, tmp string) (*server, error) {
 		return nil, err
 	}
 	cfg := filepath.Join(tmp, "berth.yaml")
-	yaml := fmt.Sprintf("kernels:\n  python: %s\ndebug:\n  python: %s\n", python, python)
+	yaml := fmt.Sprintf("kernels:\n  python: %s\ndebug:\n  python: %s\ncontainerd:\n  address: %s\n  namespace: %s\n",
+		python, python, containerdtest.Address(), containerdtest.Namespace)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		return nil, err
 	}
