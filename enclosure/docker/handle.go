@@ -30,11 +30,14 @@ type handle struct {
 	stdout *pipe
 	stderr *pipe // nil when Cmd.Stderr was given
 
-	done     chan struct{}
-	code     int
-	err      error
-	killed   atomic.Bool
-	killOnce sync.Once
+	done   chan struct{}
+	code   int
+	err    error
+	killed atomic.Bool
+	// signalled is set once Berth sent the process a signal: an exit by
+	// a signal is then Berth's doing, not the container's.
+	signalled atomic.Bool
+	killOnce  sync.Once
 }
 
 var _ enclosure.Process = (*handle)(nil)
@@ -93,6 +96,7 @@ func (h *handle) Signal(sig os.Signal) error {
 		return fmt.Errorf("signal %v: the process has exited", sig)
 	default:
 	}
+	h.signalled.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 	defer cancel()
 	r, err := h.c.run(ctx, relay.SignalArgs(h.c.relay, h.tag, unix.SignalName(s)), nil)
@@ -148,7 +152,9 @@ func (h *handle) wait(stderr io.Writer) {
 		// Killed by a signal Berth did not send: a container that
 		// stopped (docker stop or kill) says so, rather than leave the
 		// caller an exit status it cannot explain.
-		if code > 128 {
+		// Only then: gone looks for up to a second, which a kernel
+		// stopped with SIGTERM at every reset would wait as well.
+		if code > 128 && !h.signalled.Load() {
 			if gerr := h.c.gone(ctx); gerr != nil {
 				h.code, h.err = -1, gerr
 			}
