@@ -212,11 +212,16 @@ func run(starts, rounds, queries, launches int, image string) error {
 		if lspRuns[i], err = srv.start(p, root, "lsp"); err != nil {
 			return err
 		}
-		// Until gopls has loaded the workspace (a cold load in a
-		// container on a loaded machine outlasts lsp.load_timeout).
-		for try := 0; try == 0 || strings.Contains(answers[i], "had not finished loading") && try < 5; try++ {
-			if _, answers[i], err = srv.call(lspRuns[i], "lsp", refs); err != nil {
-				return fmt.Errorf("%s references (warm-up): %w", p.name, err)
+		// Until gopls has loaded the workspace: a cold load in a
+		// container on a loaded machine outlasts lsp.load_timeout, or
+		// the request's own timeout.
+		for try := 1; ; try++ {
+			_, answers[i], err = srv.call(lspRuns[i], "lsp", refs)
+			if err == nil && !strings.Contains(answers[i], "had not finished loading") {
+				break
+			}
+			if try == 5 {
+				return fmt.Errorf("%s references (warm-up, 5 tries): %v: %s", p.name, err, answers[i])
 			}
 		}
 	}
