@@ -32,6 +32,14 @@ type container struct {
 	dial     string
 
 	found sync.Map // LookPath's answers: name -> path
+
+	// lost holds the relay tags of processes whose end the engine could
+	// not confirm (it went away under them). With --live-restore the
+	// container and those processes live on, and the shim keeps their
+	// stdin open, so the relay never reads EOF: they are killed by tag
+	// at the next exec, once the engine answers again.
+	lostMu sync.Mutex
+	lost   []string
 }
 
 var _ enclosure.Enclosure = (*container)(nil)
@@ -177,6 +185,7 @@ func (c *container) exec(ctx context.Context, argv, env []string, dir string, st
 }
 
 func (c *container) execAs(ctx context.Context, user string, argv, env []string, dir string, stdin bool) (string, client.HijackedResponse, error) {
+	c.killLost(ctx)
 	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	created, err := c.cli.ExecCreate(cctx, c.id, client.ExecCreateOptions{
 		User: user, AttachStdin: stdin, AttachStdout: true, AttachStderr: true,
@@ -281,6 +290,34 @@ func (c *container) runAs(ctx context.Context, user string, argv []string, stdin
 		return relay.Result{}, c.failed(ctx, what(argv), err)
 	}
 	return relay.Result{Stdout: out.String(), Stderr: errOut.String(), Code: code}, nil
+}
+
+// lose records a process whose end the engine could not confirm.
+func (c *container) lose(tag string) {
+	c.lostMu.Lock()
+	c.lost = append(c.lost, tag)
+	c.lostMu.Unlock()
+}
+
+// killLost kills the lost processes by their relay tags; a tag whose
+// kill the engine did not carry out is kept for the next exec. The list
+// is taken first, so the kills' own execs do not come back here.
+func (c *container) killLost(ctx context.Context) {
+	c.lostMu.Lock()
+	tags := c.lost
+	c.lost = nil
+	c.lostMu.Unlock()
+	for i, tag := range tags {
+		// A relay that ended already makes signal exit non-zero: nothing
+		// is left to kill then, which is as good.
+		if _, err := c.run(ctx, relay.SignalArgs(c.relay, tag, "KILL"), nil); err != nil {
+			// The engine still does not answer: keep this tag and the rest.
+			c.lostMu.Lock()
+			c.lost = append(c.lost, tags[i:]...)
+			c.lostMu.Unlock()
+			return
+		}
+	}
 }
 
 // what names a command in errors: its program and mode.

@@ -145,6 +145,9 @@ func (h *handle) wait(stderr io.Writer) {
 	switch {
 	case ierr != nil:
 		h.code, h.err = -1, h.c.failed(ctx, "the process's exit code", ierr)
+		// Whether it still runs is unknown: kill it by its tag once
+		// the engine answers again.
+		h.c.lose(h.tag)
 	case h.killed.Load() && code > 128:
 		h.code = -1 // the relay reports death by signal N as 128+N
 	default:
