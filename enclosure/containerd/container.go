@@ -108,35 +108,16 @@ func isBind(m specs.Mount) bool {
 // processes see: through enclosure.path_map to the host's path, then
 // through the container's mounts.
 func (c *container) MapPath(berthPath string) (string, error) {
-	host := berthPath
-	if c.self != nil {
-		h, err := c.self.Outside(berthPath)
-		if err != nil {
-			return "", fmt.Errorf("Berth's path %s has no host path through enclosure.path_map: %w", berthPath, err)
-		}
-		host = h
-	}
-	in, err := c.mounts.Inside(host)
-	if err != nil {
-		return "", fmt.Errorf("%s is not mounted into containerd container %s: %w; bind-mount the workdir into it (ctr run --mount type=bind,src=%s,dst=/workspace,options=rbind:rw ...)", berthPath, c.id, err, host)
-	}
-	return in, nil
+	return c.crossing().Inside(berthPath)
 }
 
 // HostPath is MapPath's inverse.
 func (c *container) HostPath(enclosedPath string) (string, error) {
-	host, err := c.mounts.Outside(enclosedPath)
-	if err != nil {
-		return "", fmt.Errorf("containerd container %s: %w", c.id, err)
-	}
-	if c.self == nil {
-		return host, nil
-	}
-	p, err := c.self.Inside(host)
-	if err != nil {
-		return "", fmt.Errorf("containerd container %s: host path %s: Berth does not see it: %w", c.id, host, err)
-	}
-	return p, nil
+	return c.crossing().Outside(enclosedPath)
+}
+
+func (c *container) crossing() mounts.Crossing {
+	return mounts.Crossing{Self: c.self, Container: c.mounts, Name: "containerd container " + c.id, Mount: "ctr run --mount type=bind,src=%s,dst=/workspace,options=rbind:rw ..."}
 }
 
 // LookPath asks the relay which executable name is on the container's

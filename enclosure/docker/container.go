@@ -51,35 +51,16 @@ func (c *container) ID() string     { return c.id }
 // processes see: through Berth's own mounts (or enclosure.path_map) to
 // the host's path, then through the container's mounts.
 func (c *container) MapPath(berthPath string) (string, error) {
-	host := berthPath
-	if c.self != nil {
-		h, err := c.self.Outside(berthPath)
-		if err != nil {
-			return "", fmt.Errorf("Berth's path %s has no host path through Berth's own mounts: %w; mount it into Berth's container, or set enclosure.path_map", berthPath, err)
-		}
-		host = h
-	}
-	in, err := c.mounts.Inside(host)
-	if err != nil {
-		return "", fmt.Errorf("%s is not mounted into docker container %s: %w; bind-mount the workdir into it (docker run -v %s:/workspace ...)", berthPath, c.name, err, host)
-	}
-	return in, nil
+	return c.crossing().Inside(berthPath)
 }
 
 // HostPath is MapPath's inverse.
 func (c *container) HostPath(enclosedPath string) (string, error) {
-	host, err := c.mounts.Outside(enclosedPath)
-	if err != nil {
-		return "", fmt.Errorf("docker container %s: %w", c.name, err)
-	}
-	if c.self == nil {
-		return host, nil
-	}
-	p, err := c.self.Inside(host)
-	if err != nil {
-		return "", fmt.Errorf("docker container %s: host path %s: Berth does not see it: %w", c.name, host, err)
-	}
-	return p, nil
+	return c.crossing().Outside(enclosedPath)
+}
+
+func (c *container) crossing() mounts.Crossing {
+	return mounts.Crossing{Self: c.self, Container: c.mounts, Name: "docker container " + c.name, Mount: "docker run -v %s:/workspace ..."}
 }
 
 // LookPath asks the relay which executable name is on the container's

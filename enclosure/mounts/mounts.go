@@ -144,3 +144,54 @@ func join(root, rest string) string {
 	}
 	return path.Join(root, rest)
 }
+
+// Crossing is the way between Berth's paths and a container's: through
+// Berth's own mounts (or enclosure.path_map) to the host's path, then
+// through the container's mounts; and back. Every container driver maps
+// its MapPath and HostPath through one.
+type Crossing struct {
+	// Self maps host paths to Berth's own; nil when Berth sees the
+	// host's paths.
+	Self Table
+	// Container maps host paths to the container's.
+	Container Table
+	// Name names the container in errors ("docker container web").
+	Name string
+	// Mount says how to bind-mount a host path (its one %s) into such a
+	// container, for the error of a path that is not mounted.
+	Mount string
+}
+
+// Inside is a path as Berth sees it turned into the container's.
+func (c Crossing) Inside(berthPath string) (string, error) {
+	host := berthPath
+	if c.Self != nil {
+		h, err := c.Self.Outside(berthPath)
+		if err != nil {
+			return "", fmt.Errorf("Berth's path %s has no host path through Berth's own mounts: %w; mount it into Berth's container, or set enclosure.path_map", berthPath, err)
+		}
+		host = h
+	}
+	in, err := c.Container.Inside(host)
+	if err != nil {
+		return "", fmt.Errorf("%s is not mounted into %s: %w; bind-mount the workdir into it (%s)", berthPath, c.Name, err, fmt.Sprintf(c.Mount, host))
+	}
+	return in, nil
+}
+
+// Outside is Inside's inverse: a path as the container sees it turned
+// into Berth's.
+func (c Crossing) Outside(enclosedPath string) (string, error) {
+	host, err := c.Container.Outside(enclosedPath)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", c.Name, err)
+	}
+	if c.Self == nil {
+		return host, nil
+	}
+	p, err := c.Self.Inside(host)
+	if err != nil {
+		return "", fmt.Errorf("%s: host path %s: Berth does not see it: %w", c.Name, host, err)
+	}
+	return p, nil
+}

@@ -77,3 +77,34 @@ func TestIssue13Item4AHiddenPathIsNotMapped(t *testing.T) {
 		t.Fatalf("Outside(/workspace/gen/a) = %s, %v", out, err)
 	}
 }
+
+// Berth in a container sees the workdir at /srv/work, the host at
+// /data/work, the conversation's container at /workspace: a Crossing
+// goes through both tables, both ways, and its errors say which side
+// lacks the path and how to mount it.
+func TestIssue13Item4CrossingThroughBerthsOwnMounts(t *testing.T) {
+	c := Crossing{
+		Self:      Table{{Source: "/data", Destination: "/srv"}},
+		Container: Table{{Source: "/data/work", Destination: "/workspace"}},
+		Name:      "docker container web",
+		Mount:     "docker run -v %s:/workspace ...",
+	}
+	in, err := c.Inside("/srv/work/a.go")
+	if err != nil || in != "/workspace/a.go" {
+		t.Fatalf("Inside = %s, %v", in, err)
+	}
+	out, err := c.Outside("/workspace/a.go")
+	if err != nil || out != "/srv/work/a.go" {
+		t.Fatalf("Outside = %s, %v", out, err)
+	}
+	if _, err := c.Inside("/elsewhere/x"); err == nil || !strings.Contains(err.Error(), "has no host path through Berth's own mounts") {
+		t.Errorf("a path Berth's mounts do not reach: %v", err)
+	}
+	if _, err := c.Inside("/srv/other/x"); err == nil || !strings.Contains(err.Error(), "is not mounted into docker container web") || !strings.Contains(err.Error(), "docker run -v /data/other/x:/workspace") {
+		t.Errorf("a path the container does not mount: %v", err)
+	}
+	c.Self = nil
+	if out, err := c.Outside("/workspace/a.go"); err != nil || out != "/data/work/a.go" {
+		t.Errorf("Outside without Berth's own mounts = %s, %v", out, err)
+	}
+}
