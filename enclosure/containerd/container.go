@@ -126,19 +126,15 @@ func (c *container) LookPath(ctx context.Context, name string) (string, error) {
 	if p, ok := c.found.Load(name); ok {
 		return p.(string), nil
 	}
-	r, err := c.run(ctx, nil, relay.WhichArgs(c.relay, name), nil)
+	asOwn := func(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
+		return c.run(ctx, nil, argv, stdin)
+	}
+	p, err := relay.Which(ctx, asOwn, c.relay, name, "containerd container "+c.id)
 	if err != nil {
 		return "", err
 	}
-	switch r.Code {
-	case 0:
-		p := strings.TrimSpace(r.Stdout)
-		c.found.Store(name, p)
-		return p, nil
-	case 1:
-		return "", fmt.Errorf("%s: executable not found in containerd container %s (%s): %w", name, c.id, strings.TrimSpace(strings.TrimPrefix(r.Stderr, "berth-relay: which: ")), enclosure.ErrNotFound)
-	}
-	return "", fmt.Errorf("containerd container %s: relay which %s: exit %d: %s", c.id, name, r.Code, strings.TrimSpace(r.Stderr))
+	c.found.Store(name, p)
+	return p, nil
 }
 
 // Start runs cmd under the relay in an exec: stdin framed (closing it

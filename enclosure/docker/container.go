@@ -75,19 +75,12 @@ func (c *container) LookPath(ctx context.Context, name string) (string, error) {
 		}
 		return p.(string), nil
 	}
-	r, err := c.run(ctx, relay.WhichArgs(c.relay, name), nil)
+	p, err := relay.Which(ctx, c.run, c.relay, name, "docker container "+c.name)
 	if err != nil {
 		return "", err
 	}
-	switch r.Code {
-	case 0:
-		p := strings.TrimSpace(r.Stdout)
-		c.found.Store(name, p)
-		return p, nil
-	case 1:
-		return "", fmt.Errorf("%s: executable not found in docker container %s (%s): %w", name, c.name, strings.TrimSpace(strings.TrimPrefix(r.Stderr, "berth-relay: which: ")), enclosure.ErrNotFound)
-	}
-	return "", fmt.Errorf("docker container %s: relay which %s: exit %d: %s", c.name, name, r.Code, strings.TrimSpace(r.Stderr))
+	c.found.Store(name, p)
+	return p, nil
 }
 
 // Start runs cmd under the relay in an exec: stdin framed (closing it

@@ -15,10 +15,11 @@ type Result struct {
 	Code           int
 }
 
-// Runner runs argv to its end in a container as root (the relay's
-// directories belong to root, whatever user the container's processes
-// run as), with stdin written and then closed when it is not nil. err is
-// for the engine's failures; the command's own are in Result.Code.
+// Runner runs argv to its end in a container, with stdin written and
+// then closed when it is not nil. err is for the engine's failures; the
+// command's own are in Result.Code. Check and Stream need one that runs
+// as root (the relay's directories belong to root, whatever user the
+// container's processes run as).
 type Runner func(ctx context.Context, argv []string, stdin io.Reader) (Result, error)
 
 // StreamRoots are where Stream puts the relay: the images' own root (a
