@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/berth-dev/berth/enclosure"
 )
 
@@ -18,7 +20,8 @@ func (m *Metrics) Enclosure(enc enclosure.Enclosure) enclosure.Enclosure {
 	if enc == nil || !slices.Contains(Drivers, enc.Driver()) {
 		return enc
 	}
-	return &timedEnclosure{Enclosure: enc, m: m, driver: enc.Driver()}
+	d := enc.Driver()
+	return &timedEnclosure{Enclosure: enc, m: m, driver: d, exec: m.EnclosureExec.WithLabelValues(d)}
 }
 
 // AttachFailed counts a run/start whose enclosure could not be attached.
@@ -32,17 +35,19 @@ func (m *Metrics) AttachFailed(driver string, err error) {
 }
 
 // timedEnclosure is an enclosure whose calls feed the enclosure metrics;
-// MapPath and HostPath are pure path arithmetic and pass through.
+// MapPath and HostPath are pure path arithmetic and pass through. Its
+// exec histogram is looked up once, at wrapping, not at every Start.
 type timedEnclosure struct {
 	enclosure.Enclosure
 	m      *Metrics
 	driver string
+	exec   prometheus.Observer
 }
 
 func (e *timedEnclosure) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
 	start := time.Now()
 	p, err := e.Enclosure.Start(ctx, cmd)
-	e.m.EnclosureExec.WithLabelValues(e.driver).Observe(time.Since(start).Seconds())
+	e.exec.Observe(time.Since(start).Seconds())
 	e.failed(OpStart, err)
 	return p, err
 }
