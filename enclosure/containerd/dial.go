@@ -1,12 +1,10 @@
 package containerd
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
-	"strings"
 
 	"github.com/berth-dev/berth/enclosure/relay"
 )
@@ -26,22 +24,7 @@ func dialConn(ctx context.Context, h *handle, what string) (net.Conn, error) {
 		_, _ = io.Copy(h.stdinW, theirs)
 		_ = h.Kill()
 	}()
-	ready := make(chan error, 2) // ready, then the end: neither send may block
-	go func() {
-		sc := bufio.NewScanner(h.Stderr())
-		var msg []string
-		for sc.Scan() {
-			if sc.Text() == relay.ReadyLine && msg == nil {
-				ready <- nil
-				msg = []string{}
-				continue
-			}
-			msg = append(msg, sc.Text())
-		}
-		// Drain what is left, so the relay never waits on stderr.
-		_, _ = io.Copy(io.Discard, h.Stderr())
-		ready <- fmt.Errorf("%s", strings.Join(msg, "; "))
-	}()
+	ready := relay.DialReady(h.Stderr())
 	select {
 	case err := <-ready:
 		if err == nil {

@@ -1,14 +1,12 @@
 package docker
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"runtime"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -38,23 +36,7 @@ func (c *container) dialRelay(ctx context.Context, port int) (net.Conn, error) {
 		theirs.Close()
 		hj.Close()
 	}()
-	ready := make(chan error, 2) // ready, then the end: neither send may block
-	go func() {
-		sc := bufio.NewScanner(stderrR)
-		var msg []string
-		for sc.Scan() {
-			if sc.Text() == relay.ReadyLine && msg == nil {
-				ready <- nil
-				msg = []string{}
-				continue
-			}
-			msg = append(msg, sc.Text())
-		}
-		// Drain what the stream still carries, so the splitter never
-		// waits on stderr.
-		_, _ = io.Copy(io.Discard, stderrR)
-		ready <- fmt.Errorf("%s", strings.Join(msg, "; "))
-	}()
+	ready := relay.DialReady(stderrR)
 	select {
 	case err := <-ready:
 		if err == nil {

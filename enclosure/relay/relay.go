@@ -11,6 +11,7 @@
 package relay
 
 import (
+	"bufio"
 	"crypto/rand"
 	"crypto/sha256"
 	"debug/elf"
@@ -22,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -171,6 +173,31 @@ func DialArgs(relayPath string, port int) []string {
 
 // ReadyLine is the line dial writes to stderr once connected.
 const ReadyLine = "berth-relay: dial: connected"
+
+// DialReady reads the stderr of a "dial --ready" to its end. The channel
+// it returns gets nil once the relay says it is connected, then, when
+// stderr ends, an error made of the other lines (a refused connection's
+// reason); it is buffered, so neither send waits for a reader. Reading
+// to the end keeps the relay from ever waiting on its stderr.
+func DialReady(stderr io.Reader) <-chan error {
+	ready := make(chan error, 2)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		var msg []string
+		for sc.Scan() {
+			if sc.Text() == ReadyLine && msg == nil {
+				ready <- nil
+				msg = []string{}
+				continue
+			}
+			msg = append(msg, sc.Text())
+		}
+		// A line too long for the scanner stops it: drain the rest.
+		_, _ = io.Copy(io.Discard, stderr)
+		ready <- errors.New(strings.Join(msg, "; "))
+	}()
+	return ready
+}
 
 // WhichArgs is the command line that prints where name is on PATH; it
 // exits 1 when it is not.
