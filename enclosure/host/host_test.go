@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,35 +16,11 @@ import (
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/internal/procfs"
-
-	"go.uber.org/goleak"
 )
 
 // TestMain runs the tests under a relay built for them, as an installed
-// Berth runs its processes (hosttest.UseRelay does this for other
-// packages; it imports this one).
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "berth-relay-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	b, err := relaytest.Build(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv(relay.EnvPath, b.Path)
-	code := m.Run()
-	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "leaked goroutines:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// Berth runs its processes.
+func TestMain(m *testing.M) { relaytest.Main(m) }
 
 func TestHostRunsAndReportsExit(t *testing.T) {
 	p, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "read x; echo got $x; echo err >&2; exit 3"}, Dir: t.TempDir()})

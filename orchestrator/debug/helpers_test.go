@@ -13,7 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
-	"github.com/berth-dev/berth/enclosure/host/hosttest"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 		fakeAdapter(mode)
 		os.Exit(0)
 	}
-	hosttest.Main(m)
+	relaytest.Main(m)
 }
 
 // debianPython is the interpreter that has Debian's python3-debugpy; the

@@ -13,12 +13,12 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
-	"github.com/berth-dev/berth/enclosure/host/hosttest"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
-func TestMain(m *testing.M) { hosttest.Main(m) }
+func TestMain(m *testing.M) { relaytest.Main(m) }
 
 // systemPython is Debian's interpreter, the one with pandas and
 // matplotlib; the python3 first on PATH here is another.

@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
-	"github.com/berth-dev/berth/enclosure/host/hosttest"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 	"github.com/berth-dev/berth/orchestrator/workspace"
@@ -30,25 +28,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	cleanup, err := hosttest.UseRelay()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	fakeBin = filepath.Join(dir, "fakelsp")
 	if out, err := exec.Command("go", "build", "-o", fakeBin, "./testdata/fakelsp").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building testdata/fakelsp: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := relaytest.Run(m)
 	os.RemoveAll(dir)
-	cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "leaked goroutines:", err)
-			code = 1
-		}
-	}
 	os.Exit(code)
 }
 

@@ -21,13 +21,13 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
-	"github.com/berth-dev/berth/enclosure/host/hosttest"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
-func TestMain(m *testing.M) { hosttest.Main(m) }
+func TestMain(m *testing.M) { relaytest.Main(m) }
 
 // script is the argv that runs testdata/<name>.sh with /bin/sh.
 func script(t *testing.T, name string) []string {
