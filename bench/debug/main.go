@@ -21,6 +21,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/berth-dev/berth/bench/internal/stats"
 	"github.com/berth-dev/berth/orchestrator/debug"
 )
 
@@ -108,7 +109,7 @@ func run(n int, python string) error {
 				direct, berth = append(direct, d), append(berth, b)
 			}
 		}
-		md, mb := median(direct), median(berth)
+		md, mb := stats.Median(direct), stats.Median(berth)
 		ratio := float64(mb) / float64(md)
 		// The median of each pair's ratio (the two ran back to back) is
 		// steadier than the ratio of medians on a loaded machine.
@@ -130,10 +131,4 @@ func adapterConfig(cfg debug.Config, id string) debug.Adapter {
 		}
 	}
 	panic("no adapter " + id)
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

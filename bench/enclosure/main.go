@@ -29,21 +29,19 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/berth-dev/berth/bench/internal/ipykernel"
+	"github.com/berth-dev/berth/bench/internal/stats"
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
@@ -151,11 +149,11 @@ func run(starts, rounds, queries, launches int, image string) error {
 	host := len(places) - 1
 
 	// Kernel start, and ipykernel's on the host.
-	ipy, err := newIPyKernel(root)
+	ipy, err := ipykernel.New(python)
 	if err != nil {
 		return fmt.Errorf("ipykernel: %w", err)
 	}
-	defer ipy.close()
+	defer ipy.Close()
 	kernels := make([]string, len(places))
 	for i, p := range places {
 		if kernels[i], err = srv.start(p, work, "kernel"); err != nil {
@@ -171,7 +169,7 @@ func run(starts, rounds, queries, launches int, image string) error {
 			}
 			startTimes[i] = append(startTimes[i], d)
 		}
-		d, err := ipy.start()
+		d, err := ipy.Start()
 		if err != nil {
 			return err
 		}
@@ -262,26 +260,26 @@ func run(starts, rounds, queries, launches int, image string) error {
 	// row prints a line per container: its median, the host's, the ratio,
 	// what the container added, and the verdict on target.
 	row := func(name string, times [][]time.Duration, target string, met func(c, h time.Duration) bool) {
-		mh := median(times[host])
+		mh := stats.Median(times[host])
 		for i, p := range places[:host] {
-			mc := median(times[i])
+			mc := stats.Median(times[i])
 			v := ""
 			if target != "" {
 				v = " " + verdict(met(mc, mh))
 			}
-			fmt.Printf("%-34s %-11s %11s %11s %7.2fx %10s   %s%s\n", name, p.name, ms(mc), ms(mh), float64(mc)/float64(mh), ms(mc-mh), target, v)
+			fmt.Printf("%-34s %-11s %11s %11s %7.2fx %10s   %s%s\n", name, p.name, stats.MS(mc), stats.MS(mh), float64(mc)/float64(mh), stats.MS(mc-mh), target, v)
 		}
 	}
 	row("kernel start", startTimes[:len(places)], "", nil)
-	ipyStart := median(startTimes[len(places)])
+	ipyStart := stats.Median(startTimes[len(places)])
 	for i, p := range places[:host] {
-		c := median(startTimes[i])
-		fmt.Printf("%-34s %-11s %11s %11s %7.2fx %10s   ≤0.20x ipykernel %s\n", "kernel start vs ipykernel's (host)", p.name, ms(c), ms(ipyStart),
+		c := stats.Median(startTimes[i])
+		fmt.Printf("%-34s %-11s %11s %11s %7.2fx %10s   ≤0.20x ipykernel %s\n", "kernel start vs ipykernel's (host)", p.name, stats.MS(c), stats.MS(ipyStart),
 			float64(c)/float64(ipyStart), "", verdict(float64(c) <= 0.2*float64(ipyStart)))
 	}
 	row("eval 1+1 round trip", roundTimes, "added ≤2ms", func(c, h time.Duration) bool { return c-h <= 2*time.Millisecond })
-	mh := median(queryTimes[host])
-	row("lsp references", queryTimes, fmt.Sprintf("added ≤%s (max of 10%%, 1ms)", ms(max(mh/10, time.Millisecond))),
+	mh := stats.Median(queryTimes[host])
+	row("lsp references", queryTimes, fmt.Sprintf("added ≤%s (max of 10%%, 1ms)", stats.MS(max(mh/10, time.Millisecond))),
 		func(c, h time.Duration) bool { return c-h <= max(h/10, time.Millisecond) })
 	row("debug launch to first breakpoint", launchTimes, "", nil)
 	return nil
@@ -440,68 +438,6 @@ func (s *server) launch(p place, workdir string) (time.Duration, error) {
 	_, _, err = s.call(run, "debug", map[string]any{"operation": "terminate"})
 	return d, err
 }
-
-// ipyKernel drives bench/kernel's jupyter_client script ("start" prints
-// the seconds a kernel start took).
-type ipyKernel struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	stderr *strings.Builder
-}
-
-func newIPyKernel(root string) (*ipyKernel, error) {
-	script, err := os.ReadFile(filepath.Join(root, "bench", "kernel", "ipykernel.py"))
-	if err != nil {
-		return nil, err
-	}
-	// With -c, as bench/kernel runs it: run as a file, its directory
-	// would come first on sys.path and jupyter_client's "import
-	// ipykernel" would import the script itself.
-	cmd := exec.Command(python, "-c", string(script))
-	k := &ipyKernel{cmd: cmd, stderr: &strings.Builder{}}
-	cmd.Stderr = k.stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	k.in, k.out = in, bufio.NewReader(out)
-	return k, nil
-}
-
-func (k *ipyKernel) start() (time.Duration, error) {
-	if _, err := fmt.Fprintln(k.in, "start"); err != nil {
-		return 0, err
-	}
-	line, err := k.out.ReadBytes('\n')
-	if err != nil {
-		return 0, fmt.Errorf("ipykernel start: %v\n%s", err, k.stderr.String())
-	}
-	var s float64
-	err = json.Unmarshal(line, &s)
-	return time.Duration(s * float64(time.Second)), err
-}
-
-func (k *ipyKernel) close() {
-	_, _ = fmt.Fprintln(k.in, "quit")
-	_ = k.in.Close()
-	_ = k.cmd.Wait()
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
 
 func dockerOut(args ...string) (string, error) {
 	var stderr strings.Builder

@@ -10,27 +10,20 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	_ "embed"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/bench/internal/ipykernel"
+	"github.com/berth-dev/berth/bench/internal/stats"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
-
-//go:embed ipykernel.py
-var ipykernelScript string
 
 // batch is how many round trips one side runs before the other's turn.
 const batch = 20
@@ -48,8 +41,8 @@ func main() {
 
 // side is one kernel under test.
 type side interface {
-	start() (time.Duration, error)
-	rounds(n int) ([]time.Duration, error)
+	Start() (time.Duration, error)
+	Rounds(n int) ([]time.Duration, error)
 }
 
 func bench(starts, rounds int, python string) error {
@@ -64,18 +57,18 @@ func bench(starts, rounds int, python string) error {
 		return fmt.Errorf("berth: %w", err)
 	}
 	defer b.close()
-	ipy, err := newIPyKernel(python)
+	ipy, err := ipykernel.New(python)
 	if err != nil {
 		return fmt.Errorf("ipykernel: %w", err)
 	}
-	defer ipy.close()
+	defer ipy.Close()
 
 	sides := []side{b, ipy}
 	startTimes := make([][]time.Duration, 2)
 	roundTimes := make([][]time.Duration, 2)
 	for range starts {
 		for i, s := range sides {
-			d, err := s.start()
+			d, err := s.Start()
 			if err != nil {
 				return err
 			}
@@ -83,13 +76,13 @@ func bench(starts, rounds int, python string) error {
 		}
 	}
 	for _, s := range sides { // warm up
-		if _, err := s.rounds(1); err != nil {
+		if _, err := s.Rounds(1); err != nil {
 			return err
 		}
 	}
 	for done := 0; done < rounds; done += batch {
 		for i, s := range sides {
-			d, err := s.rounds(min(batch, rounds-done))
+			d, err := s.Rounds(min(batch, rounds-done))
 			if err != nil {
 				return err
 			}
@@ -105,11 +98,11 @@ func bench(starts, rounds int, python string) error {
 		if ratio > target {
 			verdict = "MISSED"
 		}
-		fmt.Printf("%-28s %12s %12s %7.3fx ≤%.1fx %s\n", name, ms(b), ms(i), ratio, target, verdict)
+		fmt.Printf("%-28s %12s %12s %7.3fx ≤%.1fx %s\n", name, stats.MS(b), stats.MS(i), ratio, target, verdict)
 	}
-	row("start (median)", pct(startTimes[0], 50), pct(startTimes[1], 50), 0.1)
-	row("round trip 1+1 (median)", pct(roundTimes[0], 50), pct(roundTimes[1], 50), 0.2)
-	row("round trip 1+1 (p90)", pct(roundTimes[0], 90), pct(roundTimes[1], 90), 0.2)
+	row("start (median)", stats.Percentile(startTimes[0], 50), stats.Percentile(startTimes[1], 50), 0.1)
+	row("round trip 1+1 (median)", stats.Percentile(roundTimes[0], 50), stats.Percentile(roundTimes[1], 50), 0.2)
+	row("round trip 1+1 (p90)", stats.Percentile(roundTimes[0], 90), stats.Percentile(roundTimes[1], 90), 0.2)
 	return nil
 }
 
@@ -172,9 +165,9 @@ func (b *berth) cell(reset bool) (time.Duration, error) {
 	return d, nil
 }
 
-func (b *berth) start() (time.Duration, error) { return b.cell(true) }
+func (b *berth) Start() (time.Duration, error) { return b.cell(true) }
 
-func (b *berth) rounds(n int) ([]time.Duration, error) {
+func (b *berth) Rounds(n int) ([]time.Duration, error) {
 	var out []time.Duration
 	for range n {
 		d, err := b.cell(false)
@@ -190,82 +183,6 @@ func (b *berth) close() {
 	_ = b.c.StopRun(b.ctx, b.run)
 	_ = b.c.Close()
 }
-
-// ipyKernel drives the jupyter_client script by its stdin commands.
-type ipyKernel struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	stderr *strings.Builder
-}
-
-func newIPyKernel(python string) (*ipyKernel, error) {
-	cmd := exec.Command(python, "-c", ipykernelScript)
-	// ipykernel's debugger warns about frozen modules on every start:
-	// shown only if the script fails.
-	k := &ipyKernel{cmd: cmd, stderr: &strings.Builder{}}
-	cmd.Stderr = k.stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	k.in, k.out = in, bufio.NewReader(out)
-	return k, nil
-}
-
-func (k *ipyKernel) ask(command string, v any) error {
-	if _, err := fmt.Fprintln(k.in, command); err != nil {
-		return err
-	}
-	line, err := k.out.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("%s: %v\n%s", command, err, k.stderr.String())
-	}
-	return json.Unmarshal(line, v)
-}
-
-func (k *ipyKernel) start() (time.Duration, error) {
-	var s float64
-	err := k.ask("start", &s)
-	return seconds(s), err
-}
-
-func (k *ipyKernel) rounds(n int) ([]time.Duration, error) {
-	var s []float64
-	if err := k.ask(fmt.Sprintf("rounds %d", n), &s); err != nil {
-		return nil, err
-	}
-	out := make([]time.Duration, len(s))
-	for i, v := range s {
-		out[i] = seconds(v)
-	}
-	return out, nil
-}
-
-func (k *ipyKernel) close() {
-	_, _ = fmt.Fprintln(k.in, "quit")
-	_ = k.in.Close()
-	_ = k.cmd.Wait()
-}
-
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-
-// pct is the p-th percentile (nearest rank).
-func pct(d []time.Duration, p int) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	return s[max(0, min(len(s)-1, i-1))]
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
 
 // moduleRoot finds the directory holding go.mod, from the working
 // directory up.

@@ -40,6 +40,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/bench/internal/stats"
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
@@ -236,9 +237,9 @@ func run(n int, repo string) error {
 		}
 		report(q.action, direct, berth)
 		fmt.Printf("%-13s %10s %10s %8.3f   gopls's answer: direct, and inside the Berth calls (Berth's metric)\n",
-			"  gopls", round(median(direct)), round(median(inside)), float64(median(inside))/float64(median(direct)))
+			"  gopls", round(stats.Median(direct)), round(stats.Median(inside)), float64(stats.Median(inside))/float64(stats.Median(direct)))
 		fmt.Printf("%-13s %21s   Berth's own time per call, median (p90 %s; target <= max(10%% of direct, 1ms): %s)\n",
-			"  own", round(median(own)), round(percentile(own, 90)), verdict(median(own), median(direct)))
+			"  own", round(stats.Median(own)), round(stats.Percentile(own, 90)), verdict(stats.Median(own), stats.Median(direct)))
 		// The same tool call in process, against the direct request.
 		var local, direct2 []time.Duration
 		stopProfile, err := startProfile(q.action)
@@ -275,7 +276,7 @@ func run(n int, repo string) error {
 			}
 			echo = append(echo, time.Since(start))
 		}
-		fmt.Printf("%-13s %21s   the harness protocol round trip alone (a small request, a %d-byte answer like the lsp one)\n", "  protocol", round(median(echo)), len(answer))
+		fmt.Printf("%-13s %21s   the harness protocol round trip alone (a small request, a %d-byte answer like the lsp one)\n", "  protocol", round(stats.Median(echo)), len(answer))
 	}
 	return didWrite(ctx, c, d, n)
 }
@@ -396,12 +397,12 @@ func didWrite(ctx context.Context, c *rpc.Client, d *direct, n int) error {
 // difference is steadier than a difference of medians on a loaded
 // machine); the target is judged on the pair difference.
 func report(name string, direct, berth []time.Duration) {
-	md, mb := median(direct), median(berth)
+	md, mb := stats.Median(direct), stats.Median(berth)
 	var diffs []time.Duration
 	for i := range direct {
 		diffs = append(diffs, berth[i]-direct[i])
 	}
-	added := median(diffs)
+	added := stats.Median(diffs)
 	v := verdict(added, md)
 	if name == "didWrite" {
 		v = "(not a query: no target)"
@@ -461,18 +462,6 @@ func round(d time.Duration) time.Duration {
 		return d.Round(10 * time.Microsecond)
 	}
 	return d.Round(100 * time.Microsecond)
-}
-
-func percentile(ds []time.Duration, p int) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)*p/100]
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 func lineOf(text, find string) int {
