@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
 	"github.com/berth-dev/berth/enclosure/relay"
@@ -36,49 +34,22 @@ func TestMain(m *testing.M) {
 	if id := os.Getenv(helperEnv); id != "" {
 		os.Exit(berthThatDies(id))
 	}
-	dir, err := os.MkdirTemp("", "containerd-driver-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if testRelay, err = relaytest.Build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// A missing containerd fails the run: these tests are the driver's.
-	if err := containerdtest.Check(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	for _, img := range []string{fullImage, baseImage} {
-		if err := containerdtest.Import(img); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+	relaytest.DriverMain(m, func(bin *relay.Binary) (func() (int, error), error) {
+		testRelay = bin
+		// A missing containerd fails the run: these tests are the driver's.
+		if err := containerdtest.Check(); err != nil {
+			return nil, err
 		}
-	}
-	before, err := containerdtest.Count(testLabel)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := 0
-	// grpc's connection goroutines live as long as a driver's client;
-	// every test closes its drivers.
-	goleak.VerifyTestMain(recorder{m, &code})
-	if after, err := containerdtest.Count(testLabel); err != nil || after != before {
-		fmt.Fprintf(os.Stderr, "containers labelled %s=%s: %d before the tests, %d after (%v)\n", containerdtest.TestLabel, testLabel, before, after, err)
-		code = 1
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
+		for _, img := range []string{fullImage, baseImage} {
+			if err := containerdtest.Import(img); err != nil {
+				return nil, err
+			}
+		}
+		// grpc's connection goroutines live as long as a driver's client;
+		// every test closes its drivers.
+		return func() (int, error) { return containerdtest.Count(testLabel) }, nil
+	})
 }
-
-type recorder struct {
-	m    *testing.M
-	code *int
-}
-
-func (r recorder) Run() int { *r.code = r.m.Run(); return *r.code }
 
 // workdir is a fresh directory for a container to mount.
 func workdir(t testing.TB) string {

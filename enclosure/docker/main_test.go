@@ -3,14 +3,11 @@ package docker
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/relay"
@@ -31,45 +28,23 @@ const (
 var testRelay *relay.Binary
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "docker-driver-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if testRelay, err = relaytest.Build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// A missing engine fails the run: these tests are the driver's.
-	if out, err := exec.Command("docker", "version", "-f", "{{.Server.APIVersion}}").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "no docker engine answers (%v: %s): run scripts/setup, which starts one\n", err, out)
-		os.Exit(1)
-	}
-	before := testContainers()
-	code := 0
-	goleak.VerifyTestMain(recorder{m, &code})
-	if after := testContainers(); after != before {
-		fmt.Fprintf(os.Stderr, "containers labelled %s: %d before the tests, %d after\n", testLabel, before, after)
-		code = 1
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
+	relaytest.DriverMain(m, func(bin *relay.Binary) (func() (int, error), error) {
+		testRelay = bin
+		// A missing engine fails the run: these tests are the driver's.
+		if out, err := exec.Command("docker", "version", "-f", "{{.Server.APIVersion}}").CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("no docker engine answers (%v: %s): run scripts/setup, which starts one", err, out)
+		}
+		return testContainers, nil
+	})
 }
 
-type recorder struct {
-	m    *testing.M
-	code *int
-}
-
-func (r recorder) Run() int { *r.code = r.m.Run(); return *r.code }
-
-func testContainers() int {
+// testContainers counts the containers labelled testLabel.
+func testContainers() (int, error) {
 	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+testLabel).Output()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "docker ps:", err)
-		os.Exit(1)
+		return 0, fmt.Errorf("docker ps: %w", err)
 	}
-	return len(strings.Fields(string(out)))
+	return len(strings.Fields(string(out))), nil
 }
 
 // docker runs the docker command line and returns its trimmed stdout.

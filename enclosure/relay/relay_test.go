@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -14,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
@@ -23,27 +20,11 @@ import (
 var bin *relay.Binary
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "relay-client-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if bin, err = relaytest.Build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := 0
-	goleak.VerifyTestMain(recorder{m, &code})
-	os.RemoveAll(dir)
-	os.Exit(code)
+	relaytest.DriverMain(m, func(b *relay.Binary) (func() (int, error), error) {
+		bin = b
+		return nil, nil
+	})
 }
-
-type recorder struct {
-	m    *testing.M
-	code *int
-}
-
-func (r recorder) Run() int { *r.code = r.m.Run(); return *r.code }
 
 // The version Open computes is the one the relay prints itself.
 func TestIssue13Item3OpenReadsVersionAndArch(t *testing.T) {
