@@ -44,19 +44,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building the relay: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := 0
-	goleak.VerifyTestMain(exitRecorder{m, &code})
-	os.RemoveAll(dir)
-	os.Exit(code)
+	// goleak exits by itself: the clean-up must run inside it.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
-
-// exitRecorder lets TestMain clean up after goleak's run, which exits.
-type exitRecorder struct {
-	m    *testing.M
-	code *int
-}
-
-func (e exitRecorder) Run() int { *e.code = e.m.Run(); return *e.code }
 
 // relayProc is a running relay with its stdin and stdout as pipes.
 type relayProc struct {
