@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
 	"github.com/berth-dev/berth/orchestrator"
-	"github.com/berth-dev/berth/orchestrator/rpc"
 )
 
 // The container suite against containerd (issue 14 item 6), as a smaller
@@ -143,60 +141,12 @@ func TestIssue14Item6Families(t *testing.T) {
 // run in another container keeps its kernel and its state; run/stop of
 // that one leaves no process.
 func TestIssue14Item6TaskKilledMidCall(t *testing.T) {
-	p := inContainerd(t, kernelImage)
-	a, b := p.fresh(t), p.fresh(t)
-	c := startFamilies(t, containerdSection, family{config: map[string]any{"kernels": map[string]any{"python": "/usr/bin/python3"}}})
-	ra, rb := a.start(t, c, nil), b.start(t, c, nil)
-	if res := evalCell(t, c, rb, "python", "x = 41\nx"); res.IsError || text(res) != "41" {
-		t.Fatalf("the other run's cell: %s", text(res))
-	}
-	done := make(chan *orchestrator.Result, 1)
-	errs := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		res, err := c.CallTool(ctx, ra, orchestrator.SurfaceFull, "eval", map[string]any{
-			"code":        "import time\nopen('started', 'w').close()\nfor i in range(1200):\n    print(i, flush=True)\n    time.sleep(0.1)",
-			"description": "a long cell whose task is killed under it"})
-		done <- res
-		errs <- err
-	}()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(a.Dir, "started")); err == nil {
-			break
+	kernels := family{config: map[string]any{"kernels": map[string]any{"python": "/usr/bin/python3"}}}
+	stoppedMidCall(t, inContainerd(t, kernelImage), []family{containerdSection, kernels}, func(container string) {
+		if _, err := containerdtest.Ctr("tasks", "kill", "-s", "KILL", container); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the long cell did not start")
-		}
-	}
-	if _, err := containerdtest.Ctr("tasks", "kill", "-s", "KILL", a.Container); err != nil {
-		t.Fatal(err)
-	}
-	var res *orchestrator.Result
-	select {
-	case res = <-done:
-	case <-time.After(90 * time.Second):
-		t.Fatal("the call in flight did not end within 90s of its task being killed")
-	}
-	if err := <-errs; err != nil {
-		t.Fatalf("the call in flight: a protocol error instead of an error result: %v", err)
-	}
-	t.Logf("the call in flight: %s", text(res))
-	if !res.IsError || !strings.Contains(text(res), "task that is stopped") {
-		t.Errorf("the call in flight when its task was killed: want an error result about the task, got %+v", res)
-	}
-	res = evalCell(t, c, ra, "python", "1+1")
-	t.Logf("the next call: %s", text(res))
-	if !res.IsError || !strings.Contains(text(res), "task") {
-		t.Errorf("a call after its task was killed: want an error result about the task, got %+v", res)
-	}
-	if res := evalCell(t, c, rb, "python", "x + 1"); res.IsError || text(res) != "42" {
-		t.Errorf("the other run's kernel lost its state or failed: %s", text(res))
-	}
-	if err := c.StopRun(testCtx(t), rb); err != nil {
-		t.Fatal(err)
-	}
-	b.waitNoProcesses(t, "run/stop")
+	}, "task that is stopped", "task")
 }
 
 // containerd restarts: a kernel already running lives on (its stdio are
@@ -241,13 +191,5 @@ func TestIssue14Item6ContainerdRestart(t *testing.T) {
 // A workdir the containerd container does not mount is refused at
 // run/start, by id and by "auto", with an error naming the mounts found.
 func TestIssue14Item6UnmountedWorkdirRefused(t *testing.T) {
-	s := inContainerd(t, kernelImage).fresh(t)
-	c := startFamilies(t, containerdSection)
-	elsewhere := onHost.fresh(t)
-	for _, enc := range []*rpc.EnclosureParam{{Driver: "containerd", ID: s.Container}, {Driver: "auto"}} {
-		_, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: elsewhere.Dir, ConversationID: s.Conversation, Enclosure: enc})
-		if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), "/workspace") || !strings.Contains(err.Error(), elsewhere.Dir) {
-			t.Errorf("run/start %+v in an unmounted workdir: %v, want invalid params naming the workdir and the mounts", enc, err)
-		}
-	}
+	unmountedWorkdirRefused(t, inContainerd(t, kernelImage).fresh(t), startFamilies(t, containerdSection), "containerd")
 }

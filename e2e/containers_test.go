@@ -148,9 +148,21 @@ func TestIssue13Item8StopAndTTLLeaveOnlyTheContainersProcess(t *testing.T) {
 // error that says so, later calls of its run too, and a run in another
 // container keeps its kernel and its state.
 func TestIssue13Item8ContainerStoppedMidCall(t *testing.T) {
-	a := inContainer(kernelImage).fresh(t)
-	b := inContainer(kernelImage).fresh(t)
-	c := startFamilies(t, family{config: map[string]any{"kernels": map[string]any{"python": "/usr/bin/python3"}}})
+	kernels := family{config: map[string]any{"kernels": map[string]any{"python": "/usr/bin/python3"}}}
+	stoppedMidCall(t, inContainer(kernelImage), []family{kernels}, func(container string) { dockerOut(t, "stop", "-t", "1", container) }, "container", "container")
+}
+
+// stoppedMidCall runs a long cell in one container of p, stops that
+// container (or its task) with stop while the cell prints, through one
+// binary configured with sections, and checks
+// that the call in flight ends with an error result containing inFlight,
+// the run's next call with one containing after, while a run in another
+// container of p keeps its kernel and its state, and its run/stop leaves
+// no process. The engines' mid-call tests share it.
+func stoppedMidCall(t *testing.T, p place, sections []family, stop func(container string), inFlight, after string) {
+	t.Helper()
+	a, b := p.fresh(t), p.fresh(t)
+	c := startFamilies(t, sections...)
 	ra, rb := a.start(t, c, nil), b.start(t, c, nil)
 	if res := evalCell(t, c, rb, "python", "x = 41\nx"); res.IsError || text(res) != "41" {
 		t.Fatalf("the other run's cell: %s", text(res))
@@ -177,7 +189,7 @@ func TestIssue13Item8ContainerStoppedMidCall(t *testing.T) {
 			t.Fatal("the long cell did not start")
 		}
 	}
-	dockerOut(t, "stop", "-t", "1", a.Container)
+	stop(a.Container)
 	var res *orchestrator.Result
 	select {
 	case res = <-done:
@@ -188,13 +200,13 @@ func TestIssue13Item8ContainerStoppedMidCall(t *testing.T) {
 		t.Fatalf("the call in flight: a protocol error instead of an error result: %v", err)
 	}
 	t.Logf("the call in flight: %s", text(res))
-	if !res.IsError || !strings.Contains(text(res), "container") {
-		t.Errorf("the call in flight when its container stopped: want an error result about the container, got %+v", res)
+	if !res.IsError || !strings.Contains(text(res), inFlight) {
+		t.Errorf("the call in flight when its container stopped: want an error result containing %q, got %+v", inFlight, res)
 	}
 	res = evalCell(t, c, ra, "python", "1+1")
 	t.Logf("the next call: %s", text(res))
-	if !res.IsError || !strings.Contains(text(res), "container") {
-		t.Errorf("a call after its container stopped: want an error result about the container, got %+v", res)
+	if !res.IsError || !strings.Contains(text(res), after) {
+		t.Errorf("a call after its container stopped: want an error result containing %q, got %+v", after, res)
 	}
 	if res := evalCell(t, c, rb, "python", "x + 1"); res.IsError || text(res) != "42" {
 		t.Errorf("the other run's kernel lost its state or failed: %s", text(res))
@@ -254,10 +266,17 @@ func dockerd(t *testing.T, verb string) {
 // A workdir the container does not mount is refused at run/start, by id
 // and by "auto", with an error naming the mounts found.
 func TestIssue13Item8UnmountedWorkdirRefused(t *testing.T) {
-	s := inContainer(kernelImage).fresh(t)
-	c := startStdio(t)
+	unmountedWorkdirRefused(t, inContainer(kernelImage).fresh(t), startStdio(t), "docker")
+}
+
+// unmountedWorkdirRefused starts a run in a workdir s's container does
+// not mount, by driver and id and by "auto", and wants invalid params
+// naming the workdir and the container's mount. The engines' tests share
+// it.
+func unmountedWorkdirRefused(t *testing.T, s *site, c *rpc.Client, driver string) {
+	t.Helper()
 	elsewhere := onHost.fresh(t)
-	for _, enc := range []*rpc.EnclosureParam{{Driver: "docker", ID: s.Container}, {Driver: "auto"}} {
+	for _, enc := range []*rpc.EnclosureParam{{Driver: driver, ID: s.Container}, {Driver: "auto"}} {
 		_, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: elsewhere.Dir, ConversationID: s.Conversation, Enclosure: enc})
 		if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), "/workspace") || !strings.Contains(err.Error(), elsewhere.Dir) {
 			t.Errorf("run/start %+v in an unmounted workdir: %v, want invalid params naming the workdir and the mounts", enc, err)
