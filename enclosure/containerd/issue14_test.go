@@ -19,6 +19,7 @@ import (
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
 
 func TestIssue14Item2AttachByID(t *testing.T) {
@@ -460,23 +461,8 @@ func TestIssue14Item3TaskKilledUnderAProcess(t *testing.T) {
 func BenchmarkIssue14Item3Start(b *testing.B) {
 	id := run(b, "", fullImage, "")
 	c := attach(b, newDriver(b, Options{}), id)
-	b.Run("relay", func(b *testing.B) {
-		for b.Loop() {
-			p, err := c.Start(context.Background(), enclosure.Cmd{Path: "/bin/true"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if code, err := p.Wait(); code != 0 || err != nil {
-				b.Fatalf("exit %d, %v", code, err)
-			}
-		}
-	})
-	b.Run("bare-exec", func(b *testing.B) {
-		for b.Loop() {
-			if r, err := c.run(context.Background(), nil, []string{"/bin/true"}, nil); err != nil || r.Code != 0 {
-				b.Fatalf("exit %d, %v", r.Code, err)
-			}
-		}
+	relaytest.BenchStart(b, c, func(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
+		return c.run(ctx, nil, argv, stdin)
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
 
 func TestIssue13Item2AttachByIDAndName(t *testing.T) {
@@ -389,24 +390,7 @@ func TestIssue13Item2StartInAMissingDirectoryFails(t *testing.T) {
 func BenchmarkIssue13Item2Start(b *testing.B) {
 	id := runContainer(b, "", fullImage)
 	c := attach(b, newDriver(b, Options{}), id)
-	b.Run("relay", func(b *testing.B) {
-		for b.Loop() {
-			p, err := c.Start(context.Background(), enclosure.Cmd{Path: "/bin/true"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if code, err := p.Wait(); code != 0 || err != nil {
-				b.Fatalf("exit %d, %v", code, err)
-			}
-		}
-	})
-	b.Run("bare-exec", func(b *testing.B) {
-		for b.Loop() {
-			if r, err := c.run(context.Background(), []string{"/bin/true"}, nil); err != nil || r.Code != 0 {
-				b.Fatalf("exit %d, %v", r.Code, err)
-			}
-		}
-	})
+	relaytest.BenchStart(b, c, c.run)
 }
 
 // Processes run as the container's default user, or as docker.user; the
