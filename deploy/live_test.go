@@ -388,35 +388,52 @@ func killGopls(t *testing.T, berthPID int) int {
 	return 0
 }
 
-// query runs an instant query and returns how many series it returned.
-func query(ctx context.Context, t *testing.T, base, expr string) int {
+// series is one series of an instant query's answer.
+type series struct {
+	Value [2]any `json:"value"`
+}
+
+// instant runs an instant query and returns its series.
+func instant(ctx context.Context, t *testing.T, base, expr string) []series {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?"+url.Values{"query": {expr}}.Encode(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("query %s: %v", expr, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	body := get(ctx, t, base+"/api/v1/query?"+url.Values{"query": {expr}}.Encode())
 	var out struct {
 		Status string `json:"status"`
-		Error  string `json:"error"`
 		Data   struct {
-			ResultType string            `json:"resultType"`
-			Result     []json.RawMessage `json:"result"`
+			Result []series `json:"result"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil || out.Status != "success" {
-		t.Fatalf("query %s: %v %s %s", expr, err, out.Error, body)
+		t.Fatalf("query %s: %v %s", expr, err, body)
 	}
-	return len(out.Data.Result)
+	return out.Data.Result
+}
+
+// query runs an instant query and returns how many series it returned.
+func query(ctx context.Context, t *testing.T, base, expr string) int {
+	t.Helper()
+	return len(instant(ctx, t, base, expr))
+}
+
+// value is the value of expr's one series, for the log.
+func value(ctx context.Context, t *testing.T, base, expr string) string {
+	t.Helper()
+	s := instant(ctx, t, base, expr)
+	if len(s) != 1 {
+		t.Fatalf("query %s: %d series, want 1", expr, len(s))
+	}
+	return fmt.Sprint(s[0].Value[1])
 }
 
 // scrape returns what url serves.
 func scrape(ctx context.Context, t *testing.T, url string) string {
+	t.Helper()
+	return string(get(ctx, t, url))
+}
+
+// get returns the body url answers with; any other status than 200 fails
+// the test, with the body (Prometheus's API says there what was wrong).
+func get(ctx context.Context, t *testing.T, url string) []byte {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -424,39 +441,14 @@ func scrape(ctx context.Context, t *testing.T, url string) string {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("GET %s: %v", url, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %v %s", url, err, resp.Status)
+		t.Fatalf("GET %s: %v %s %s", url, err, resp.Status, b)
 	}
-	return string(b)
-}
-
-// value is the value of expr's one series, for the log.
-func value(ctx context.Context, t *testing.T, base, expr string) string {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?"+url.Values{"query": {expr}}.Encode(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Data struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Data.Result) != 1 {
-		t.Fatalf("query %s: %v, %d series", expr, err, len(out.Data.Result))
-	}
-	return fmt.Sprint(out.Data.Result[0].Value[1])
+	return b
 }
 
 // waitFor polls Prometheus until expr returns a series: the workload's
