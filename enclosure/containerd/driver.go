@@ -77,9 +77,9 @@ type Driver struct {
 	cli        *client.Client
 	cliErr     error
 
-	relayOnce sync.Once
-	bin       *relay.Binary
-	binErr    error
+	// findRelay is opts.Relay, asked once, when a container first needs
+	// the relay.
+	findRelay func() (*relay.Binary, error)
 
 	// installed remembers where the relay went in each container, so a
 	// second run in the same container checks that one place first.
@@ -105,7 +105,7 @@ func New(o Options) *Driver {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Driver{opts: o}
+	return &Driver{opts: o, findRelay: sync.OnceValues(o.Relay)}
 }
 
 // DockerNamespace is the namespace dockerd keeps its containers in.
@@ -319,11 +319,11 @@ func (d *Driver) load(ctx context.Context, cli *client.Client, id string) (*cont
 }
 
 func (d *Driver) relay() (*relay.Binary, error) {
-	d.relayOnce.Do(func() { d.bin, d.binErr = d.opts.Relay() })
-	if d.binErr != nil {
-		return nil, fmt.Errorf("containerd: the relay Berth installs into containers: %w", d.binErr)
+	bin, err := d.findRelay()
+	if err != nil {
+		return nil, fmt.Errorf("containerd: the relay Berth installs into containers: %w", err)
 	}
-	return d.bin, nil
+	return bin, nil
 }
 
 // notRunning is the error for a container whose task does not run.

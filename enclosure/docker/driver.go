@@ -65,9 +65,9 @@ type Driver struct {
 	cli        *client.Client
 	cliErr     error
 
-	relayOnce sync.Once
-	bin       *relay.Binary
-	binErr    error
+	// findRelay is opts.Relay, asked once, when a container first needs
+	// the relay.
+	findRelay func() (*relay.Binary, error)
 
 	procSelf func() (mountinfo, cgroup, hostname string)
 	selfMu   sync.Mutex
@@ -92,7 +92,7 @@ func New(o Options) *Driver {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Driver{opts: o, procSelf: procSelf}
+	return &Driver{opts: o, findRelay: sync.OnceValues(o.Relay), procSelf: procSelf}
 }
 
 // CheckHost says whether host is an engine address the client accepts,
@@ -246,11 +246,11 @@ func notRunning(info ctypes.InspectResponse) error {
 }
 
 func (d *Driver) relay() (*relay.Binary, error) {
-	d.relayOnce.Do(func() { d.bin, d.binErr = d.opts.Relay() })
-	if d.binErr != nil {
-		return nil, fmt.Errorf("docker: the relay Berth installs into containers: %w", d.binErr)
+	bin, err := d.findRelay()
+	if err != nil {
+		return nil, fmt.Errorf("docker: the relay Berth installs into containers: %w", err)
 	}
-	return d.bin, nil
+	return bin, nil
 }
 
 // checkArch refuses a container whose image is built for another
