@@ -73,6 +73,9 @@ type site struct {
 	Conversation string // the conversation id, the container's label
 	Container    string // the container's id; "" on the host
 	Inside       string // the workdir as the container sees it
+	// pid1 is the host's pid of the container's pid 1, looked up once:
+	// processes polls every 50ms, and a container is never restarted.
+	pid1 int
 }
 
 // at returns the site for dir (symlinks resolved), starting its container
@@ -327,10 +330,14 @@ func (s *site) top(t *testing.T) []string {
 // hostPid is the host's pid of the site's container's pid 1.
 func (s *site) hostPid(t *testing.T) int {
 	t.Helper()
-	if s.engine == engineContainerd {
-		return ctrTaskPid(t, s.Container)
+	if s.pid1 == 0 {
+		if s.engine == engineContainerd {
+			s.pid1 = ctrTaskPid(t, s.Container)
+		} else {
+			s.pid1 = hostPid(t, s.Container)
+		}
 	}
-	return hostPid(t, s.Container)
+	return s.pid1
 }
 
 // containers lists every container on the engine, running or not.
