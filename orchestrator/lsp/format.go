@@ -106,7 +106,7 @@ func (r *lines) rel(abs string) string {
 	return r.lastRel
 }
 
-// path is the file a URI from the server names, resolved (server.resolve),
+// path is the file a URI from the server names, resolved (server.locate),
 // and whether it is inside the workdir. The answer is kept for this
 // query only: a link may change between queries.
 func (r *lines) path(u uri.URI) (string, bool) {
@@ -115,13 +115,7 @@ func (r *lines) path(u uri.URI) (string, bool) {
 		if r.resolver == nil {
 			r.resolver = r.s.ws.Resolver()
 		}
-		p, shared := r.s.pathOf(u)
-		a = resolved{p, false}
-		if shared { // a path only the enclosure has is never inside
-			if real, err := r.resolver.Resolve(p); err == nil {
-				a = resolved{real, true}
-			}
-		}
+		a.path, a.inside = r.s.locate(u, r.resolver.Resolve)
 		r.paths[u] = a
 	}
 	return a.path, a.inside

@@ -180,7 +180,7 @@ type editSet struct {
 }
 
 // fileEdits flattens a WorkspaceEdit into text edits per file, keyed by
-// the file each URI resolves to (server.resolve). A URI that resolves
+// the file each URI resolves to (server.locate). A URI that resolves
 // outside the workdir refuses the whole rename, naming every such file;
 // so does a file operation (create, rename, delete).
 func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, error) {
@@ -194,11 +194,7 @@ func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, erro
 	place := func(u uri.URI) (string, bool) {
 		p, ok := seen[u]
 		if !ok {
-			if abs, shared := s.fromURI(u); shared {
-				p.abs, p.inside = s.resolve(abs)
-			} else {
-				p.abs = abs
-			}
+			p.abs, p.inside = s.locate(u, s.ws.Resolve)
 			seen[u] = p
 			if !p.inside && !slices.Contains(outside, s.outsideName(p.abs)) {
 				outside = append(outside, s.outsideName(p.abs))

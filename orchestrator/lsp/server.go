@@ -33,7 +33,7 @@ type server struct {
 	ready   readiness // how it says it has loaded the project
 	root    string    // absolute host path
 	workdir string
-	ws      *workspace.Root     // the workdir, to resolve the paths the server names (resolve)
+	ws      *workspace.Root     // the workdir, to resolve the paths the server names (locate)
 	encl    enclosure.Enclosure // where it runs: maps paths both ways
 	proc    enclosure.Process
 	conn    jsonrpc2.Conn
@@ -279,14 +279,21 @@ func (s *server) fromURI(u uri.URI) (p string, ok bool) {
 	return hp, true
 }
 
-// resolve turns a path the server named into the file it is on disk,
-// symlinks resolved at every component as ast_edit resolves the paths a
-// model gives (workspace.Root). inside is false when that file lies
-// outside the workdir (or cannot be resolved): such a path is never shown,
-// read or written, whatever it looks like lexically. A server that loads a
-// folder through a symlink in the workdir names its files by the link.
-func (s *server) resolve(p string) (real string, inside bool) {
-	real, err := s.ws.Resolve(p)
+// locate turns a URI the server named into the file it is on disk
+// (pathOf, then resolve: symlinks resolved at every component as
+// ast_edit resolves the paths a model gives, workspace.Root). inside is
+// false when that file lies outside the workdir, cannot be resolved, or
+// is a path only the enclosure has: such a path is never shown, read or
+// written, whatever it looks like lexically. A server that loads a folder
+// through a symlink in the workdir names its files by the link. resolve
+// is the workspace's Resolve, or a query's Resolver that remembers what
+// it looked at.
+func (s *server) locate(u uri.URI, resolve func(string) (string, error)) (path string, inside bool) {
+	p, shared := s.pathOf(u)
+	if !shared {
+		return p, false
+	}
+	real, err := resolve(p)
 	if err != nil {
 		return p, false
 	}
@@ -303,11 +310,7 @@ func (s *server) readFile(abs string) ([]byte, error) {
 
 // published records a publish, keyed like the files the model names.
 func (s *server) published(u uri.URI, version int32, items []protocol.Diagnostic) {
-	abs, ok := s.fromURI(u)
-	inside := false
-	if ok {
-		abs, inside = s.resolve(abs)
-	}
+	abs, inside := s.locate(u, s.ws.Resolve)
 	s.diags.publish(abs, version, items, !inside)
 }
 
