@@ -116,7 +116,7 @@ func enclosures(cfg *config, log *slog.Logger) *enclosure.Lookup {
 		PathMap: pathMap, Log: log,
 	})
 	return &enclosure.Lookup{
-		Host:           host.NewWith(host.Options{Log: log}),
+		Host:           host.NewWith(host.Options{Log: log, Drop: cfg.Env.Drop}),
 		Drivers:        map[string]enclosure.Driver{docker.Name: d, containerd.Name: cd},
 		Auto:           cfg.Enclosure.Auto,
 		NoHostFallback: !cfg.Enclosure.HostFallback,

@@ -19,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -136,10 +135,9 @@ func newLogger(cfg *config, stderr io.Writer) *slog.Logger {
 }
 
 // build wires the registry: metrics on a registry of our own, then every
-// component with its configuration section. It also sets the variables
-// the processes Berth starts do not inherit (env.drop).
+// component with its configuration section. (env.drop goes to the host
+// enclosure: enclosures.)
 func build(cfg *config, log *slog.Logger) (*orchestrator.Registry, *metrics.Metrics, *prometheus.Registry, error) {
-	host.DropEnv(cfg.Env.Drop)
 	preg := prometheus.NewRegistry()
 	m := metrics.New(preg, buildVersion())
 	reg := orchestrator.NewRegistry(m, cfg.Runs.CallTimeout)

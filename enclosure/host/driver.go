@@ -30,7 +30,7 @@ const ID = "local"
 // Enclosure is the host enclosure. Every process runs under Berth's relay
 // (cmd/berth-relay run), each in a process group of its own so Kill
 // reaches everything it started, with Berth's environment less its
-// secrets (SecretEnv, DropEnv). The relay is what makes a kill -9 of Berth
+// secrets (SecretEnv, Options.Drop). The relay is what makes a kill -9 of Berth
 // leave nothing behind: a parent-death signal reaches only Berth's direct
 // child, while the relay, as that child, kills its program's whole tree
 // when Berth dies, and everything the program left when it exits.
@@ -47,6 +47,11 @@ type Options struct {
 	// Log receives the one warning when there is no relay; nil:
 	// slog.Default().
 	Log *slog.Logger
+	// Drop names the variables of Berth's environment, besides
+	// SecretEnv, that the processes it starts (language servers,
+	// kernels, debug adapters and their programs, workers) do not
+	// inherit: the env.drop configuration key.
+	Drop []string
 }
 
 var _ enclosure.Enclosure = (*Enclosure)(nil)
@@ -124,7 +129,7 @@ func (e *Enclosure) Start(ctx context.Context, c enclosure.Cmd) (enclosure.Proce
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = c.Dir
-	cmd.Env = childEnv(c.Env)
+	cmd.Env = childEnv(e.opts.Drop, c.Env)
 	cmd.SysProcAttr = attr
 	// Plain OS pipes rather than exec's Pipe helpers: exec.Cmd.Wait closes
 	// those when the process exits, which can cut off output still being

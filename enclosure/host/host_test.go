@@ -159,9 +159,7 @@ func TestIssue11Item6SecretsDoNotReachChildren(t *testing.T) {
 	t.Setenv("BERTH_TOKEN", "the-token")
 	t.Setenv("BERTH_TEST_DROPPED", "dropped")
 	t.Setenv("BERTH_TEST_KEPT", "kept")
-	DropEnv([]string{"BERTH_TEST_DROPPED"})
-	t.Cleanup(func() { DropEnv(nil) })
-	p, err := New().Start(context.Background(), enclosure.Cmd{Path: "env", Env: []string{"BERTH_TEST_GIVEN=given"}, Dir: t.TempDir()})
+	p, err := NewWith(Options{Drop: []string{"BERTH_TEST_DROPPED"}}).Start(context.Background(), enclosure.Cmd{Path: "env", Env: []string{"BERTH_TEST_GIVEN=given"}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

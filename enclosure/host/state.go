@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/berth-dev/berth/enclosure/relay"
 )
@@ -38,25 +37,9 @@ func (e *Enclosure) relayPath() string {
 // token of the protocol's WebSocket.
 var SecretEnv = []string{"BERTH_TOKEN"}
 
-// dropped holds the names env.drop adds to SecretEnv.
-var dropped atomic.Pointer[[]string]
-
-// DropEnv names the variables of Berth's environment, besides SecretEnv,
-// that the processes it starts on the host (language servers, kernels,
-// debug adapters and their programs, workers) do not inherit: the
-// env.drop configuration key. Each call replaces the names of the last.
-func DropEnv(names []string) {
-	names = slices.Clone(names)
-	dropped.Store(&names)
-}
-
 // childEnv is Berth's environment without the variables no child may
-// see, then extra (a Cmd's own Env, which its caller sets on purpose).
-func childEnv(extra []string) []string {
-	var drop []string
-	if p := dropped.Load(); p != nil {
-		drop = *p
-	}
+// see (SecretEnv, and drop: Options.Drop), then extra (a Cmd's own Env, which its caller sets on purpose).
+func childEnv(drop, extra []string) []string {
 	env := os.Environ()
 	out := make([]string, 0, len(env)+len(extra))
 	for _, kv := range env {
