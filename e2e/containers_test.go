@@ -208,6 +208,9 @@ func stoppedMidCall(t *testing.T, p place, sections []family, stop func(containe
 	if !res.IsError || !strings.Contains(text(res), after) {
 		t.Errorf("a call after its container stopped: want an error result containing %q, got %+v", after, res)
 	}
+	if strings.Contains(text(res), "Check the interpreter") {
+		t.Errorf("a call after its container stopped sends the user to the interpreter, not the container: %s", text(res))
+	}
 	if res := evalCell(t, c, rb, "python", "x + 1"); res.IsError || text(res) != "42" {
 		t.Errorf("the other run's kernel lost its state or failed: %s", text(res))
 	}

@@ -14,6 +14,7 @@ package enclosure
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -78,7 +79,11 @@ type Process interface {
 
 // Sentinel error classes; wrap them with %w.
 var (
-	ErrNotFound      = errors.New("not found")
+	ErrNotFound = errors.New("not found")
+	// ErrGone marks an enclosure that is not running or no longer
+	// exists (a stopped or removed container): nothing started in it can
+	// help, only another enclosure. It is also ErrNotFound.
+	ErrGone          = fmt.Errorf("not running: %w", ErrNotFound)
 	ErrNotSupported  = errors.New("not supported")
 	ErrInvalidConfig = errors.New("invalid")
 )

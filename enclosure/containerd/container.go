@@ -67,7 +67,7 @@ func (c *container) failed(ctx context.Context, what string, err error) error {
 	cctx, cancel := c.d.ctx(context.WithoutCancel(ctx))
 	defer cancel()
 	if _, lerr := c.d.cli.LoadContainer(cctx, c.id); cerrdefs.IsNotFound(lerr) {
-		return fmt.Errorf("containerd container %s no longer exists: it was deleted; Berth never creates one: start a new run with a running container: %w", c.id, enclosure.ErrNotFound)
+		return fmt.Errorf("containerd container %s no longer exists: it was deleted; Berth never creates one: start a new run with a running container: %w", c.id, enclosure.ErrGone)
 	} else if lerr != nil {
 		return fmt.Errorf("containerd container %s: %s: containerd at %s did not answer: %v: %w", c.id, what, c.d.opts.Address, err, enclosure.ErrUnavailable)
 	}

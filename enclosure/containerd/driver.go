@@ -292,7 +292,7 @@ func (d *Driver) load(ctx context.Context, cli *client.Client, id string) (*cont
 	defer cancel()
 	ctr, err := cli.LoadContainer(cctx, id)
 	if cerrdefs.IsNotFound(err) {
-		return nil, fmt.Errorf("no containerd container %q in namespace %s: pass the id of a container whose task runs (ctr -n %s containers ls lists them); Berth never creates one: %w", id, d.opts.Namespace, d.opts.Namespace, enclosure.ErrNotFound)
+		return nil, fmt.Errorf("no containerd container %q in namespace %s: pass the id of a container whose task runs (ctr -n %s containers ls lists them); Berth never creates one: %w", id, d.opts.Namespace, d.opts.Namespace, enclosure.ErrGone)
 	}
 	if err != nil {
 		return nil, d.unavailable(err)
@@ -329,7 +329,7 @@ func (d *Driver) relay() (*relay.Binary, error) {
 // notRunning is the error for a container whose task does not run.
 func (d *Driver) notRunning(id, state string) error {
 	return fmt.Errorf("containerd container %s (namespace %s) has %s: Berth never creates or starts a task; start it (ctr -n %s task start %s, or the platform's own tool) and start a new run: %w",
-		id, d.opts.Namespace, state, d.opts.Namespace, id, enclosure.ErrNotFound)
+		id, d.opts.Namespace, state, d.opts.Namespace, id, enclosure.ErrGone)
 }
 
 // isUnavailable says whether err is containerd not answering rather than

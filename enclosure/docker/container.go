@@ -208,7 +208,7 @@ func (c *container) failed(ctx context.Context, what string, err error) error {
 	res, ierr := c.cli.ContainerInspect(ictx, c.id, client.ContainerInspectOptions{})
 	switch {
 	case cerrdefs.IsNotFound(ierr):
-		return fmt.Errorf("docker container %s (%.12s) no longer exists: it was removed; Berth never creates one: start a new run with a running container: %w", c.name, c.id, enclosure.ErrNotFound)
+		return fmt.Errorf("docker container %s (%.12s) no longer exists: it was removed; Berth never creates one: start a new run with a running container: %w", c.name, c.id, enclosure.ErrGone)
 	case ierr != nil:
 		return fmt.Errorf("docker container %s: %s: the engine at %s did not answer: %v: %w", c.name, what, c.cli.DaemonHost(), err, enclosure.ErrUnavailable)
 	case res.Container.State != nil:

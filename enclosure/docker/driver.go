@@ -216,7 +216,7 @@ func (d *Driver) inspect(ctx context.Context, id string) (ctypes.InspectResponse
 	defer cancel()
 	res, err := d.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if cerrdefs.IsNotFound(err) {
-		return res.Container, fmt.Errorf("no docker container %q: pass the id or name of a running container (docker ps lists them); Berth never creates one: %w", id, enclosure.ErrNotFound)
+		return res.Container, fmt.Errorf("no docker container %q: pass the id or name of a running container (docker ps lists them); Berth never creates one: %w", id, enclosure.ErrGone)
 	}
 	if err != nil {
 		return res.Container, d.unavailable(err)
@@ -242,7 +242,7 @@ func notRunning(info ctypes.InspectResponse) error {
 		state += ")"
 	}
 	name := strings.TrimPrefix(info.Name, "/")
-	return fmt.Errorf("docker container %s (%.12s) is %s, not running: Berth never starts, unpauses or restarts a container; start it (docker start %s) and start a new run: %w", name, info.ID, state, name, enclosure.ErrNotFound)
+	return fmt.Errorf("docker container %s (%.12s) is %s, not running: Berth never starts, unpauses or restarts a container; start it (docker start %s) and start a new run: %w", name, info.ID, state, name, enclosure.ErrGone)
 }
 
 func (d *Driver) relay() (*relay.Binary, error) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -99,6 +100,11 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 		var died string
 		if lost != "" {
 			died = fmt.Sprintf(" The previous one had died since the last cell (%s): its state is lost.", lost)
+		}
+		if errors.Is(err, enclosure.ErrGone) || errors.Is(err, enclosure.ErrUnavailable) {
+			// The container or its engine, not the interpreter: its
+			// error says what to do.
+			return orchestrator.Errorf("The %s kernel could not start: %v.%s", lang, err, died), nil
 		}
 		return orchestrator.Errorf("The %s kernel could not start: %v. Check the interpreter (kernels.%s in the configuration, or the working directory's .venv) and call again.%s", lang, err, interpKey(lang), died), nil
 	}
