@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/internal/pipe"
 	"github.com/berth-dev/berth/enclosure/relay"
 )
 
@@ -27,8 +28,8 @@ type handle struct {
 	tag    string
 	hj     client.HijackedResponse
 	stdin  *relay.FrameWriter
-	stdout *pipe
-	stderr *pipe // nil when Cmd.Stderr was given
+	stdout *pipe.Pipe
+	stderr *pipe.Pipe // nil when Cmd.Stderr was given
 
 	done   chan struct{}
 	code   int
@@ -51,12 +52,12 @@ func newHandle(c *container, execID, tag string, hj client.HijackedResponse, std
 	h := &handle{
 		c: c, execID: execID, tag: tag, hj: hj,
 		stdin:  relay.NewFrameWriter(hj.Conn),
-		stdout: newPipe(outputBytes),
+		stdout: pipe.New(outputBytes),
 		done:   make(chan struct{}),
 	}
 	errW := stderr
 	if stderr == nil {
-		h.stderr = newPipe(outputBytes)
+		h.stderr = pipe.New(outputBytes)
 		errW = h.stderr
 	}
 	go h.wait(errW)
@@ -135,9 +136,9 @@ const exitWait = 30 * time.Second
 func (h *handle) wait(stderr io.Writer) {
 	_, err := stdcopy.StdCopy(h.stdout, stderr, h.hj.Reader)
 	h.hj.Close()
-	h.stdout.closeWrite()
+	h.stdout.CloseWrite()
 	if h.stderr != nil {
-		h.stderr.closeWrite()
+		h.stderr.CloseWrite()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), exitWait)
 	defer cancel()

@@ -1,16 +1,19 @@
-package docker
+// Package pipe is the buffered pipe the container drivers carry a
+// process's output in, from the goroutine that reads the engine's stream
+// to the process's reader.
+package pipe
 
 import (
 	"io"
 	"sync"
 )
 
-// pipe carries one of an exec's streams from the goroutine that splits
-// them to the process's reader. It buffers up to max bytes, as an OS pipe
-// does, so that a reader of stdout is not held up by a stderr nobody has
+// Pipe carries one of an exec's streams from the goroutine that splits
+// them (or the engine's client that demultiplexes them) to the process's
+// reader. It buffers up to max bytes, as an OS pipe does, so that a reader of stdout is not held up by a stderr nobody has
 // read yet; a full pipe makes the writer wait. Once the reader closes it,
 // writes are dropped, so the other stream keeps flowing.
-type pipe struct {
+type Pipe struct {
 	mu      sync.Mutex
 	cond    sync.Cond
 	buf     []byte
@@ -19,13 +22,14 @@ type pipe struct {
 	rclosed bool // the reader is done
 }
 
-func newPipe(max int) *pipe {
-	p := &pipe{max: max}
+// New returns a pipe that buffers up to max bytes.
+func New(max int) *Pipe {
+	p := &Pipe{max: max}
 	p.cond.L = &p.mu
 	return p
 }
 
-func (p *pipe) Write(b []byte) (int, error) {
+func (p *Pipe) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := len(b)
@@ -44,7 +48,7 @@ func (p *pipe) Write(b []byte) (int, error) {
 	return n, nil
 }
 
-func (p *pipe) Read(b []byte) (int, error) {
+func (p *Pipe) Read(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for len(p.buf) == 0 && !p.eof && !p.rclosed {
@@ -64,7 +68,7 @@ func (p *pipe) Read(b []byte) (int, error) {
 
 // Close is the reader's: it stops reading, and what is buffered or still
 // comes is dropped.
-func (p *pipe) Close() error {
+func (p *Pipe) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rclosed, p.buf = true, nil
@@ -72,8 +76,8 @@ func (p *pipe) Close() error {
 	return nil
 }
 
-// closeWrite is the writer's: the reader gets EOF after the buffer.
-func (p *pipe) closeWrite() {
+// CloseWrite is the writer's: the reader gets EOF after the buffer.
+func (p *Pipe) CloseWrite() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.eof = true
