@@ -23,6 +23,7 @@ type kernels struct {
 	mu     sync.Mutex
 	live   map[string]*slot
 	closed bool
+	ending sync.WaitGroup // discarded kernels still stopping
 }
 
 // slot is a live kernel with its idle timer; busy while a cell runs.
@@ -97,18 +98,21 @@ func (ks *kernels) release(lang string, k *kernel) {
 }
 
 // discard ends the language's kernel, if k is still the live one (or k is
-// nil: whatever is live).
+// nil: whatever is live). It stops in the background: a reset's fresh
+// kernel starts while the old one gets its grace, instead of after it
+// (in a container, the stop signal alone is an exec). Close waits for it.
 func (ks *kernels) discard(lang string, k *kernel, reason string) {
 	ks.mu.Lock()
+	defer ks.mu.Unlock()
 	s, ok := ks.live[lang]
 	if !ok || (k != nil && s.k != k) {
-		ks.mu.Unlock()
 		return
 	}
 	delete(ks.live, lang)
 	s.idle.Stop()
-	ks.mu.Unlock()
-	s.k.end(reason)
+	// Added under the lock, so Close, which takes it first, never waits
+	// on a counter that can still grow.
+	ks.ending.Go(func() { s.k.end(reason) })
 }
 
 // expire is the idle timer: a kernel unused for the idle timeout ends.
@@ -133,8 +137,8 @@ func (ks *kernels) Close() {
 	var wg sync.WaitGroup
 	for _, s := range live {
 		s.idle.Stop()
-		wg.Add(1)
-		go func() { defer wg.Done(); s.k.end(ks.run.SessionEndReason()) }()
+		wg.Go(func() { s.k.end(ks.run.SessionEndReason()) })
 	}
 	wg.Wait()
+	ks.ending.Wait()
 }

@@ -26,7 +26,13 @@ func TestReset(t *testing.T) {
 	if got := mustOK(t, e.eval("", reset)); !strings.Contains(got, "reset") {
 		t.Errorf("reset with no code: %s", got)
 	}
-	if n := testutil.ToFloat64(e.reg.Metrics().SessionEnds.WithLabelValues(metrics.KindKernel, metrics.ReasonStopped)); n != 2 {
+	// A discarded kernel stops in the background, so its end is counted
+	// once it has stopped.
+	ends := e.reg.Metrics().SessionEnds.WithLabelValues(metrics.KindKernel, metrics.ReasonStopped)
+	for deadline := time.Now().Add(10 * time.Second); testutil.ToFloat64(ends) < 2 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := testutil.ToFloat64(ends); n != 2 {
 		t.Errorf("kernel ends (stopped) = %v, want 2", n)
 	}
 }
