@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"bufio"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +16,11 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/kustomize/api/krusty"
 	kustomize "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
 
@@ -33,72 +37,186 @@ func decodeStrict(t *testing.T, file string, into any) {
 	}
 }
 
-// Issue 15 item 5: every manifest of deploy/kubernetes decodes strictly
-// into its kind's Go type (core kinds with k8s.io/api, the monitoring
-// kinds with prometheus-operator's, the kustomization with kustomize's),
-// the kustomization lists exactly the manifests, and the PrometheusRule's
-// groups equal deploy/prometheus's rules.
+// Issue 15 item 5, and issue 16 item 6 for the sidecar shape and the
+// RBAC: every manifest under deploy/kubernetes decodes strictly into its
+// kind's Go type (core and RBAC kinds with k8s.io/api, the monitoring
+// kinds with prometheus-operator's, kustomizations with kustomize's),
+// every manifest is a resource of a kustomization, each shape builds
+// with kustomize, and the PrometheusRule's groups equal
+// deploy/prometheus's rules.
 func TestIssue15Item5KubernetesManifestsDecodeStrictly(t *testing.T) {
-	var k kustomize.Kustomization
-	decodeStrict(t, "kubernetes/kustomization.yaml", &k)
-	if k.Kind != kustomize.KustomizationKind || k.APIVersion != kustomize.KustomizationVersion {
-		t.Errorf("kustomization.yaml is %s %s, want %s %s", k.APIVersion, k.Kind, kustomize.KustomizationVersion, kustomize.KustomizationKind)
-	}
-	files, _ := filepath.Glob("kubernetes/*.yaml")
-	var manifests []string
-	for _, f := range files {
-		if filepath.Base(f) != "kustomization.yaml" {
-			manifests = append(manifests, filepath.Base(f))
+	var manifests, listed []string
+	err := filepath.WalkDir("kubernetes", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" {
+			return err
 		}
+		if filepath.Base(path) != "kustomization.yaml" {
+			manifests = append(manifests, path)
+			return nil
+		}
+		var k kustomize.Kustomization
+		decodeStrict(t, path, &k)
+		if k.Kind != kustomize.KustomizationKind || k.APIVersion != kustomize.KustomizationVersion {
+			t.Errorf("%s is %s %s, want %s %s", path, k.APIVersion, k.Kind, kustomize.KustomizationVersion, kustomize.KustomizationKind)
+		}
+		for _, r := range k.Resources {
+			r = filepath.Join(filepath.Dir(path), r)
+			if filepath.Ext(r) == ".yaml" {
+				listed = append(listed, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	res := slices.Clone(k.Resources)
-	slices.Sort(res)
-	if !slices.Equal(res, manifests) {
-		t.Errorf("kustomization resources %v, want every manifest: %v", res, manifests)
+	slices.Sort(listed)
+	if !slices.Equal(listed, manifests) {
+		t.Errorf("the kustomizations list %v, want every manifest once: %v", listed, manifests)
 	}
-
 	kinds := map[string]bool{}
 	for _, m := range manifests {
-		file := filepath.Join("kubernetes", m)
-		var tm metav1.TypeMeta
-		b, err := os.ReadFile(file)
+		b, err := os.ReadFile(m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := yaml.Unmarshal(b, &tm); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		kinds[tm.Kind] = true
-		switch tm.APIVersion + " " + tm.Kind {
-		case "apps/v1 Deployment":
-			var d appsv1.Deployment
-			decodeStrict(t, file, &d)
-			checkSidecar(t, d, k)
-		case "v1 Service":
-			var s corev1.Service
-			decodeStrict(t, file, &s)
-		case "monitoring.coreos.com/v1 ServiceMonitor":
-			var s monitoringv1.ServiceMonitor
-			decodeStrict(t, file, &s)
-		case "monitoring.coreos.com/v1 PodMonitor":
-			var p monitoringv1.PodMonitor
-			decodeStrict(t, file, &p)
-		case "monitoring.coreos.com/v1 PrometheusRule":
-			var r monitoringv1.PrometheusRule
-			decodeStrict(t, file, &r)
-			got, want := operatorGroups(r.Spec.Groups), fileGroups(loadRules(t))
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%s's groups differ from %s's:\n got %+v\nwant %+v", file, rulesFile, got, want)
-			}
-		default:
-			t.Errorf("%s: no test decodes %s %s", file, tm.APIVersion, tm.Kind)
-		}
+		kinds[decodeKind(t, m, b)] = true
 	}
-	for _, kind := range []string{"Deployment", "Service", "ServiceMonitor", "PrometheusRule"} {
+	for _, kind := range []string{"Deployment", "Service", "ServiceMonitor", "PodMonitor", "PrometheusRule",
+		"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "PersistentVolumeClaim", "PodTemplate"} {
 		if !kinds[kind] {
 			t.Errorf("deploy/kubernetes has no %s", kind)
 		}
 	}
+	for _, dir := range shapes {
+		s := buildShape(t, dir)
+		for _, d := range s.deployments {
+			checkSidecar(t, d, s.kustomization)
+		}
+		for _, r := range s.rules {
+			got, want := operatorGroups(r.Spec.Groups), fileGroups(loadRules(t))
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: the PrometheusRule's groups differ from %s's:\n got %+v\nwant %+v", dir, rulesFile, got, want)
+			}
+		}
+	}
+}
+
+// shapes are the two ways to deploy Berth on Kubernetes: beside the
+// harness, reaching the sandbox pods through the API server, and as a
+// sidecar in each sandbox pod.
+var shapes = []string{"kubernetes", "kubernetes/sidecar"}
+
+// shape is what a kustomization builds, each object decoded strictly.
+type shape struct {
+	dir             string
+	kustomization   kustomize.Kustomization
+	deployments     []appsv1.Deployment
+	templates       []corev1.PodTemplate
+	services        []corev1.Service
+	serviceAccounts []corev1.ServiceAccount
+	configMaps      map[string]corev1.ConfigMap
+	claims          map[string]corev1.PersistentVolumeClaim
+	roles           []rbacv1.Role
+	bindings        []rbacv1.RoleBinding
+	serviceMonitors []monitoringv1.ServiceMonitor
+	podMonitors     []monitoringv1.PodMonitor
+	rules           []monitoringv1.PrometheusRule
+}
+
+// buildShape builds dir as "kubectl apply -k" would (kustomize's own
+// builder, so bases, the namespace and the image tag are applied) and
+// decodes every object it makes strictly.
+func buildShape(t *testing.T, dir string) *shape {
+	t.Helper()
+	s := &shape{dir: dir, configMaps: map[string]corev1.ConfigMap{}, claims: map[string]corev1.PersistentVolumeClaim{}}
+	decodeStrict(t, filepath.Join(dir, "kustomization.yaml"), &s.kustomization)
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	for _, r := range m.Resources() {
+		b, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		where := dir + ": " + r.GetKind() + " " + r.GetName()
+		if ns := r.GetNamespace(); ns != s.kustomization.Namespace {
+			t.Errorf("%s is in namespace %q, want the kustomization's %q", where, ns, s.kustomization.Namespace)
+		}
+		switch decodeKind(t, where, b) {
+		case "Deployment":
+			s.deployments = append(s.deployments, into[appsv1.Deployment](t, where, b))
+		case "PodTemplate":
+			s.templates = append(s.templates, into[corev1.PodTemplate](t, where, b))
+		case "Service":
+			s.services = append(s.services, into[corev1.Service](t, where, b))
+		case "ServiceAccount":
+			s.serviceAccounts = append(s.serviceAccounts, into[corev1.ServiceAccount](t, where, b))
+		case "ConfigMap":
+			s.configMaps[r.GetName()] = into[corev1.ConfigMap](t, where, b)
+		case "PersistentVolumeClaim":
+			s.claims[r.GetName()] = into[corev1.PersistentVolumeClaim](t, where, b)
+		case "Role":
+			s.roles = append(s.roles, into[rbacv1.Role](t, where, b))
+		case "RoleBinding":
+			s.bindings = append(s.bindings, into[rbacv1.RoleBinding](t, where, b))
+		case "ServiceMonitor":
+			s.serviceMonitors = append(s.serviceMonitors, into[monitoringv1.ServiceMonitor](t, where, b))
+		case "PodMonitor":
+			s.podMonitors = append(s.podMonitors, into[monitoringv1.PodMonitor](t, where, b))
+		case "PrometheusRule":
+			s.rules = append(s.rules, into[monitoringv1.PrometheusRule](t, where, b))
+		}
+	}
+	return s
+}
+
+// decodeKind decodes a manifest strictly into the Go type of its
+// apiVersion and kind, and returns the kind; a kind no case knows fails.
+func decodeKind(t *testing.T, where string, b []byte) string {
+	t.Helper()
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(b, &tm); err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	switch tm.APIVersion + " " + tm.Kind {
+	case "apps/v1 Deployment":
+		into[appsv1.Deployment](t, where, b)
+	case "v1 Service":
+		into[corev1.Service](t, where, b)
+	case "v1 ServiceAccount":
+		into[corev1.ServiceAccount](t, where, b)
+	case "v1 ConfigMap":
+		into[corev1.ConfigMap](t, where, b)
+	case "v1 PersistentVolumeClaim":
+		into[corev1.PersistentVolumeClaim](t, where, b)
+	case "v1 PodTemplate":
+		into[corev1.PodTemplate](t, where, b)
+	case "rbac.authorization.k8s.io/v1 Role":
+		into[rbacv1.Role](t, where, b)
+	case "rbac.authorization.k8s.io/v1 RoleBinding":
+		into[rbacv1.RoleBinding](t, where, b)
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		into[monitoringv1.ServiceMonitor](t, where, b)
+	case "monitoring.coreos.com/v1 PodMonitor":
+		into[monitoringv1.PodMonitor](t, where, b)
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		into[monitoringv1.PrometheusRule](t, where, b)
+	default:
+		t.Errorf("%s: no test decodes %s %s", where, tm.APIVersion, tm.Kind)
+	}
+	return tm.Kind
+}
+
+// into decodes b strictly into a T.
+func into[T any](t *testing.T, where string, b []byte) T {
+	t.Helper()
+	var v T
+	if err := yaml.UnmarshalStrict(b, &v); err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	return v
 }
 
 // checkSidecar checks the Berth sidecar: a native sidecar running the
