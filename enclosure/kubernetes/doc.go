@@ -1,0 +1,31 @@
+// Package kubernetes is the enclosure driver for a conversation's pod on
+// Kubernetes. It reaches the pod through the API server with
+// k8s.io/client-go (client-go, api and apimachinery at one release) and
+// never creates, deletes or patches a pod.
+//
+// The package is split as Nomad splits a task driver:
+//
+//   - Driver (driver.go) finds and attaches, and owns the client and its
+//     configuration (in-cluster, $KUBECONFIG, or kubernetes.kubeconfig);
+//   - pod (pod.go) is one attached container of a pod and its state: the
+//     mounts of its workspace volume for MapPath and HostPath (paths.go),
+//     where its relay is, whether Berth is its sidecar;
+//   - handle (handle.go) is one process started through the exec
+//     subresource, whose owner goroutine streams it and reads its exit
+//     code from the stream's error.
+//
+// Execs use the WebSocket executor (v5.channel.k8s.io, which can close
+// stdin alone) and fall back to SPDY when the API server refuses the
+// upgrade (exec.go). The exec API has no kill: closing the stream leaves
+// the process running. So every process runs under Berth's relay
+// (cmd/berth-relay), which ends the process group when its stdin closes
+// or when told by a second exec (relay signal); the relay is the image's
+// own or streamed in through an exec of sh (install.go), since there is no
+// archive API. The exec API has no working directory or environment
+// either: when a Cmd has them, the relay starts sh to set them and exec
+// the program (runArgs).
+//
+// Dial (dial.go) port-forwards, with a connection of its own per Dial,
+// since one failed forward closes the whole session; a Berth that is a
+// sidecar in the same pod dials plain loopback instead.
+package kubernetes

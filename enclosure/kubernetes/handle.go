@@ -1,0 +1,171 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/internal/pipe"
+	"github.com/berth-dev/berth/enclosure/relay"
+)
+
+// handle is one process started through the exec subresource under the
+// relay. Its owner goroutine (wait) holds the exec's stream until it
+// ends, then reads the exit code from the stream's error and closes done.
+type handle struct {
+	p      *pod
+	tag    string
+	stdinR *io.PipeReader // what the exec's stream reads
+	stdinW *io.PipeWriter
+	stdin  *relay.FrameWriter
+	stdout *pipe.Pipe
+	stderr *pipe.Pipe // nil when Cmd.Stderr was given
+
+	cancel   context.CancelFunc // drops the stream
+	done     chan struct{}
+	code     int
+	err      error
+	protocol string // which carried the exec, once done
+	killed   atomic.Bool
+	// signalled is set once Berth sent the process a signal: an exit by
+	// a signal is then Berth's doing, not the pod's.
+	signalled atomic.Bool
+	killOnce  sync.Once
+}
+
+var _ enclosure.Process = (*handle)(nil)
+
+// outputBytes is what each stream holds for a reader that is behind, as
+// an OS pipe would: past it the exec's stream waits.
+const outputBytes = 256 << 10
+
+// start opens the exec of argv and returns its handle at once: the stream
+// is the owner goroutine's, so an exec the API server refuses (the pod
+// deleted meanwhile) ends the process with the reason in Wait.
+func (p *pod) start(argv []string, tag string, stderr io.Writer) *handle {
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &handle{p: p, tag: tag, stdout: pipe.New(outputBytes), cancel: cancel, done: make(chan struct{})}
+	h.stdinR, h.stdinW = io.Pipe()
+	h.stdin = relay.NewFrameWriter(h.stdinW)
+	errW := stderr
+	if stderr == nil {
+		h.stderr = pipe.New(outputBytes)
+		errW = h.stderr
+	}
+	go h.wait(ctx, argv, errW)
+	return h
+}
+
+// Pid is 0: the relay's pid inside the container is not known outside.
+func (h *handle) Pid() int              { return 0 }
+func (h *handle) Stdin() io.WriteCloser { return h.stdin }
+func (h *handle) Stdout() io.Reader     { return h.stdout }
+func (h *handle) Stderr() io.Reader {
+	if h.stderr == nil {
+		return nil
+	}
+	return h.stderr
+}
+func (h *handle) Done() <-chan struct{} { return h.done }
+
+func (h *handle) Wait() (int, error) {
+	<-h.done
+	return h.code, h.err
+}
+
+// signalTimeout bounds the exec that carries a signal.
+const signalTimeout = 10 * time.Second
+
+// Signal has the relay pass sig to the process group, through an exec of
+// "relay signal" (the exec API has no signal of its own): SIGINT only
+// interrupts; SIGTERM, SIGHUP and SIGQUIT are followed by SIGKILL after
+// the relay's grace.
+func (h *handle) Signal(sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("signal %v: %w", sig, enclosure.ErrNotSupported)
+	}
+	select {
+	case <-h.done:
+		return fmt.Errorf("signal %v: the process has exited", sig)
+	default:
+	}
+	h.signalled.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
+	defer cancel()
+	r, err := h.p.run(ctx, relay.SignalArgs(h.p.relay, h.tag, unix.SignalName(s)), nil)
+	if err != nil {
+		return err
+	}
+	if r.Code != 0 {
+		return fmt.Errorf("signal %v in %s: %s", sig, h.p, r.Stderr)
+	}
+	return nil
+}
+
+// exitWait bounds the wait, once Kill closed stdin, for the stream to end
+// with the relay: its grace and its SIGKILL, with room. Past it the
+// stream is dropped (the API server or the pod does not answer).
+const exitWait = 30 * time.Second
+
+// Kill ends the process and everything it started: the relay sends the
+// group SIGTERM, then SIGKILL after its grace. Stdin's end (the relay
+// reads EOF: over WebSocket a close message, over SPDY the stream's
+// half-close) ends the run as well should the signal not arrive; the
+// stream then ends with the relay, so Done closes once the process has
+// exited, or after exitWait at most.
+func (h *handle) Kill() error {
+	h.killOnce.Do(func() {
+		select {
+		case <-h.done:
+			return
+		default:
+		}
+		h.killed.Store(true)
+		_ = h.Signal(syscall.SIGTERM)
+		_ = h.stdinW.Close()
+		time.AfterFunc(exitWait, h.cancel)
+	})
+	return nil
+}
+
+func (h *handle) wait(ctx context.Context, argv []string, stderr io.Writer) {
+	defer h.cancel()
+	protocol, err := h.p.stream(ctx, argv, remotecommand.StreamOptions{Stdin: h.stdinR, Stdout: h.stdout, Stderr: stderr})
+	h.protocol = protocol
+	// Writes to stdin now fail rather than wait for a reader.
+	h.stdinR.CloseWithError(fmt.Errorf("the process has exited: %w", io.ErrClosedPipe))
+	h.stdout.CloseWrite()
+	if h.stderr != nil {
+		h.stderr.CloseWrite()
+	}
+	code, ok := exitCode(err)
+	switch {
+	case !ok && h.killed.Load():
+		h.code = -1
+	case !ok:
+		h.code, h.err = -1, h.p.failed(context.Background(), "the process's stream", err)
+	case h.killed.Load() && code > 128:
+		h.code = -1 // the relay reports death by signal N as 128+N
+	default:
+		h.code = code
+		// Killed by a signal Berth did not send: a pod that was deleted,
+		// or whose container stopped, says so, rather than leave the
+		// caller an exit status it cannot explain.
+		if code > 128 && !h.signalled.Load() {
+			if gerr := h.p.gone(context.Background()); gerr != nil {
+				h.code, h.err = -1, gerr
+			}
+		}
+	}
+	close(h.done)
+}

@@ -1,0 +1,129 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
+	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
+)
+
+// The configuration comes from kubernetes.kubeconfig or $KUBECONFIG,
+// with the context's namespace; none at all is an engine that does not
+// answer, which "auto" skips.
+func TestIssue16Item1ConfigurationFromKubeconfigOrEnvironment(t *testing.T) {
+	s := standIn(t)
+	runPod(t, s, kubetest.Pod{Namespace: "sandboxes", Name: "conv", Conversation: "c1"})
+	kc := s.Kubeconfig(t, "sandboxes")
+	ctx := context.Background()
+
+	ids, err := newDriver(t, nil, Options{Kubeconfig: kc}).Find(ctx, "c1")
+	if err != nil || len(ids) != 1 || ids[0] != "sandboxes/conv" {
+		t.Errorf("kubernetes.kubeconfig: Find = %v, %v; want [sandboxes/conv] (the context's namespace)", ids, err)
+	}
+	t.Setenv("KUBECONFIG", kc)
+	if ids, err := newDriver(t, nil, Options{}).Find(ctx, "c1"); err != nil || len(ids) != 1 {
+		t.Errorf("$KUBECONFIG: Find = %v, %v; want the pod", ids, err)
+	}
+	if ids, err := newDriver(t, nil, Options{Namespace: "default"}).Find(ctx, "c1"); err != nil || len(ids) != 0 {
+		t.Errorf("kubernetes.namespace default over the context's: Find = %v, %v; want none", ids, err)
+	}
+
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	_, err = newDriver(t, nil, Options{}).Find(ctx, "c1")
+	if !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), "kubernetes.kubeconfig") {
+		t.Errorf("no configuration: %v; want ErrUnavailable naming kubernetes.kubeconfig", err)
+	}
+	missing := filepath.Join(t.TempDir(), "none")
+	if _, err := newDriver(t, nil, Options{Kubeconfig: missing}).Find(ctx, "c1"); !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("a missing kubernetes.kubeconfig: %v; want ErrUnavailable naming the file", err)
+	}
+}
+
+// {driver: "kubernetes", id: "namespace/pod[/container]"} names a pod;
+// "auto" finds the one running pod labelled with the conversation.
+func TestIssue16Item2AttachByIDAndAuto(t *testing.T) {
+	s := standIn(t)
+	id := runPod(t, s, kubetest.Pod{Name: "one", Conversation: "conv-a"})
+	d := newDriver(t, s, Options{})
+	for _, name := range []string{id, id + "/sandbox", "one"} {
+		p := attach(t, d, name)
+		if p.ID() != "default/one/sandbox" || p.Driver() != Name {
+			t.Errorf("Attach(%q): id %q, driver %q", name, p.ID(), p.Driver())
+		}
+	}
+
+	l := &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: d}, Auto: []string{Name}}
+	ctx := context.Background()
+	enc, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-a")
+	if err != nil || enc.ID() != "default/one/sandbox" {
+		t.Fatalf("auto: %v, %v; want the labelled pod", enc, err)
+	}
+	if enc, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-none"); err != nil || enc.Driver() != "host" {
+		t.Errorf("auto with no pod: %v, %v; want the host", enc, err)
+	}
+	runPod(t, s, kubetest.Pod{Name: "two", Conversation: "conv-a"})
+	if _, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-a"); !errors.Is(err, enclosure.ErrInvalidConfig) || !strings.Contains(err.Error(), "default/two") {
+		t.Errorf("auto with two pods: %v; want an error naming both", err)
+	}
+	// A conversation id that cannot be a label's value finds nothing.
+	if ids, err := d.Find(ctx, "not a label value!"); err != nil || len(ids) != 0 {
+		t.Errorf("Find(invalid label value) = %v, %v", ids, err)
+	}
+}
+
+// A pod that is not Running, a missing one, or a container that does not
+// run is an error naming what it is; Berth never creates one.
+func TestIssue16Item2NotRunningIsAnErrorNamingThePhase(t *testing.T) {
+	s := standIn(t)
+	id := runPod(t, s, kubetest.Pod{Name: "pending"})
+	d := newDriver(t, s, Options{})
+	ctx := context.Background()
+
+	s.SetPhase(id, corev1.PodPending)
+	_, err := d.Attach(ctx, id)
+	if !errors.Is(err, enclosure.ErrGone) || !strings.Contains(err.Error(), "Pending") {
+		t.Errorf("a Pending pod: %v; want ErrGone naming the phase", err)
+	}
+	if ids, err := d.Find(ctx, "x"); err != nil || len(ids) != 0 {
+		t.Errorf("Find = %v, %v", ids, err)
+	}
+	s.SetPhase(id, corev1.PodRunning)
+	if _, err := d.Attach(ctx, id+"/other"); !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "sandbox") {
+		t.Errorf("a container the pod has not: %v; want ErrNotFound listing its containers", err)
+	}
+	if _, err := d.Attach(ctx, "default/nosuch"); !errors.Is(err, enclosure.ErrGone) || !strings.Contains(err.Error(), "never creates") {
+		t.Errorf("a missing pod: %v; want ErrGone saying Berth never creates one", err)
+	}
+	for _, bad := range []string{"a/b/c/d", "/x", "Not_A_Name"} {
+		if _, err := d.Attach(ctx, bad); !errors.Is(err, enclosure.ErrInvalidConfig) {
+			t.Errorf("Attach(%q): %v; want ErrInvalidConfig", bad, err)
+		}
+	}
+}
+
+// Berth is the pod's sidecar when kubernetes.sidecar says so, or when its
+// own pod (the downward API's $POD_NAME) is the one attached.
+func TestIssue16Item4SidecarDetectedFromOwnPod(t *testing.T) {
+	s := standIn(t)
+	id := runPod(t, s, kubetest.Pod{Name: "with-berth"})
+	if attach(t, newDriver(t, s, Options{}), id).sidecar {
+		t.Error("a pod of another: sidecar")
+	}
+	if !attach(t, newDriver(t, s, Options{Sidecar: true}), id).sidecar {
+		t.Error("kubernetes.sidecar: true: not a sidecar")
+	}
+	t.Setenv("POD_NAME", "with-berth")
+	t.Setenv("POD_NAMESPACE", "default")
+	if !attach(t, newDriver(t, s, Options{}), id).sidecar {
+		t.Error("Berth's own pod: not a sidecar")
+	}
+}

@@ -1,0 +1,83 @@
+package kubernetes
+
+import (
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/mounts"
+)
+
+// crossing is the way between Berth's paths and the container's, through
+// the workspace volume (kubernetes.workspace_volume), which both mount:
+// Berth at Volume.Path, the container at each of its volumeMounts of it.
+// unusable, when set, says why no path crosses (no volume configured, or
+// the container does not mount it), for MapPath's error: run/start
+// refuses the workspace with it.
+type crossing struct {
+	mounts.Crossing
+	unusable error
+}
+
+// crossing builds the table from the container's volumeMounts: a mount of
+// the workspace volume has Berth's path of it as its source (with its
+// subPath); every other mount hides what lies under it.
+func (d *Driver) crossing(p *pod, k *corev1.Pod) crossing {
+	v := d.opts.Workspace
+	c := crossing{Crossing: mounts.Crossing{
+		Name:  p.String(),
+		Mount: "mount the volume " + v.Name + " (kubernetes.workspace_volume; Berth's %s lies on it) into the container",
+	}}
+	if v.Name == "" {
+		c.unusable = fmt.Errorf("%s: kubernetes.workspace_volume is not set, so Berth cannot see the pod's files: put the workspace on a volume both mount (an emptyDir of the pod when Berth is its sidecar, else a ReadWriteMany claim) and name it in kubernetes.workspace_volume: %w", p, enclosure.ErrNotFound)
+		return c
+	}
+	var ctr *corev1.Container
+	for i := range k.Spec.Containers {
+		if k.Spec.Containers[i].Name == p.container {
+			ctr = &k.Spec.Containers[i]
+		}
+	}
+	for i := range k.Spec.InitContainers { // a native sidecar
+		if ctr == nil && k.Spec.InitContainers[i].Name == p.container {
+			ctr = &k.Spec.InitContainers[i]
+		}
+	}
+	mounted := false
+	if ctr != nil {
+		for _, m := range ctr.VolumeMounts {
+			src := ""
+			if m.Name == v.Name && m.SubPathExpr == "" {
+				mounted = true
+				root := v.Path
+				if root == "" {
+					root = m.MountPath // Berth mounts it where the container does
+				} else {
+					root = path.Join(root, m.SubPath)
+				}
+				src = root
+			}
+			c.Container = append(c.Container, mounts.Mount{Source: src, Destination: m.MountPath})
+		}
+	}
+	if !mounted {
+		c.unusable = fmt.Errorf("%s does not mount the workspace volume %q (kubernetes.workspace_volume) (mounts: %s): add a volumeMount of it to the container, or name the volume it does mount: %w", p, v.Name, c.Container, enclosure.ErrNotFound)
+	}
+	return c
+}
+
+func (c crossing) inside(berthPath string) (string, error) {
+	if c.unusable != nil {
+		return "", c.unusable
+	}
+	return c.Inside(berthPath)
+}
+
+func (c crossing) outside(enclosedPath string) (string, error) {
+	if c.unusable != nil {
+		return "", c.unusable
+	}
+	return c.Outside(enclosedPath)
+}

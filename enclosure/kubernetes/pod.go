@@ -1,0 +1,200 @@
+package kubernetes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/relay"
+)
+
+// pod is one attached container of a pod: the enclosure and its state.
+type pod struct {
+	d         *Driver
+	api       *api
+	ns, name  string
+	container string
+	relay     string // the relay's path inside
+	crossing  crossing
+	sidecar   bool // Berth is in the same pod: Dial uses loopback
+
+	found sync.Map // LookPath's answers: name -> path
+}
+
+var _ enclosure.Enclosure = (*pod)(nil)
+
+func (p *pod) Driver() string { return Name }
+
+// ID is what Attach takes back: namespace/pod/container.
+func (p *pod) ID() string { return p.ns + "/" + p.name + "/" + p.container }
+
+// String names the pod in errors.
+func (p *pod) String() string {
+	return fmt.Sprintf("pod %s/%s (container %s)", p.ns, p.name, p.container)
+}
+
+// get reads the pod; one that does not exist is ErrGone.
+func (p *pod) get(ctx context.Context) (*corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), apiTimeout)
+	defer cancel()
+	k, err := p.api.core.Pods(p.ns).Get(ctx, p.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("kubernetes: no pod %s in namespace %s (any more): pass the name of a running pod (kubectl get pods -n %s lists them); Berth never creates one: %w", p.name, p.ns, p.ns, enclosure.ErrGone)
+	}
+	if err != nil {
+		return nil, p.api.unavailable("reading pod "+p.ns+"/"+p.name, err)
+	}
+	return k, nil
+}
+
+// check says whether the pod runs, is not being deleted, and has the
+// container running: an error naming the phase or state otherwise.
+func (p *pod) check(k *corev1.Pod) error {
+	if k.DeletionTimestamp != nil {
+		return fmt.Errorf("kubernetes: pod %s/%s is being deleted: Berth never creates a pod; start a new run with a running one: %w", p.ns, p.name, enclosure.ErrGone)
+	}
+	if k.Status.Phase != corev1.PodRunning {
+		return fmt.Errorf("kubernetes: pod %s/%s is %s, not Running: Berth never creates or starts a pod; wait until it runs (kubectl get pod -n %s %s) and start a new run: %w", p.ns, p.name, k.Status.Phase, p.ns, p.name, enclosure.ErrGone)
+	}
+	var names []string
+	for _, c := range k.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	for _, s := range append(append([]corev1.ContainerStatus(nil), k.Status.ContainerStatuses...), k.Status.InitContainerStatuses...) {
+		if s.Name != p.container {
+			continue
+		}
+		if s.State.Running == nil {
+			return fmt.Errorf("kubernetes: container %s of pod %s/%s does not run (%s): start a new run once it does: %w", p.container, p.ns, p.name, describe(s.State), enclosure.ErrGone)
+		}
+		return nil
+	}
+	return fmt.Errorf("kubernetes: pod %s/%s has no running container %q (its containers: %s): name one as namespace/pod/container, or set kubernetes.container: %w", p.ns, p.name, p.container, strings.Join(names, ", "), enclosure.ErrNotFound)
+}
+
+func describe(s corev1.ContainerState) string {
+	switch {
+	case s.Waiting != nil:
+		return "waiting: " + s.Waiting.Reason
+	case s.Terminated != nil:
+		return fmt.Sprintf("terminated: %s, exit code %d", s.Terminated.Reason, s.Terminated.ExitCode)
+	}
+	return "no state yet"
+}
+
+// failed explains an error of a call on the pod: it was deleted, it or
+// the container stopped, or the API server did not answer.
+func (p *pod) failed(ctx context.Context, what string, err error) error {
+	k, gerr := p.get(ctx)
+	if gerr != nil {
+		return gerr
+	}
+	if cerr := p.check(k); cerr != nil {
+		return cerr
+	}
+	return fmt.Errorf("kubernetes: %s: %s: %w", p, what, err)
+}
+
+// gone is the error saying the pod or its container no longer runs; nil
+// while it runs, or when the API server does not answer.
+func (p *pod) gone(ctx context.Context) error {
+	k, err := p.get(ctx)
+	if err != nil {
+		if errors.Is(err, enclosure.ErrGone) {
+			return err
+		}
+		return nil
+	}
+	return p.check(k)
+}
+
+// MapPath turns a path as Berth sees it into the path the container's
+// processes see, through the workspace volume's mounts.
+func (p *pod) MapPath(berthPath string) (string, error) { return p.crossing.inside(berthPath) }
+
+// HostPath is MapPath's inverse.
+func (p *pod) HostPath(enclosedPath string) (string, error) {
+	return p.crossing.outside(enclosedPath)
+}
+
+// LookPath asks the relay which executable name is on the container's
+// PATH (its own environment's, as every exec gets it).
+func (p *pod) LookPath(ctx context.Context, name string) (string, error) {
+	if v, ok := p.found.Load(name); ok {
+		return v.(string), nil
+	}
+	path, err := relay.Which(ctx, p.run, p.relay, name, p.String())
+	if err != nil {
+		return "", err
+	}
+	p.found.Store(name, path)
+	return path, nil
+}
+
+// Start runs cmd under the relay in an exec: stdin framed (closing it
+// closes the program's stdin; closing the stream ends the run), stdout
+// and stderr apart.
+func (p *pod) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
+	path := cmd.Path
+	if !strings.Contains(path, "/") {
+		lp, err := p.LookPath(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		path = lp
+	}
+	tag := relay.NewTag()
+	argv := runArgs(p.relay, relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag}, cmd.Dir, cmd.Env, path, cmd.Args...)
+	return p.start(argv, tag, cmd.Stderr), nil
+}
+
+// enterScript is what the relay runs, through sh, for a Cmd with a working
+// directory or environment (the exec API takes neither): its arguments
+// are the directory ("" for the container's), the count of KEY=VALUE
+// arguments that follow, those, then the program and its arguments.
+const enterScript = `d=$1; n=$2; shift 2
+while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n-1)); done
+if [ -n "$d" ] && ! cd -- "$d"; then echo "berth: the working directory $d does not exist in the container" >&2; exit 126; fi
+exec "$@"`
+
+// runArgs is relay.RunArgs for the exec API: with dir or env, the relay
+// runs sh to set them, which then execs prog.
+func runArgs(relayPath string, o relay.RunOptions, dir string, env []string, prog string, args ...string) []string {
+	if dir == "" && len(env) == 0 {
+		return relay.RunArgs(relayPath, o, prog, args...)
+	}
+	sh := append([]string{"-c", enterScript, "berth", dir, strconv.Itoa(len(env))}, env...)
+	sh = append(append(sh, prog), args...)
+	return relay.RunArgs(relayPath, o, "/bin/sh", sh...)
+}
+
+// runTimeout bounds a command run to its end: the relay's short modes,
+// and its installation, which streams the relay's bytes.
+const runTimeout = 30 * time.Second
+
+// run runs argv to its end (the relay's short modes, the relay's own
+// installation), with stdin written and closed first when given.
+func (p *pod) run(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, runTimeout)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	o := remotecommand.StreamOptions{Stdin: stdin, Stdout: &out, Stderr: &errOut}
+	_, err := p.stream(ctx, argv, o)
+	code, ok := exitCode(err)
+	if !ok {
+		return relay.Result{}, p.failed(ctx, strings.Join(argv[:min(2, len(argv))], " "), err)
+	}
+	return relay.Result{Stdout: out.String(), Stderr: errOut.String(), Code: code}, nil
+}
