@@ -43,7 +43,8 @@ func decodeStrict(t *testing.T, file string, into any) {
 // kinds with prometheus-operator's, kustomizations with kustomize's),
 // every manifest is a resource of a kustomization, each shape builds
 // with kustomize, and the PrometheusRule's groups equal
-// deploy/prometheus's rules.
+// deploy/prometheus's rules. Berth's container in each shape is checked
+// by checkBerth (kubernetes_shapes_test.go).
 func TestIssue15Item5KubernetesManifestsDecodeStrictly(t *testing.T) {
 	var manifests, listed []string
 	err := filepath.WalkDir("kubernetes", func(path string, d fs.DirEntry, err error) error {
@@ -89,11 +90,7 @@ func TestIssue15Item5KubernetesManifestsDecodeStrictly(t *testing.T) {
 		}
 	}
 	for _, dir := range shapes {
-		s := buildShape(t, dir)
-		for _, d := range s.deployments {
-			checkSidecar(t, d, s.kustomization)
-		}
-		for _, r := range s.rules {
+		for _, r := range buildShape(t, dir).rules {
 			got, want := operatorGroups(r.Spec.Groups), fileGroups(loadRules(t))
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s: the PrometheusRule's groups differ from %s's:\n got %+v\nwant %+v", dir, rulesFile, got, want)
@@ -217,44 +214,6 @@ func into[T any](t *testing.T, where string, b []byte) T {
 		t.Fatalf("%s: %v", where, err)
 	}
 	return v
-}
-
-// checkSidecar checks the Berth sidecar: a native sidecar running the
-// image the kustomization sets, as non-root, sharing the workspace with
-// the harness at the same path.
-func checkSidecar(t *testing.T, d appsv1.Deployment, k kustomize.Kustomization) {
-	t.Helper()
-	spec := d.Spec.Template.Spec
-	i := slices.IndexFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == "berth" })
-	if i < 0 {
-		t.Fatalf("the Deployment has no berth init container (native sidecar)")
-	}
-	berth := spec.InitContainers[i]
-	if berth.RestartPolicy == nil || *berth.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-		t.Errorf("berth is not a native sidecar (restartPolicy: Always)")
-	}
-	if !slices.ContainsFunc(k.Images, func(im kustomize.Image) bool { return strings.HasPrefix(berth.Image, im.Name+":") }) {
-		t.Errorf("berth's image %s is not one the kustomization sets (%v)", berth.Image, k.Images)
-	}
-	if sc := spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
-		t.Errorf("the pod does not require a non-root user")
-	}
-	if sc := berth.SecurityContext; sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-		t.Errorf("berth may escalate privileges")
-	}
-	mountOf := func(c corev1.Container, vol string) string {
-		for _, m := range c.VolumeMounts {
-			if m.Name == vol {
-				return m.MountPath
-			}
-		}
-		return ""
-	}
-	for _, c := range spec.Containers {
-		if p := mountOf(c, "workspace"); p == "" || p != mountOf(berth, "workspace") {
-			t.Errorf("container %s mounts the workspace at %q, berth at %q: run/start's workdir must be the same path in both", c.Name, p, mountOf(berth, "workspace"))
-		}
-	}
 }
 
 // rule is a rule as both formats carry it, for comparing them.
