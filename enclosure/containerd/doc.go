@@ -11,7 +11,10 @@
 //   - container (container.go) is one attached container and its state:
 //     its task, its OCI spec (the process spec every exec starts from,
 //     the mounts for MapPath and HostPath), where its relay is;
-//   - handle (handle.go) is one exec'd process and its FIFOs.
+//   - handle (handle.go) is one exec'd process and its FIFOs;
+//   - owner (owner.go) names each exec and its FIFO directory after the
+//     driver that made it, so that Attach can remove what a Berth that
+//     died (SIGKILL) left: its execs' records in the shim, and its FIFOs.
 //
 // Every process runs under Berth's relay (cmd/berth-relay), as with
 // Docker. containerd has no copy API, so the relay is the image's own
@@ -27,5 +30,6 @@
 //     exit status waits for containerd to answer again;
 //   - every exec'd process is deleted once it has exited (what is left of
 //     its output moves to memory first), which removes its FIFOs and the
-//     shim's state of it.
+//     shim's state of it; a Berth that dies cannot, so the next Attach
+//     does, for every owner whose lock is free (owner.go).
 package containerd

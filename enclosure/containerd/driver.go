@@ -84,6 +84,11 @@ type Driver struct {
 	// installed remembers where the relay went in each container, so a
 	// second run in the same container checks that one place first.
 	installed sync.Map // container id -> path inside
+
+	// own is the driver's claim on the execs it has (owner.go); nil
+	// while it has none.
+	ownMu sync.Mutex
+	own   *owner
 }
 
 var _ enclosure.Driver = (*Driver)(nil)
@@ -132,9 +137,16 @@ func CheckNamespace(ns string) error {
 // driver only.
 var errDockerNamespace = fmt.Errorf("containerd.namespace %q holds Docker's containers: attach to them with the docker driver ({driver: \"docker\", id}, or \"docker\" in enclosure.auto); use containerd for containers made without Docker (namespaces such as default or k8s.io): %w", DockerNamespace, enclosure.ErrInvalidConfig)
 
-// Close releases the client's connection. Enclosures attached through
-// the driver must not be used afterwards.
+// Close releases the client's connection and the driver's claim on its
+// execs. Enclosures attached through the driver must not be used
+// afterwards.
 func (d *Driver) Close() error {
+	d.ownMu.Lock()
+	if d.own != nil {
+		d.own.drop()
+		d.own = nil
+	}
+	d.ownMu.Unlock()
 	if d.cli != nil {
 		return d.cli.Close()
 	}
@@ -259,7 +271,8 @@ func (d *Driver) Find(ctx context.Context, conversationID string) ([]string, err
 }
 
 // Attach loads the container with this id and returns it as an enclosure
-// when its task runs: with its spec read and the relay installed.
+// when its task runs: with its spec read and the relay installed. It
+// first removes what Berths that died left behind (owner.go).
 func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, error) {
 	if id == "" {
 		return nil, fmt.Errorf("containerd: no container named: pass {driver: \"containerd\", id: <container id>}: %w", enclosure.ErrInvalidConfig)
@@ -275,6 +288,7 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 	if err != nil {
 		return nil, err
 	}
+	d.sweep(ctx, cli)
 	bin, err := d.relay()
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,7 @@ type execSpec struct {
 // process (which removes its FIFOs) and closes done.
 type handle struct {
 	c      *container
+	own    *owner // the driver's claim, given back once deleted
 	proc   client.Process
 	dio    *cio.DirectIO
 	stdinW io.WriteCloser // the stdin FIFO; nil without stdin
@@ -70,7 +72,20 @@ var _ enclosure.Process = (*handle)(nil)
 // exit cannot be missed, and stdin is closed on the shim's side with
 // CloseIO once Start returned (earlier is lost).
 func (c *container) exec(ctx context.Context, s execSpec) (*handle, error) {
-	id := relay.NewTag() // unique, and a valid exec id
+	own, err := c.d.acquire()
+	if err != nil {
+		return nil, err
+	}
+	// Given back once the exec and its FIFO directory are gone: by the
+	// handle's owner goroutine, or here when the exec did not start (its
+	// FIFOs went with the failed Exec, or abandon).
+	started := false
+	defer func() {
+		if !started {
+			c.d.release(own)
+		}
+	}()
+	id := own.execID()
 	p := *c.spec.Process
 	p.Terminal = false
 	p.ConsoleSize = nil
@@ -84,15 +99,22 @@ func (c *container) exec(ctx context.Context, s execSpec) (*handle, error) {
 	}
 	var dio *cio.DirectIO
 	create := func(id string) (cio.IO, error) {
-		fifos, err := cio.NewFIFOSetInDir(c.d.opts.FIFODir, id, false)
-		if err != nil {
+		// The directory's name says whose exec it is (owner.go).
+		dir := filepath.Join(c.d.opts.FIFODir, execDir(id, c.d.opts.Namespace, c.id))
+		if err := os.Mkdir(dir, 0o700); err != nil {
 			return nil, err
 		}
+		fifos := cio.NewFIFOSet(cio.Config{
+			Stdin:  filepath.Join(dir, "stdin"),
+			Stdout: filepath.Join(dir, "stdout"),
+			Stderr: filepath.Join(dir, "stderr"),
+		}, func() error { return os.RemoveAll(dir) })
 		if s.stdin == stdinNone {
 			fifos.Stdin = ""
 		}
-		dio, err = cio.NewDirectIO(context.Background(), fifos)
-		return dio, err
+		d, err := cio.NewDirectIO(context.Background(), fifos)
+		dio = d
+		return d, err
 	}
 	c.d.ready()
 	cctx, cancel := c.d.ctx(ctx)
@@ -116,9 +138,10 @@ func (c *container) exec(ctx context.Context, s execSpec) (*handle, error) {
 		return nil, c.failed(ctx, "starting "+s.argv[0], err)
 	}
 	h := &handle{
-		c: c, proc: proc, dio: dio, exit: exit, stopWait: stopWait,
+		c: c, own: own, proc: proc, dio: dio, exit: exit, stopWait: stopWait,
 		done: make(chan struct{}),
 	}
+	started = true
 	var stdinErr error
 	if s.stdin != stdinNone {
 		h.stdinW = dio.Stdin
@@ -329,26 +352,34 @@ func (h *handle) taskEnded() error {
 }
 
 // delete deletes the exited process in the shim, which also closes and
-// removes its FIFOs; when containerd does not answer, the FIFOs are
-// removed all the same.
+// removes its FIFOs. When that fails (containerd did not answer, five
+// times), the FIFOs are closed but their directory stays: it is the
+// record by which a later Attach's sweep deletes the process (owner.go).
 func (h *handle) delete() {
+	defer h.c.d.release(h.own)
+	var err error
 	for i := 0; ; i++ {
 		ctx, cancel := h.c.d.ctx(context.Background())
-		_, err := h.proc.Delete(ctx)
+		_, err = h.proc.Delete(ctx)
 		cancel()
 		if err == nil || cerrdefs.IsNotFound(err) || !isUnavailable(err) || i >= 5 {
-			if err != nil && h.err == nil && !cerrdefs.IsNotFound(err) {
-				h.c.d.opts.Log.Warn("containerd: deleting an exec'd process failed", "container", h.c.id, "exec", h.proc.ID(), "err", err)
-			}
 			break
 		}
 		time.Sleep(time.Second)
 	}
-	if h.stdinW != nil {
-		_ = h.stdinW.Close()
-	}
 	h.dio.Cancel()
-	_ = h.dio.Close() // removes the FIFO directory (again: Delete did when it could)
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		if h.err == nil {
+			h.c.d.opts.Log.Warn("containerd: deleting an exec'd process failed; the next Attach will", "container", h.c.id, "exec", h.proc.ID(), "err", err)
+		}
+		for _, f := range []io.Closer{h.dio.Stdin, h.dio.Stdout, h.dio.Stderr} {
+			if f != nil {
+				_ = f.Close()
+			}
+		}
+		return
+	}
+	_ = h.dio.Close() // removes the FIFO directory (again: Delete did)
 }
 
 // stream is one of the exec's output FIFOs as the caller reads it. Once

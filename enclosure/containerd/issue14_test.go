@@ -7,12 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
@@ -106,18 +107,7 @@ func TestIssue14Item2NoRunningTask(t *testing.T) {
 		t.Fatalf("a container without a task: %v", err)
 	}
 	stopped := run(t, "", baseImage, "")
-	if _, err := containerdtest.Ctr("tasks", "kill", "-s", "KILL", stopped); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		out, _ := containerdtest.Ctr("tasks", "ls")
-		if strings.Contains(out, stopped) && !strings.Contains(lineOf(out, stopped), "RUNNING") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the task did not stop: %s", out)
-		}
-	}
+	killTask(t, stopped)
 	_, err = d.Attach(context.Background(), stopped)
 	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "task that is stopped (exit code 137)") {
 		t.Fatalf("a container whose task stopped: %v", err)
@@ -451,8 +441,8 @@ func TestIssue14Item3TaskKilledUnderAProcess(t *testing.T) {
 	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "task that is stopped") {
 		t.Fatalf("Wait after the task was killed: %d, %v", code, err)
 	}
-	if entries, _ := os.ReadDir(d.opts.FIFODir); len(entries) != 0 {
-		t.Fatalf("FIFOs left: %v", entries)
+	if left := fifosLeft(d); len(left) != 0 {
+		t.Fatalf("FIFOs left: %v", left)
 	}
 }
 
@@ -542,30 +532,149 @@ func TestIssue14Item2DockersNamespaceIsRefused(t *testing.T) {
 // kernel closes Berth's end of the stdin FIFO, and since the shim let go
 // of its own writer (CloseIO right after Start), the relay reads EOF and
 // ends its whole group. No process is left; what is left is the shim's
-// record of the exited exec, which the task's deletion removes.
+// record of the exited exec and its FIFOs, which the next Attach removes
+// (TestIssue14Item3AttachSweepsWhatAKilledBerthLeft).
 func TestIssue14Item3BerthKilledLeavesNothing(t *testing.T) {
 	id := run(t, "", fullImage, "")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+id, relay.EnvPath+"="+testRelay.Path)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	killedBerth(t, id, t.TempDir(), false, func() {
+		if n := len(containerdtest.Pids(t, id)); n < 4 { // sleep infinity, relay, sh, sleep
+			t.Fatalf("the task runs %d processes with the helper's, want 4", n)
+		}
+	})
+	onlySleep(t, id)
+}
+
+// A Berth killed with SIGKILL leaves the shim's records of its execs (one
+// exited under the relay, one bare exec of sleep still running, which no
+// EOF ends) and their FIFO directories. The next Attach ends and Deletes
+// them and removes the FIFOs and the dead Berth's lock; a live Berth's
+// process and FIFOs in the same directory, and directories that are not
+// Berth's, are left alone.
+func TestIssue14Item3AttachSweepsWhatAKilledBerthLeft(t *testing.T) {
+	id := run(t, "", fullImage, "")
+	fifos := t.TempDir()
+	foreign := []string{"123456789", "berth-notanowner@x@y"} // ctr's, and a look-alike
+	for _, name := range foreign {
+		if err := os.Mkdir(filepath.Join(fifos, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := newDriver(t, Options{FIFODir: fifos})
+	lp, err := attach(t, live, id).Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "echo up; sleep 1000"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	defer func() { lp.Kill(); <-lp.Done() }()
+	if line, err := bufio.NewReader(lp.Stdout()).ReadString('\n'); err != nil || line != "up\n" {
+		t.Fatalf("the live Berth's process: %q, %v", line, err)
 	}
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "started\n" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("the helper Berth: %q, %v", line, err)
+	liveExec := lp.(*handle).proc.ID()
+
+	killedBerth(t, id, fifos, true, nil)
+	var dead []*leftExec
+	deadToken, deadLock := "", false
+	for _, e := range fifosLeft(live) {
+		token, x, ok := parseLeft(filepath.Base(e))
+		if !ok || token == live.own.token {
+			continue
+		}
+		deadToken = token
+		if x == nil {
+			deadLock = true
+		} else {
+			dead = append(dead, x)
+		}
 	}
-	if n := len(containerdtest.Pids(t, id)); n < 4 { // sleep infinity, relay, sh, sleep
-		t.Fatalf("the task runs %d processes with the helper's, want 4", n)
+	if len(dead) != 2 || !deadLock {
+		t.Fatalf("the killed Berth left %v (lock: %v), want two execs and its lock", dead, deadLock)
 	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
+	// The relay reads EOF and ends its group; the bare sleep runs on.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if st := execStatus(t, live, id, dead[0].id) + execStatus(t, live, id, dead[1].id); strings.Contains(st, "stopped") && strings.Contains(st, "running") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed Berth's execs: %s, %s; want one stopped, one running", execStatus(t, live, id, dead[0].id), execStatus(t, live, id, dead[1].id))
+		}
 	}
-	_ = cmd.Wait()
+
+	attach(t, newDriver(t, Options{FIFODir: fifos}), id)
+	for _, x := range dead {
+		if st := execStatus(t, live, id, x.id); st != "not found" {
+			t.Errorf("the killed Berth's exec %s after Attach: %s", x.id, st)
+		}
+		if _, err := os.Stat(filepath.Join(containerdtest.Bundle(id), x.id+".pid")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the shim's pid file of %s: %v", x.id, err)
+		}
+	}
+	for _, e := range fifosLeft(live) {
+		if token, _, _ := parseLeft(filepath.Base(e)); token == deadToken {
+			t.Errorf("left of the killed Berth: %s", e)
+		}
+	}
+	for _, name := range foreign {
+		if _, err := os.Stat(filepath.Join(fifos, name)); err != nil {
+			t.Errorf("a directory that is not Berth's: %v", err)
+		}
+		os.Remove(filepath.Join(fifos, name))
+	}
+	// The live Berth's process runs on, and ends as usual.
+	if st := execStatus(t, live, id, liveExec); st != "running" {
+		t.Fatalf("the live Berth's exec after the sweep: %s", st)
+	}
+	lp.Kill()
+	<-lp.Done()
+	if code, err := lp.Wait(); code != -1 || err != nil {
+		t.Fatalf("the live Berth's process killed: %d, %v", code, err)
+	}
 	onlySleep(t, id)
+	noFIFOs(t, live, id) // and no lock: neither Berth has an exec
+}
+
+// execStatus is the exec's status as containerd tells it, or "not found".
+func execStatus(t *testing.T, d *Driver, id, execID string) string {
+	t.Helper()
+	ctx, cancel := d.ctx(context.Background())
+	defer cancel()
+	ctr, err := d.cli.LoadContainer(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := ctr.Task(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := task.LoadProcess(ctx, execID, nil)
+	if cerrdefs.IsNotFound(err) {
+		return "not found"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Status(ctx)
+	if cerrdefs.IsNotFound(err) {
+		return "not found"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(st.Status)
+}
+
+// killTask kills the container's task with SIGKILL and waits (bounded)
+// until containerd reports it stopped.
+func killTask(t *testing.T, id string) {
+	t.Helper()
+	if _, err := containerdtest.Ctr("tasks", "kill", "-s", "KILL", id); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, _ := containerdtest.Ctr("tasks", "ls")
+		if strings.Contains(out, id) && !strings.Contains(lineOf(out, id), "RUNNING") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task did not stop: %s", out)
+		}
+	}
 }

@@ -1,10 +1,12 @@
 package containerd
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,11 +125,7 @@ func noFIFOs(t testing.TB, d *Driver, id string) {
 	bundle := containerdtest.Bundle(id)
 	var left []string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		left = nil
-		fifos, _ := os.ReadDir(d.opts.FIFODir)
-		for _, e := range fifos {
-			left = append(left, filepath.Join(d.opts.FIFODir, e.Name()))
-		}
+		left = fifosLeft(d)
 		state, err := os.ReadDir(bundle)
 		if err != nil {
 			t.Fatalf("the task's bundle: %v", err)
@@ -144,34 +142,85 @@ func noFIFOs(t testing.TB, d *Driver, id string) {
 	t.Fatalf("left behind: %q", left)
 }
 
+// fifosLeft lists what is in the driver's FIFO directory: FIFO
+// directories, and the lock file of a driver that has execs.
+func fifosLeft(d *Driver) []string {
+	var left []string
+	entries, _ := os.ReadDir(d.opts.FIFODir)
+	for _, e := range entries {
+		left = append(left, filepath.Join(d.opts.FIFODir, e.Name()))
+	}
+	return left
+}
+
 // helperEnv makes the test binary a Berth that attaches to the container
-// it names, starts a process there and waits to be killed
-// (TestIssue14Item3BerthKilledLeavesNothing).
-const helperEnv = "BERTH_CONTAINERD_TEST_HELPER"
+// it names, with its FIFOs in helperFIFOsEnv, starts a process there
+// under the relay (and, with helperBareEnv set, a bare exec of sleep,
+// which no EOF ends) and waits to be killed
+// (TestIssue14Item3BerthKilledLeavesNothing,
+// TestIssue14Item3AttachSweepsWhatAKilledBerthLeft).
+const (
+	helperEnv      = "BERTH_CONTAINERD_TEST_HELPER"
+	helperFIFOsEnv = "BERTH_CONTAINERD_TEST_HELPER_FIFOS"
+	helperBareEnv  = "BERTH_CONTAINERD_TEST_HELPER_BARE"
+)
 
 func berthThatDies(id string) int {
-	fifos, err := os.MkdirTemp("", "containerd-helper-fifos")
-	if err != nil {
+	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	bin, err := relay.Open(os.Getenv(relay.EnvPath))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return fail(err)
 	}
-	d := New(Options{Address: containerdtest.Address(), Namespace: containerdtest.Namespace, FIFODir: fifos,
+	d := New(Options{Address: containerdtest.Address(), Namespace: containerdtest.Namespace, FIFODir: os.Getenv(helperFIFOsEnv),
 		Relay: func() (*relay.Binary, error) { return bin, nil }})
 	enc, err := d.Attach(context.Background(), id)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return fail(err)
+	}
+	if os.Getenv(helperBareEnv) != "" {
+		if _, err := enc.(*container).exec(context.Background(), execSpec{argv: []string{"sleep", "1000"}}); err != nil {
+			return fail(err)
+		}
 	}
 	p, err := enc.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "sleep 1000 & echo started; wait"}})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return fail(err)
 	}
 	_, _ = io.Copy(os.Stdout, p.Stdout()) // until killed
 	return 0
+}
+
+// killedBerth runs the test binary as a Berth (berthThatDies) on the
+// container, with its FIFOs in fifos, and kills it with SIGKILL once its
+// process runs and running (when not nil) has returned.
+func killedBerth(t *testing.T, id, fifos string, bare bool, running func()) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+id, helperFIFOsEnv+"="+fifos, relay.EnvPath+"="+testRelay.Path)
+	if bare {
+		cmd.Env = append(cmd.Env, helperBareEnv+"=1")
+	}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "started\n" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the helper Berth: %q, %v", line, err)
+	}
+	if running != nil {
+		running()
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
 }
