@@ -47,18 +47,29 @@ func (c *container) runningTask(ctx context.Context) (client.Task, error) {
 	if err != nil {
 		return nil, c.d.unavailable(err)
 	}
+	if err := c.running(ctx, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// running checks that the task runs, with one call (its status).
+func (c *container) running(ctx context.Context, t client.Task) error {
 	st, err := t.Status(ctx)
+	if cerrdefs.IsNotFound(err) {
+		return c.d.notRunning(c.id, "no task")
+	}
 	if err != nil {
-		return nil, c.d.unavailable(err)
+		return c.d.unavailable(err)
 	}
 	if st.Status != client.Running {
 		state := "a task that is " + string(st.Status)
 		if st.Status == client.Stopped {
 			state += fmt.Sprintf(" (exit code %d)", st.ExitStatus)
 		}
-		return nil, c.d.notRunning(c.id, state)
+		return c.d.notRunning(c.id, state)
 	}
-	return t, nil
+	return nil
 }
 
 // failed explains an error of a call on the container: its task stopped,
@@ -121,9 +132,17 @@ func (c *container) crossing() mounts.Crossing {
 }
 
 // LookPath asks the relay which executable name is on the container's
-// PATH (its process spec's, as every exec gets it).
+// PATH (its process spec's, as every exec gets it). An answer is kept,
+// but only given while the task runs: its status is one call, where the
+// relay's which is an exec.
 func (c *container) LookPath(ctx context.Context, name string) (string, error) {
 	if p, ok := c.found.Load(name); ok {
+		c.d.ready()
+		cctx, cancel := c.d.ctx(ctx)
+		defer cancel()
+		if err := c.running(cctx, c.task); err != nil {
+			return "", c.failed(ctx, "which "+name, err) // says which: deleted, stopped, not answering
+		}
 		return p.(string), nil
 	}
 	asOwn := func(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {

@@ -661,6 +661,27 @@ func execStatus(t *testing.T, d *Driver, id, execID string) string {
 	return string(st.Status)
 }
 
+// A kept LookPath answer is given only while the task runs: once it has
+// stopped, LookPath (and Start of a name) says so, as any other call.
+func TestIssue14Item3LookPathCachedAfterTheTaskStopped(t *testing.T) {
+	id := run(t, "", fullImage, "")
+	d := newDriver(t, Options{})
+	c := attach(t, d, id)
+	for range 2 { // asked, then kept
+		if p, err := c.LookPath(context.Background(), "sh"); err != nil || !strings.HasSuffix(p, "/sh") {
+			t.Fatalf("LookPath(sh): %q, %v", p, err)
+		}
+	}
+	killTask(t, id)
+	p, err := c.LookPath(context.Background(), "sh")
+	if !errors.Is(err, enclosure.ErrGone) || !strings.Contains(err.Error(), "task that is stopped (exit code 137)") || !strings.Contains(err.Error(), "start a new run") {
+		t.Fatalf("LookPath(sh) after the task stopped: %q, %v", p, err)
+	}
+	if _, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh"}); !errors.Is(err, enclosure.ErrGone) {
+		t.Fatalf("Start(sh) after the task stopped: %v", err)
+	}
+}
+
 // killTask kills the container's task with SIGKILL and waits (bounded)
 // until containerd reports it stopped.
 func killTask(t *testing.T, id string) {
