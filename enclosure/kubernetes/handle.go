@@ -25,7 +25,7 @@ type handle struct {
 	p      *pod
 	tag    string
 	stdinR *io.PipeReader // what the exec's stream reads
-	stdinW *io.PipeWriter
+	stdinW *io.PipeWriter // closed: the relay reads EOF and ends the run
 	stdin  *relay.FrameWriter
 	stdout *pipe.Pipe
 	stderr *pipe.Pipe // nil when Cmd.Stderr was given
@@ -142,8 +142,9 @@ func (h *handle) wait(ctx context.Context, argv []string, stderr io.Writer) {
 	defer h.cancel()
 	protocol, err := h.p.stream(ctx, argv, remotecommand.StreamOptions{Stdin: h.stdinR, Stdout: h.stdout, Stderr: stderr})
 	h.protocol = protocol
-	// Writes to stdin now fail rather than wait for a reader.
-	h.stdinR.CloseWithError(fmt.Errorf("the process has exited: %w", io.ErrClosedPipe))
+	// Writes to stdin now fail rather than wait for a reader, and the
+	// client's copy of stdin ends.
+	_ = h.stdinW.Close()
 	h.stdout.CloseWrite()
 	if h.stderr != nil {
 		h.stderr.CloseWrite()

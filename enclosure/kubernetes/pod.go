@@ -51,7 +51,7 @@ func (p *pod) get(ctx context.Context) (*corev1.Pod, error) {
 	defer cancel()
 	k, err := p.api.core.Pods(p.ns).Get(ctx, p.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("kubernetes: no pod %s in namespace %s (any more): pass the name of a running pod (kubectl get pods -n %s lists them); Berth never creates one: %w", p.name, p.ns, p.ns, enclosure.ErrGone)
+		return nil, fmt.Errorf("kubernetes: pod %s/%s does not exist (any more): pass the name of a running pod (kubectl get pods -n %s lists them); Berth never creates one: %w", p.ns, p.name, p.ns, enclosure.ErrGone)
 	}
 	if err != nil {
 		return nil, p.api.unavailable("reading pod "+p.ns+"/"+p.name, err)
