@@ -121,6 +121,7 @@ func boundServiceAccounts(t *testing.T, s *shape) []string {
 
 // checkBerth checks Berth's container in a pod spec of the shape: a
 // native sidecar of the image the kustomization sets, as non-root,
+// knowing its own pod's name and namespace,
 // running as the ServiceAccount the RoleBinding binds (what it grants is
 // TestIssue16Item6RoleGrantsOnlyWhatTheDriverUses's), the only
 // container with that account's token, configured from a ConfigMap of
@@ -170,6 +171,13 @@ func checkBerth(t *testing.T, s *shape, where string, spec corev1.PodSpec) berth
 			t.Errorf("%s: berth mounts the ServiceAccount's token at %v, want at %s, where in-cluster configuration reads it", where, tokens, apiAccessPath)
 		case c.Name != p.berth.Name && len(tokens) > 0:
 			t.Errorf("%s: container %s mounts Berth's API token at %v: only berth may exec into pods", where, c.Name, tokens)
+		}
+	}
+
+	for name, field := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"} {
+		i := slices.IndexFunc(p.berth.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+		if i < 0 || p.berth.Env[i].ValueFrom == nil || p.berth.Env[i].ValueFrom.FieldRef == nil || p.berth.Env[i].ValueFrom.FieldRef.FieldPath != field {
+			t.Errorf("%s: berth's $%s is not the downward API's %s: the driver finds its own pod by it", where, name, field)
 		}
 	}
 
