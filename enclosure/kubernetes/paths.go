@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 
@@ -28,7 +29,7 @@ func (d *Driver) crossing(p *pod, k *corev1.Pod) crossing {
 	v := d.opts.Workspace
 	c := crossing{Crossing: mounts.Crossing{
 		Name:  p.String(),
-		Mount: "mount the volume " + v.Name + " (kubernetes.workspace_volume; Berth's %s lies on it) into the container",
+		Mount: "put %s on the volume kubernetes.workspace_volume names (" + v.Name + "), which Berth mounts at " + cmp.Or(v.Path, "the container's mount path"),
 	}}
 	if v.Name == "" {
 		c.unusable = fmt.Errorf("%s: kubernetes.workspace_volume is not set, so Berth cannot see the pod's files: put the workspace on a volume both mount (an emptyDir of the pod when Berth is its sidecar, else a ReadWriteMany claim) and name it in kubernetes.workspace_volume: %w", p, enclosure.ErrNotFound)
