@@ -38,8 +38,11 @@
 // stdin EOF kills, yet some programs (a vibe worker reading its
 // assignment) must see EOF and go on running. --stdin framed serves both:
 // the relay's stdin carries frames of a 4-byte big-endian length and that
-// many bytes for PROG; an empty frame closes PROG's stdin; EOF of the
-// relay's stdin still ends the group. With the default, --stdin raw, the
+// many bytes for PROG; an empty frame closes PROG's stdin; a header with
+// its top bit set carries a signal in its low byte instead (SIGINT,
+// SIGTERM, SIGHUP or SIGQUIT, acted on as if the relay had caught it, so
+// a caller needs no second exec to signal); EOF of the relay's stdin
+// still ends the group. With the default, --stdin raw, the
 // bytes are passed through as they are.
 //
 // --tag T names the run so that "signal tag=T" can find the relay without

@@ -9,6 +9,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -25,6 +26,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
+	client "github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/internal/procfs"
 )
 
@@ -361,6 +363,29 @@ func TestRunFramedStdin(t *testing.T) {
 		p.stdin.Write(frame(""))
 		pids := p.pids(t)
 		p.stdin.Close()
+		if code, _ := p.wait(t); code != 128+int(syscall.SIGTERM) {
+			t.Fatalf("exit %d, want SIGTERM's (stderr %q)", code, p.stderr)
+		}
+		assertGone(t, pids)
+	})
+	t.Run("a signal frame acts as a caught signal, after the program's stdin closed too", func(t *testing.T) {
+		p := startRelay(t, "run", "--stdin", "framed", "--grace", "50ms", "--", "sh", "-c",
+			`trap "echo interrupted" INT; echo pid $$; echo ready; while :; do sleep 600 & wait $!; done`)
+		pids := p.pids(t)
+		fw := client.NewFrameWriter(p.stdin)
+		if err := fw.Signal(syscall.SIGUSR1); !errors.Is(err, client.ErrNotFramed) {
+			t.Fatalf("SIGUSR1: %v, want ErrNotFramed", err)
+		}
+		fw.Close()
+		if err := fw.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if l := p.line(t); l != "interrupted" {
+			t.Fatalf("got %q", l)
+		}
+		if err := fw.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
 		if code, _ := p.wait(t); code != 128+int(syscall.SIGTERM) {
 			t.Fatalf("exit %d, want SIGTERM's (stderr %q)", code, p.stderr)
 		}

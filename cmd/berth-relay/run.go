@@ -101,13 +101,24 @@ func runMode(args []string) int {
 	eof := make(chan struct{})
 	go func() {
 		if flags.stdin == "framed" {
-			r.in.copyFramed(os.Stdin)
+			// Signals framed on stdin join the caught ones.
+			r.in.copyFramed(os.Stdin, sigs)
 		} else {
 			r.in.copyRaw(os.Stdin)
 		}
 		close(eof)
 	}()
 	return r.loop(sigs, eof, ppid)
+}
+
+// forwarded says whether the relay acts on sig, caught or framed: SIGINT
+// goes to PROG's group, and the others end it.
+func forwarded(sig syscall.Signal) bool {
+	switch sig {
+	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
+		return true
+	}
+	return false
 }
 
 // start starts PROG with the relay's stdout and stderr and a pipe for
@@ -175,8 +186,8 @@ func exitCode(ws syscall.WaitStatus) int {
 	return ws.ExitStatus()
 }
 
-// loop waits for PROG's exit and ends its tree on stdin EOF, a signal or
-// the parent's death.
+// loop waits for PROG's exit and ends its tree on stdin EOF, a signal
+// (caught, or framed on stdin) or the parent's death.
 func (r *runner) loop(sigs <-chan os.Signal, eof <-chan struct{}, ppid int) int {
 	var (
 		deadline <-chan time.Time

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // childInput is the write end of PROG's stdin. Once PROG stops reading
@@ -46,16 +47,30 @@ func (c *childInput) copyRaw(src io.Reader) {
 	_, _ = io.Copy(c, src)
 }
 
+// signalFrame marks a header that carries a signal, not a length: the
+// signal's number is in its low byte. A frame is at most 1 MiB, so no
+// length has this bit.
+const signalFrame = 1 << 31
+
 // copyFramed reads frames (a 4-byte big-endian length, then that many
 // bytes) from src and passes their bytes to PROG; an empty frame closes
-// PROG's stdin. It returns when src ends, in a frame or between two.
-func (c *childInput) copyFramed(src io.Reader) {
+// PROG's stdin, and a signal frame (signalFrame|N) goes to sigs as if
+// the relay had caught signal N, which spares the caller an exec of
+// "signal" for each one. It returns when src ends, in a frame or between
+// two.
+func (c *childInput) copyFramed(src io.Reader, sigs chan<- os.Signal) {
 	var hdr [4]byte
 	for {
 		if _, err := io.ReadFull(src, hdr[:]); err != nil {
 			return
 		}
 		n := binary.BigEndian.Uint32(hdr[:])
+		if n&signalFrame != 0 {
+			if sig := syscall.Signal(n & 0xff); forwarded(sig) {
+				sigs <- sig
+			}
+			continue
+		}
 		if n == 0 {
 			c.Close()
 			continue

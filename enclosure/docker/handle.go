@@ -86,7 +86,8 @@ const signalTimeout = 10 * time.Second
 
 // Signal has the relay pass sig to the process group: SIGINT only
 // interrupts; SIGTERM, SIGHUP and SIGQUIT are followed by SIGKILL after
-// the relay's grace.
+// the relay's grace. Those three go in the relay's stdin; SIGINT and any
+// other by an exec of "relay signal".
 func (h *handle) Signal(sig os.Signal) error {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
@@ -98,6 +99,9 @@ func (h *handle) Signal(sig os.Signal) error {
 	default:
 	}
 	h.signalled.Store(true)
+	if s != syscall.SIGINT && h.signalFramed(s) == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 	defer cancel()
 	r, err := h.c.run(ctx, relay.SignalArgs(h.c.relay, h.tag, unix.SignalName(s)), nil)
@@ -109,6 +113,29 @@ func (h *handle) Signal(sig os.Signal) error {
 	}
 	return nil
 }
+
+// signalFramed sends a signal that ends the process in the relay's
+// stdin, which spares the engine an exec (a process start in the
+// container, on the way of a kernel's reset). The stream stalls when the
+// program stops reading its stdin (so does the relay); after framedWait
+// the caller sends the signal by exec instead. The frame may still land
+// later, which is harmless for a signal that ends the process; SIGINT,
+// which only interrupts and must not arrive late, always goes by exec.
+func (h *handle) signalFramed(s syscall.Signal) error {
+	sent := make(chan error, 1)
+	go func() { sent <- h.stdin.Signal(s) }()
+	t := time.NewTimer(framedWait)
+	defer t.Stop()
+	select {
+	case err := <-sent:
+		return err
+	case <-t.C:
+		return fmt.Errorf("signal %v: the relay's stdin is stalled", s)
+	}
+}
+
+// framedWait bounds signalFramed's write.
+const framedWait = 500 * time.Millisecond
 
 // Kill ends the process and everything it started: the relay sends the
 // group SIGTERM, then SIGKILL after its grace. Dropping the connection

@@ -255,6 +255,42 @@ func TestIssue13Item2SignalReachesTheProgram(t *testing.T) {
 	onlySleep(t, id)
 }
 
+// SIGTERM goes in the relay's stdin, with no exec; when that stream is
+// stalled (the program does not read its stdin, and a write filled the
+// pipe), it goes by exec instead and still arrives.
+func TestIssue13Item2TermSignalInTheStreamOrByExec(t *testing.T) {
+	id := runContainer(t, "", fullImage)
+	c := attach(t, newDriver(t, Options{}), id)
+	for _, stalled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in the stream", true: "stalled stream"}[stalled], func(t *testing.T) {
+			p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", `trap 'echo terminated; exit 3' TERM; echo ready; while :; do sleep 0.05; done`}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(p.Stdout())
+			if l, _ := r.ReadString('\n'); l != "ready\n" {
+				t.Fatalf("read %q", l)
+			}
+			if stalled {
+				// More than the pipe, the relay and the connection hold:
+				// this write blocks until the process is gone.
+				go func() { _, _ = p.Stdin().Write(make([]byte, 16<<20)) }()
+				time.Sleep(200 * time.Millisecond)
+			}
+			if err := p.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if l, _ := r.ReadString('\n'); l != "terminated\n" {
+				t.Fatalf("after SIGTERM read %q", l)
+			}
+			if code, err := p.Wait(); code != 3 || err != nil {
+				t.Fatalf("exit %d, %v; want 3", code, err)
+			}
+		})
+	}
+	onlySleep(t, id)
+}
+
 func TestIssue13Item2LookPath(t *testing.T) {
 	wd := workdir(t)
 	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")

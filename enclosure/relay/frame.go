@@ -2,9 +2,12 @@ package relay
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
+	"syscall"
 )
 
 // FrameWriter is the stdin of a program run with --stdin framed: each
@@ -45,6 +48,32 @@ func (f *FrameWriter) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// signalFrame marks a header that carries a signal in its low byte, not
+// a length (no frame is that long).
+const signalFrame = 1 << 31
+
+// Signal has the relay act on sig as if it had caught it: SIGINT goes to
+// the program's group; SIGTERM, SIGHUP and SIGQUIT end it, with SIGKILL
+// after the relay's grace. It works after Close too: the stream to the
+// relay stays open. Sent in the stream, it needs no exec of "signal",
+// which costs a container engine a process start. Other signals are
+// refused with ErrNotFramed: send those with "signal".
+func (f *FrameWriter) Signal(sig syscall.Signal) error {
+	switch sig {
+	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
+	default:
+		return fmt.Errorf("signal %v: %w", sig, ErrNotFramed)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, err := f.w.Write(binary.BigEndian.AppendUint32(nil, signalFrame|uint32(sig)))
+	return err
+}
+
+// ErrNotFramed is Signal's error for a signal the relay does not take in
+// its stdin.
+var ErrNotFramed = errors.New("the relay takes only SIGINT, SIGTERM, SIGHUP and SIGQUIT in its stdin")
 
 // Close closes the program's stdin. Safe to call more than once.
 func (f *FrameWriter) Close() error {
