@@ -28,6 +28,8 @@ type config struct {
 	Docker    dockerConfig    `yaml:"docker"`
 	// Containerd is the containerd driver's section.
 	Containerd containerdConfig `yaml:"containerd"`
+	// Kubernetes is the kubernetes driver's section.
+	Kubernetes kubernetesConfig `yaml:"kubernetes"`
 }
 
 type rpcConfig struct {
@@ -85,8 +87,8 @@ func defaultConfig() config {
 // sections pairs each YAML key with the struct it decodes into: the core's
 // sections, then every registered component's, sorted.
 func sections(c *config) ([]string, []any, error) {
-	keys := []string{"rpc", "runs", "env", "log", "enclosure", "docker", "containerd"}
-	ptrs := []any{&c.RPC, &c.Runs, &c.Env, &c.Log, &c.Enclosure, &c.Docker, &c.Containerd}
+	keys := []string{"rpc", "runs", "env", "log", "enclosure", "docker", "containerd", "kubernetes"}
+	ptrs := []any{&c.RPC, &c.Runs, &c.Env, &c.Log, &c.Enclosure, &c.Docker, &c.Containerd, &c.Kubernetes}
 	comps := append([]component(nil), components...)
 	sort.Slice(comps, func(i, j int) bool { return comps[i].section < comps[j].section })
 	seen := map[string]bool{}
@@ -180,7 +182,10 @@ func (c *config) check() error {
 	if err := c.Docker.check(); err != nil {
 		return err
 	}
-	return c.Containerd.check()
+	if err := c.Containerd.check(); err != nil {
+		return err
+	}
+	return c.Kubernetes.check()
 }
 
 // writeConfig prints the effective configuration, every section.

@@ -6,10 +6,13 @@ import (
 	"path/filepath"
 	"slices"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/containerd"
 	"github.com/berth-dev/berth/enclosure/docker"
 	"github.com/berth-dev/berth/enclosure/host"
+	"github.com/berth-dev/berth/enclosure/kubernetes"
 	"github.com/berth-dev/berth/enclosure/mounts"
 )
 
@@ -48,6 +51,57 @@ func (c *containerdConfig) check() error {
 	}
 	return containerd.CheckNamespace(c.Namespace)
 }
+
+// kubernetesConfig is the "kubernetes" section: how Berth reaches the
+// cluster and the conversation's pods.
+type kubernetesConfig struct {
+	// Kubeconfig is a kubeconfig file; empty: $KUBECONFIG,
+	// ~/.kube/config, else in-cluster.
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Namespace holds the pods; empty: the kubeconfig context's, or the
+	// in-cluster pod's own.
+	Namespace string `yaml:"namespace"`
+	// Container runs the processes when the id names none; empty: the
+	// pod's default container.
+	Container string `yaml:"container"`
+	// Sidecar says Berth runs in the sandbox pod: Dial uses loopback.
+	Sidecar bool `yaml:"sidecar"`
+	// WorkspaceVolume is the volume the workspace is on, mounted by the
+	// pod and by Berth.
+	WorkspaceVolume workspaceVolume `yaml:"workspace_volume"`
+}
+
+// workspaceVolume is kubernetes.workspace_volume: a volume's name alone
+// (Berth mounts the volume where the pod does), or {name, path}.
+type workspaceVolume struct {
+	Name string `yaml:"name"` // the volume's name in the pod's spec
+	Path string `yaml:"path"` // where Berth mounts it; empty: where the pod does
+}
+
+// UnmarshalYAML takes the volume's name alone, or the mapping, whose keys
+// are checked as strictly as the file's.
+func (w *workspaceVolume) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*w = workspaceVolume{}
+		return n.Decode(&w.Name)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; k != "name" && k != "path" {
+			return fmt.Errorf("line %d: kubernetes.workspace_volume has no key %q: give the volume's name, or {name, path}", n.Content[i].Line, k)
+		}
+	}
+	type plain workspaceVolume
+	return n.Decode((*plain)(w))
+}
+
+func (c *kubernetesConfig) options() kubernetes.Options {
+	return kubernetes.Options{
+		Kubeconfig: c.Kubeconfig, Namespace: c.Namespace, Container: c.Container, Sidecar: c.Sidecar,
+		Workspace: kubernetes.Volume{Name: c.WorkspaceVolume.Name, Path: c.WorkspaceVolume.Path},
+	}
+}
+
+func (c *kubernetesConfig) check() error { return c.options().Check() }
 
 // enclosureConfig is the "enclosure" section: which containers "auto"
 // looks for, and whether the host may stand in.
@@ -97,7 +151,7 @@ func (c *enclosureConfig) check() error {
 }
 
 // enclosureDrivers are the container drivers this binary has.
-var enclosureDrivers = []string{docker.Name, containerd.Name}
+var enclosureDrivers = []string{docker.Name, containerd.Name, kubernetes.Name}
 
 // enclosures builds the table run/start looks enclosures up in. No
 // engine is contacted here: a machine without one starts Berth as usual,
@@ -115,9 +169,12 @@ func enclosures(cfg *config, log *slog.Logger) *enclosure.Lookup {
 		Address: cfg.Containerd.Address, Namespace: cfg.Containerd.Namespace,
 		PathMap: pathMap, Log: log,
 	})
+	ko := cfg.Kubernetes.options()
+	ko.Log = log
+	k := kubernetes.New(ko)
 	return &enclosure.Lookup{
 		Host:           host.NewWith(host.Options{Log: log, Drop: cfg.Env.Drop}),
-		Drivers:        map[string]enclosure.Driver{docker.Name: d, containerd.Name: cd},
+		Drivers:        map[string]enclosure.Driver{docker.Name: d, containerd.Name: cd, kubernetes.Name: k},
 		Auto:           cfg.Enclosure.Auto,
 		NoHostFallback: !cfg.Enclosure.HostFallback,
 		Log:            log,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -66,10 +67,36 @@ type Options struct {
 
 // Volume names the workspace's volume: Name as the sandbox pod's
 // spec.volumes calls it, Path where Berth itself mounts the same volume
-// (its root). Path empty: Berth mounts it where the pod's container does.
+// (its root). Path empty: Berth mounts the volume's root where the pod's
+// container mounts it (as deploy/kubernetes does in both shapes: a
+// sidecar shares the pod's emptyDir at /workspace; beside the harness,
+// Berth mounts the shared claim at /workspace and each sandbox pod its
+// conversation's subPath there).
 type Volume struct {
 	Name string
 	Path string
+}
+
+// Check says what is wrong with the options a configuration gives, for
+// the configuration's check: names Kubernetes accepts, absolute paths.
+func (o Options) Check() error {
+	for _, f := range []struct{ key, value string }{{"kubernetes.namespace", o.Namespace}, {"kubernetes.container", o.Container}, {"kubernetes.workspace_volume.name", o.Workspace.Name}} {
+		if f.value == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(f.value); len(errs) > 0 {
+			return fmt.Errorf("%s %q: %s: %w", f.key, f.value, strings.Join(errs, "; "), enclosure.ErrInvalidConfig)
+		}
+	}
+	for _, f := range []struct{ key, value string }{{"kubernetes.kubeconfig", o.Kubeconfig}, {"kubernetes.workspace_volume.path", o.Workspace.Path}} {
+		if f.value != "" && !filepath.IsAbs(f.value) {
+			return fmt.Errorf("%s %q: use an absolute path: %w", f.key, f.value, enclosure.ErrInvalidConfig)
+		}
+	}
+	if o.Workspace.Path != "" && o.Workspace.Name == "" {
+		return fmt.Errorf("kubernetes.workspace_volume.path %q without a name: set kubernetes.workspace_volume.name to the volume's name in the pod's spec: %w", o.Workspace.Path, enclosure.ErrInvalidConfig)
+	}
+	return nil
 }
 
 // Driver attaches to running pods. Its client is made on first use, so a

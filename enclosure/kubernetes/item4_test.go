@@ -187,6 +187,29 @@ func TestIssue16Item5PathsFromTheWorkspaceVolume(t *testing.T) {
 	if in, err := same.MapPath("/src/project/x"); err != nil || in != "/src/project/x" {
 		t.Errorf("no path: MapPath = %q, %v; want the same path", in, err)
 	}
+	// A pod that mounts its conversation's directory of a shared volume
+	// (subPath), as sandbox pods beside the harness do.
+	if err := os.Mkdir(filepath.Join(wd, "conv-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sub := runPod(t, s, kubetest.Pod{Workdir: wd, SubPath: "conv-1"})
+	q := attach(t, newDriver(t, s, Options{Workspace: Volume{Name: kubetest.WorkspaceVolume, Path: wd}}), sub)
+	in, err = q.MapPath(filepath.Join(wd, "conv-1", "main.go"))
+	if err != nil || in != "/workspace/main.go" {
+		t.Errorf("subPath: MapPath = %q, %v; want /workspace/main.go", in, err)
+	}
+	execIn(t, q, enclosure.Cmd{Path: "sh", Args: []string{"-c", "echo sub > " + in}}, "")
+	if b, err := os.ReadFile(filepath.Join(wd, "conv-1", "main.go")); string(b) != "sub\n" {
+		t.Errorf("the file the pod wrote at %s: %q, %v", in, b, err)
+	}
+	if _, err := q.MapPath(filepath.Join(wd, "conv-2")); !errors.Is(err, enclosure.ErrNotFound) {
+		t.Errorf("another conversation's directory: %v; want ErrNotFound", err)
+	}
+	rootHere := attach(t, newDriver(t, s, Options{Workspace: Volume{Name: kubetest.WorkspaceVolume}}), sub)
+	if in, err := rootHere.MapPath("/workspace/conv-1/x"); err != nil || in != "/workspace/x" {
+		t.Errorf("subPath, Berth's mount where the pod's is: MapPath = %q, %v; want /workspace/x", in, err)
+	}
+
 	for _, c := range []struct {
 		v    Volume
 		want string

@@ -24,7 +24,10 @@ type crossing struct {
 
 // crossing builds the table from the container's volumeMounts: a mount of
 // the workspace volume has Berth's path of it as its source (with its
-// subPath); every other mount hides what lies under it.
+// subPath: a sandbox pod that mounts its conversation's directory of a
+// shared claim); every other mount hides what lies under it. A mount with
+// a subPathExpr is not mapped (its directory is known to the kubelet
+// only).
 func (d *Driver) crossing(p *pod, k *corev1.Pod) crossing {
 	v := d.opts.Workspace
 	c := crossing{Crossing: mounts.Crossing{
@@ -52,13 +55,9 @@ func (d *Driver) crossing(p *pod, k *corev1.Pod) crossing {
 			src := ""
 			if m.Name == v.Name && m.SubPathExpr == "" {
 				mounted = true
-				root := v.Path
-				if root == "" {
-					root = m.MountPath // Berth mounts it where the container does
-				} else {
-					root = path.Join(root, m.SubPath)
-				}
-				src = root
+				// Berth's path of the volume's root, then the part of
+				// the volume the container mounts.
+				src = path.Join(cmp.Or(v.Path, m.MountPath), m.SubPath)
 			}
 			c.Container = append(c.Container, mounts.Mount{Source: src, Destination: m.MountPath})
 		}

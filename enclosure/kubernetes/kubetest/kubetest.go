@@ -173,6 +173,9 @@ type Pod struct {
 	// ("/workspace" when empty): the pod's volume "workspace".
 	Workdir   string
 	MountPath string
+	// SubPath, when not empty, is the directory of Workdir mounted
+	// instead (the volumeMount's subPath).
+	SubPath string
 	// DockerFlags are added to docker run (a test's own label, --user).
 	DockerFlags []string
 }
@@ -213,9 +216,9 @@ func (s *Server) RunPod(t testing.TB, p Pod) string {
 		},
 	}
 	if p.Workdir != "" {
-		args = append(args, "-v", p.Workdir+":"+p.MountPath)
+		args = append(args, "-v", filepath.Join(p.Workdir, p.SubPath)+":"+p.MountPath)
 		k.Spec.Volumes = []corev1.Volume{{Name: WorkspaceVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-		k.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: WorkspaceVolume, MountPath: p.MountPath}}
+		k.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: WorkspaceVolume, MountPath: p.MountPath, SubPath: p.SubPath}}
 	}
 	args = append(append(args, p.DockerFlags...), p.Image, "sleep", "infinity")
 	out, err := exec.Command("docker", args...).Output()

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/enclosure"
+)
+
+// The kubernetes keys load into the lookup: the driver is in the table,
+// and "auto" asks it when enclosure.auto lists it; a cluster Berth cannot
+// reach (here: a kubeconfig that is missing) is skipped with a log line.
+func TestIssue16Item1KubernetesKeysBuildTheLookup(t *testing.T) {
+	missing := t.TempDir() + "/no-kubeconfig"
+	cfg, err := loadConfig(writeConfigFile(t, `
+kubernetes:
+  kubeconfig: `+missing+`
+  namespace: sandboxes
+  container: work
+  sidecar: true
+  workspace_volume:
+    name: workspace
+    path: /workspace
+enclosure:
+  auto: [kubernetes]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := cfg.Kubernetes
+	if k.Kubeconfig != missing || k.Namespace != "sandboxes" || k.Container != "work" || !k.Sidecar || k.WorkspaceVolume != (workspaceVolume{Name: "workspace", Path: "/workspace"}) {
+		t.Fatalf("loaded %+v", k)
+	}
+	// The volume's name alone: Berth mounts it where the pods do.
+	short, err := loadConfig(writeConfigFile(t, "kubernetes:\n  workspace_volume: workspace\n"))
+	if err != nil || short.Kubernetes.WorkspaceVolume != (workspaceVolume{Name: "workspace"}) {
+		t.Fatalf("workspace_volume: workspace: %+v, %v", short, err)
+	}
+	var log strings.Builder
+	l := enclosures(cfg, slog.New(slog.NewTextHandler(&log, nil)))
+	if l.Drivers["kubernetes"] == nil {
+		t.Fatalf("lookup %+v", l)
+	}
+	enc, err := l.Find(context.Background(), enclosure.Spec{Driver: "auto"}, "conv")
+	if err != nil || enc.Driver() != "host" || !strings.Contains(log.String(), "driver=kubernetes") || !strings.Contains(log.String(), missing) {
+		t.Fatalf("auto without a cluster: %v, %v; log %q", enc, err, log.String())
+	}
+}
+
+func TestIssue16Item1KubernetesKeyErrorsNameTheProblem(t *testing.T) {
+	for text, want := range map[string]string{
+		"kubernetes:\n  kubeconfig: relative/config\n":                    `kubernetes.kubeconfig "relative/config": use an absolute path`,
+		"kubernetes:\n  namespace: Not_A_Namespace\n":                     `kubernetes.namespace "Not_A_Namespace"`,
+		"kubernetes:\n  workspace_volume:\n    path: /workspace\n":        `without a name`,
+		"kubernetes:\n  workspace_volume:\n    name: ws\n    path: rel\n": `kubernetes.workspace_volume.path "rel"`,
+		"enclosure:\n  auto: [kubernetes, k8s]\n":                         `unknown driver "k8s"`,
+	} {
+		if _, err := loadConfig(writeConfigFile(t, text)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", text, err, want)
+		}
+	}
+}
