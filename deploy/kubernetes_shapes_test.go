@@ -1,7 +1,7 @@
 package deploy_test
 
 import (
-	"bytes"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -19,23 +19,22 @@ import (
 // ServiceAccount's token, the cluster's CA and the namespace.
 const apiAccessPath = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// berthConfig is what the shapes set in Berth's configuration: the
-// enclosure section and the Kubernetes driver's keys. It is decoded
-// strictly, so a key that is not one of these (a typo, a key the driver
-// does not read) fails; rpc and structural repeat the image's own file.
+// berthConfig is the part of Berth's effective configuration (what
+// "orchestrator config" prints, every key) that the shapes set.
 type berthConfig struct {
-	RPC        map[string]any `yaml:"rpc"`
-	Structural map[string]any `yaml:"structural"`
-	Enclosure  struct {
+	Enclosure struct {
 		Auto         []string `yaml:"auto"`
-		HostFallback *bool    `yaml:"host_fallback"`
+		HostFallback bool     `yaml:"host_fallback"`
 	} `yaml:"enclosure"`
 	Kubernetes struct {
 		Kubeconfig      string `yaml:"kubeconfig"`
 		Namespace       string `yaml:"namespace"`
 		Container       string `yaml:"container"`
 		Sidecar         bool   `yaml:"sidecar"`
-		WorkspaceVolume string `yaml:"workspace_volume"`
+		WorkspaceVolume struct {
+			Name string `yaml:"name"` // the volume's name in the sandbox pod
+			Path string `yaml:"path"` // where Berth mounts it; empty: where the sandbox does
+		} `yaml:"workspace_volume"`
 	} `yaml:"kubernetes"`
 }
 
@@ -44,7 +43,7 @@ type berthConfig struct {
 type berthPod struct {
 	berth         corev1.Container
 	config        berthConfig
-	workspace     corev1.Volume // the pod's volume kubernetes.workspace_volume names
+	workspace     corev1.Volume // Berth's pod's volume of kubernetes.workspace_volume's name
 	workspacePath string        // where Berth mounts it
 }
 
@@ -126,7 +125,8 @@ func boundServiceAccounts(t *testing.T, s *shape) []string {
 // TestIssue16Item6RoleGrantsOnlyWhatTheDriverUses's), the only
 // container with that account's token, configured from a ConfigMap of
 // the shape that keeps the image's settings and sets the driver's keys.
-func checkBerth(t *testing.T, s *shape, where string, spec corev1.PodSpec) berthPod {
+// bin is the orchestrator, which loads the configuration.
+func checkBerth(t *testing.T, bin string, s *shape, where string, spec corev1.PodSpec) berthPod {
 	t.Helper()
 	i := slices.IndexFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == "berth" })
 	if i < 0 {
@@ -181,12 +181,12 @@ func checkBerth(t *testing.T, s *shape, where string, spec corev1.PodSpec) berth
 		}
 	}
 
-	p.config = berthConfigOf(t, s, where, spec, p.berth)
+	p.config = berthConfigOf(t, bin, s, where, spec, p.berth)
 	k := p.config.Kubernetes
 	if !slices.Equal(p.config.Enclosure.Auto, []string{"kubernetes"}) {
 		t.Errorf("%s: enclosure.auto is %v, want [kubernetes]", where, p.config.Enclosure.Auto)
 	}
-	if hf := p.config.Enclosure.HostFallback; hf == nil || *hf {
+	if p.config.Enclosure.HostFallback {
 		t.Errorf("%s: enclosure.host_fallback is not false: a conversation without a pod would run in Berth's own container", where)
 	}
 	if k.Kubeconfig != "" {
@@ -195,16 +195,20 @@ func checkBerth(t *testing.T, s *shape, where string, spec corev1.PodSpec) berth
 	if k.Namespace != "" && k.Namespace != s.kustomization.Namespace {
 		t.Errorf("%s: kubernetes.namespace is %q, but the Role covers %q", where, k.Namespace, s.kustomization.Namespace)
 	}
-	vi := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == k.WorkspaceVolume })
-	if vi < 0 {
-		t.Fatalf("%s: kubernetes.workspace_volume %q is not a volume of the pod", where, k.WorkspaceVolume)
+	wv := k.WorkspaceVolume
+	v := volumeOf(spec, wv.Name)
+	if v == nil {
+		t.Fatalf("%s: kubernetes.workspace_volume %q is not a volume of Berth's pod", where, wv.Name)
 	}
-	p.workspace = spec.Volumes[vi]
-	m, ok := mountOf(p.berth, k.WorkspaceVolume)
+	p.workspace = *v
+	m, ok := mountOf(p.berth, wv.Name)
 	if !ok || m.SubPath != "" || m.ReadOnly {
-		t.Fatalf("%s: berth does not mount the whole workspace volume %q read-write: %+v", where, k.WorkspaceVolume, m)
+		t.Fatalf("%s: berth does not mount the whole workspace volume %q read-write: %+v", where, wv.Name, m)
 	}
 	p.workspacePath = m.MountPath
+	if wv.Path != "" && wv.Path != p.workspacePath {
+		t.Errorf("%s: kubernetes.workspace_volume's path is %s, but berth mounts %s at %s", where, wv.Path, wv.Name, p.workspacePath)
+	}
 	if !slices.ContainsFunc(p.berth.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == "http" && cp.ContainerPort == 7070 }) {
 		t.Errorf("%s: berth has no port http 7070 (rpc.listen)", where)
 	}
@@ -212,9 +216,11 @@ func checkBerth(t *testing.T, s *shape, where string, spec corev1.PodSpec) berth
 }
 
 // berthConfigOf finds the file berth's --config names in the ConfigMap
-// mounted there, decodes it strictly, and checks that it keeps every
-// setting of the image's own file, which the mount hides.
-func berthConfigOf(t *testing.T, s *shape, where string, spec corev1.PodSpec, berth corev1.Container) berthConfig {
+// mounted there, has the orchestrator load it (strictly: a key it does
+// not know, or a value it refuses, fails) and returns the effective
+// configuration; the file must keep every setting of the image's own
+// file, which the mount hides.
+func berthConfigOf(t *testing.T, bin string, s *shape, where string, spec corev1.PodSpec, berth corev1.Container) berthConfig {
 	t.Helper()
 	i := slices.Index(berth.Args, "--config")
 	if i < 0 || i+1 >= len(berth.Args) {
@@ -236,12 +242,21 @@ func berthConfigOf(t *testing.T, s *shape, where string, spec corev1.PodSpec, be
 	if !ok {
 		t.Fatalf("%s: ConfigMap %s of the shape has no %s, berth's --config", where, cm.Name, filepath.Base(file))
 	}
-	var c berthConfig
-	dec := yaml.NewDecoder(bytes.NewReader([]byte(text)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
-		t.Fatalf("%s: ConfigMap %s: %v", where, cm.Name, err)
+	copied := filepath.Join(t.TempDir(), filepath.Base(file))
+	writeFile(t, copied, text)
+	out, err := exec.Command(bin, "config", "--config", copied).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("%s: Berth refuses ConfigMap %s's %s: %v\n%s", where, cm.Name, filepath.Base(file), err, stderr)
 	}
+	var c berthConfig
+	if err := yaml.Unmarshal(out, &c); err != nil {
+		t.Fatalf("orchestrator config printed what is not YAML: %v\n%s", err, out)
+	}
+
 	var image, got map[string]any
 	readYAML(t, "../images/berth/berth.yaml", &image, false)
 	if err := yaml.Unmarshal([]byte(text), &got); err != nil {
@@ -303,13 +318,14 @@ func containerNamed(cs []corev1.Container, name string) (corev1.Container, bool)
 // names; the sandbox pods run no Berth and get no API token; the Service
 // and ServiceMonitor reach Berth's port.
 func TestIssue16Item6BesideTheHarness(t *testing.T) {
+	bin := buildBerth(t, t.TempDir())
 	s := buildShape(t, "kubernetes")
 	if len(s.deployments) != 1 || len(s.templates) != 1 {
 		t.Fatalf("%s builds %d Deployments and %d PodTemplates, want the harness's and the sandbox's", s.dir, len(s.deployments), len(s.templates))
 	}
 	d := s.deployments[0]
 	where := s.dir + ": Deployment " + d.Name
-	p := checkBerth(t, s, where, d.Spec.Template.Spec)
+	p := checkBerth(t, bin, s, where, d.Spec.Template.Spec)
 	k := p.config.Kubernetes
 	if k.Sidecar {
 		t.Errorf("%s: kubernetes.sidecar is true, but Berth is not in the sandbox pods", where)
@@ -340,19 +356,17 @@ func TestIssue16Item6BesideTheHarness(t *testing.T) {
 	if !ok {
 		t.Fatalf("%s has no container %q (kubernetes.container)", where, k.Container)
 	}
-	mounted := false
-	for _, m := range sandbox.VolumeMounts {
-		v := volumeOf(spec, m.Name)
-		if v == nil || v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != claimName {
-			continue
-		}
-		mounted = true
-		if m.SubPath == "" {
-			t.Errorf("%s mounts the whole workspace claim at %s: each sandbox must see its conversation's directory only (subPath)", where, m.MountPath)
-		}
+	// The driver finds the sandbox's mount by the volume's name.
+	if v := volumeOf(spec, k.WorkspaceVolume.Name); v == nil || v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != claimName {
+		t.Errorf("%s: its volume %s (kubernetes.workspace_volume) is %+v, not the claim %s Berth mounts", where, k.WorkspaceVolume.Name, v, claimName)
 	}
-	if !mounted {
-		t.Errorf("%s: container %s does not mount the workspace claim %s, which Berth mounts at %s", where, k.Container, claimName, p.workspacePath)
+	switch m, ok := mountOf(sandbox, k.WorkspaceVolume.Name); {
+	case !ok:
+		t.Errorf("%s: container %s does not mount the workspace volume %s, which Berth mounts at %s", where, k.Container, k.WorkspaceVolume.Name, p.workspacePath)
+	case m.SubPath == "":
+		t.Errorf("%s mounts the whole workspace claim at %s: each sandbox must see its conversation's directory only (subPath)", where, m.MountPath)
+	case k.WorkspaceVolume.Path == "" && m.MountPath != p.workspacePath:
+		t.Errorf("%s mounts the workspace at %s, Berth at %s, and kubernetes.workspace_volume has no path: the driver would take the sandbox's path for Berth's", where, m.MountPath, p.workspacePath)
 	}
 
 	if len(s.services) != 1 || len(s.serviceMonitors) != 1 {
@@ -381,6 +395,7 @@ func TestIssue16Item6BesideTheHarness(t *testing.T) {
 // workspace volume with it at the same path; the PodMonitor scrapes
 // every such Berth under the job the alerts watch.
 func TestIssue16Item6SidecarInEachSandboxPod(t *testing.T) {
+	bin := buildBerth(t, t.TempDir())
 	s := buildShape(t, "kubernetes/sidecar")
 	if len(s.deployments) != 0 || len(s.templates) != 1 {
 		t.Fatalf("%s builds %d Deployments and %d PodTemplates, want only the sandbox pod's template", s.dir, len(s.deployments), len(s.templates))
@@ -388,7 +403,7 @@ func TestIssue16Item6SidecarInEachSandboxPod(t *testing.T) {
 	tmpl := s.templates[0]
 	where := s.dir + ": PodTemplate " + tmpl.Name
 	spec := tmpl.Template.Spec
-	p := checkBerth(t, s, where, spec)
+	p := checkBerth(t, bin, s, where, spec)
 	k := p.config.Kubernetes
 	if !k.Sidecar {
 		t.Errorf("%s: kubernetes.sidecar is not true: Berth would port-forward through the API server to its own pod", where)
