@@ -279,7 +279,7 @@ func TestIssue13Item8UnmountedWorkdirRefused(t *testing.T) {
 func unmountedWorkdirRefused(t *testing.T, s *site, c *rpc.Client, driver string) {
 	t.Helper()
 	elsewhere := onHost.fresh(t)
-	for _, enc := range []*rpc.EnclosureParam{{Driver: driver, ID: s.Container}, {Driver: "auto"}} {
+	for _, enc := range []*rpc.EnclosureParam{{Driver: driver, ID: s.enclosureID()}, {Driver: "auto"}} {
 		_, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: elsewhere.Dir, ConversationID: s.Conversation, Enclosure: enc})
 		if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), "/workspace") || !strings.Contains(err.Error(), elsewhere.Dir) {
 			t.Errorf("run/start %+v in an unmounted workdir: %v, want invalid params naming the workdir and the mounts", enc, err)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
 	"github.com/berth-dev/berth/internal/procfs"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -39,8 +40,11 @@ type place struct {
 	// conversation label) instead of naming it {driver: docker, id}.
 	auto bool
 	// engine runs the container: "" is Docker; engineContainerd is the
-	// tests' containerd (e2e/containerd_test.go, issue 14 item 6).
+	// tests' containerd (e2e/containerd_test.go, issue 14 item 6);
+	// engineKubernetes is a pod of kube, whose container is Docker's
+	// (e2e/kubernetes_test.go, issue 16 item 7).
 	engine string
+	kube   *kubetest.Server
 }
 
 // driver is the enclosure driver of the place's containers.
@@ -72,6 +76,7 @@ type site struct {
 	Dir          string // the workdir as the host (and Berth) sees it
 	Conversation string // the conversation id, the container's label
 	Container    string // the container's id; "" on the host
+	Pod          string // the pod's namespace/name, behind Container (engineKubernetes)
 	Inside       string // the workdir as the container sees it
 	// pid1 is the host's pid of the container's pid 1, looked up once:
 	// processes polls every 50ms, and a container is never restarted.
@@ -92,6 +97,9 @@ func (p place) at(t *testing.T, dir string) *site {
 	case p.image == "":
 	case p.engine == engineContainerd:
 		s.Container = startContainerdContainer(t, p.image, dir, p.mount, s.Conversation)
+		s.Inside = p.mount
+	case p.engine == engineKubernetes:
+		s.Pod, s.Container = startPod(t, p, dir, s.Conversation)
 		s.Inside = p.mount
 	default:
 		s.Container = startContainer(t, p.image, dir, p.mount, s.Conversation)
@@ -204,9 +212,18 @@ func (s *site) params(features map[string]bool) rpc.StartRunParams {
 	case s.auto:
 		r.Enclosure = &rpc.EnclosureParam{Driver: "auto"}
 	default:
-		r.Enclosure = &rpc.EnclosureParam{Driver: s.driver(), ID: s.Container}
+		r.Enclosure = &rpc.EnclosureParam{Driver: s.driver(), ID: s.enclosureID()}
 	}
 	return r
+}
+
+// enclosureID is the id run/start names the site's container by: the
+// pod's for a pod, else the container's.
+func (s *site) enclosureID() string {
+	if s.Pod != "" {
+		return s.Pod
+	}
+	return s.Container
 }
 
 // start starts a run of this site and checks that run/start chose the
@@ -221,7 +238,7 @@ func (s *site) start(t *testing.T, c *rpc.Client, features map[string]bool) stri
 	if s.Container != "" {
 		want = s.driver()
 	}
-	if r.Enclosure.Driver != want || (s.Container != "" && !strings.HasPrefix(s.Container, r.Enclosure.ID) && !strings.HasPrefix(r.Enclosure.ID, s.Container[:12])) {
+	if r.Enclosure.Driver != want || (s.Container != "" && !strings.HasPrefix(s.enclosureID(), r.Enclosure.ID) && !strings.HasPrefix(r.Enclosure.ID, s.enclosureID()[:12])) {
 		t.Fatalf("run/start chose %+v, want %s %s", r.Enclosure, want, s.Container)
 	}
 	return r.RunID

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/util/exec"
@@ -59,8 +60,14 @@ func (p *pod) stream(ctx context.Context, argv []string, o remotecommand.StreamO
 	return protocol, err
 }
 
-// shouldFallback is kubectl's test for trying SPDY after WebSocket.
+// shouldFallback is kubectl's test for trying SPDY after WebSocket, less
+// an upgrade refused because the pod does not exist: SPDY would be
+// refused the same.
 func shouldFallback(err error) bool {
+	var uf *httpstream.UpgradeFailureError
+	if errors.As(err, &uf) && apierrors.IsNotFound(uf.Cause) {
+		return false
+	}
 	return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 }
 

@@ -145,8 +145,17 @@ func (p *pod) LookPath(ctx context.Context, name string) (string, error) {
 
 // Start runs cmd under the relay in an exec: stdin framed (closing it
 // closes the program's stdin; closing the stream ends the run), stdout
-// and stderr apart.
+// and stderr apart. The exec's stream is opened by the process's owner,
+// so Start reads the pod first: one deleted or stopped is Start's error,
+// as it is the other drivers'.
 func (p *pod) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
+	k, err := p.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.check(k); err != nil {
+		return nil, err
+	}
 	path := cmd.Path
 	if !strings.Contains(path, "/") {
 		lp, err := p.LookPath(ctx, path)

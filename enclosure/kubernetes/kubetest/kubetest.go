@@ -106,9 +106,19 @@ type entry struct {
 // the docker enclosure behind port-forwards installs.
 func New(t testing.TB, rel *relay.Binary) *Server {
 	t.Helper()
+	s, err := Start(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts the stand-in, for a program (a benchmark); Close stops it.
+func Start(rel *relay.Binary) (*Server, error) {
 	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
-		t.Fatalf("docker client: %v", err)
+		return nil, fmt.Errorf("docker client: %w", err)
 	}
 	s := &Server{
 		docker:    cli,
@@ -119,35 +129,44 @@ func New(t testing.TB, rel *relay.Binary) *Server {
 	s.kubelet = httptest.NewServer(s.kubeletMux())
 	s.api = httptest.NewServer(s.apiMux())
 	s.URL = s.api.URL
-	t.Cleanup(func() {
-		s.api.CloseClientConnections()
-		s.api.Close()
-		s.kubelet.CloseClientConnections()
-		s.kubelet.Close()
-		s.transport.CloseIdleConnections()
-		s.dialer.Close()
-		cli.Close()
-	})
-	return s
+	return s, nil
+}
+
+// Close stops the servers (the pods' containers are their starters' to
+// remove).
+func (s *Server) Close() {
+	s.api.CloseClientConnections()
+	s.api.Close()
+	s.kubelet.CloseClientConnections()
+	s.kubelet.Close()
+	s.transport.CloseIdleConnections()
+	s.dialer.Close()
+	s.docker.Close()
 }
 
 // RestConfig is a client configuration for the stand-in.
 func (s *Server) RestConfig() *rest.Config { return &rest.Config{Host: s.URL} }
 
 // Kubeconfig writes a kubeconfig for the stand-in, its context's
-// namespace ns, and returns its path.
+// namespace ns, in a directory of the test's, and returns its path.
 func (s *Server) Kubeconfig(t testing.TB, ns string) string {
 	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := s.WriteKubeconfig(p, ns); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// WriteKubeconfig writes a kubeconfig for the stand-in at path, its
+// context's namespace ns.
+func (s *Server) WriteKubeconfig(path, ns string) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["standin"] = &clientcmdapi.Cluster{Server: s.URL}
 	cfg.AuthInfos["berth"] = &clientcmdapi.AuthInfo{}
 	cfg.Contexts["standin"] = &clientcmdapi.Context{Cluster: "standin", AuthInfo: "berth", Namespace: ns}
 	cfg.CurrentContext = "standin"
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return clientcmd.WriteToFile(*cfg, path)
 }
 
 // RefuseWebSockets makes the API server refuse (or again accept) the
@@ -176,9 +195,15 @@ type Pod struct {
 	// SubPath, when not empty, is the directory of Workdir mounted
 	// instead (the volumeMount's subPath).
 	SubPath string
+	// More are further mounts of the same volume.
+	More []Mount
 	// DockerFlags are added to docker run (a test's own label, --user).
 	DockerFlags []string
 }
+
+// Mount is a further volumeMount of the workspace volume: Workdir's
+// directory SubPath at MountPath.
+type Mount struct{ SubPath, MountPath string }
 
 // WorkspaceVolume is the name of the volume RunPod mounts the workdir as.
 const WorkspaceVolume = "workspace"
@@ -188,6 +213,16 @@ const WorkspaceVolume = "workspace"
 // the driver takes it: namespace/name.
 func (s *Server) RunPod(t testing.TB, p Pod) string {
 	t.Helper()
+	id, err := s.StartPod(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.DeletePod(id) })
+	return id
+}
+
+// StartPod is RunPod for a program: DeletePod removes the container.
+func (s *Server) StartPod(p Pod) (string, error) {
 	if p.Namespace == "" {
 		p.Namespace = metav1.NamespaceDefault
 	}
@@ -216,9 +251,11 @@ func (s *Server) RunPod(t testing.TB, p Pod) string {
 		},
 	}
 	if p.Workdir != "" {
-		args = append(args, "-v", filepath.Join(p.Workdir, p.SubPath)+":"+p.MountPath)
 		k.Spec.Volumes = []corev1.Volume{{Name: WorkspaceVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-		k.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: WorkspaceVolume, MountPath: p.MountPath, SubPath: p.SubPath}}
+		for _, m := range append([]Mount{{p.SubPath, p.MountPath}}, p.More...) {
+			args = append(args, "-v", filepath.Join(p.Workdir, m.SubPath)+":"+m.MountPath)
+			k.Spec.Containers[0].VolumeMounts = append(k.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: WorkspaceVolume, MountPath: m.MountPath, SubPath: m.SubPath})
+		}
 	}
 	args = append(append(args, p.DockerFlags...), p.Image, "sleep", "infinity")
 	out, err := exec.Command("docker", args...).Output()
@@ -227,14 +264,13 @@ func (s *Server) RunPod(t testing.TB, p Pod) string {
 		if ee, ok := err.(*exec.ExitError); ok {
 			msg = string(ee.Stderr)
 		}
-		t.Fatalf("docker %s: %v: %s", strings.Join(args, " "), err, msg)
+		return "", fmt.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, msg)
 	}
 	id := strings.TrimSpace(string(out))
-	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", id).Run() })
 	s.mu.Lock()
 	s.pods[p.Namespace+"/"+p.Name] = &entry{pod: k, containers: map[string]string{p.Container: id}, dialers: map[string]enclosure.Enclosure{}}
 	s.mu.Unlock()
-	return p.Namespace + "/" + p.Name
+	return p.Namespace + "/" + p.Name, nil
 }
 
 // ContainerID is the Docker container behind a pod's container.
@@ -243,6 +279,21 @@ func (s *Server) ContainerID(id, container string) string {
 	defer s.mu.Unlock()
 	if e := s.pods[id]; e != nil {
 		return e.containers[container]
+	}
+	return ""
+}
+
+// PodOf is the pod ("namespace/name") a Docker container is behind; ""
+// when none is.
+func (s *Server) PodOf(containerID string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, e := range s.pods {
+		for _, cid := range e.containers {
+			if cid == containerID {
+				return id
+			}
+		}
 	}
 	return ""
 }
