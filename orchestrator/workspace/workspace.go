@@ -24,6 +24,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
+	"time"
 )
 
 // ErrOutside is wrapped by errors for paths that leave the root.
@@ -31,8 +34,9 @@ var ErrOutside = errors.New("outside the working directory")
 
 // Root is a working directory.
 type Root struct {
-	dir string   // absolute, cleaned, symlinks resolved
-	fs  *os.Root // opened on dir: every read and write goes through it
+	dir    string   // absolute, cleaned, symlinks resolved
+	fs     *os.Root // opened on dir: every read and write goes through it
+	leaves leaves   // what Resolvers found at the ends of paths
 }
 
 // New returns the root for dir, which must exist. Close it when done
@@ -80,6 +84,13 @@ func (r *Root) ResolveStat(p string) (string, fs.FileInfo, error) {
 // locations): it remembers what each component of a path is, so the
 // folders those paths share are looked at once rather than once per path.
 // Keep one for a single answer: a link may change between answers.
+//
+// Across answers, the Root remembers what is at the end of a path (a file,
+// not a link) for as long as the folder holding it is unchanged: the
+// folders are looked at again in every answer, the files in them only
+// when their folder changed. A Resolver's answers are for showing; every
+// read and write still goes through the Root's os.Root, which refuses a
+// path that leads out at the moment of use.
 type Resolver struct {
 	r    *Root
 	seen map[string]lstatAnswer
@@ -100,12 +111,104 @@ func (v *Resolver) Resolve(p string) (string, error) {
 }
 
 func (v *Resolver) lstat(path string) (fs.FileInfo, error) {
-	a, ok := v.seen[path]
-	if !ok {
-		a.st, a.err = os.Lstat(path)
-		v.seen[path] = a
+	if a, ok := v.seen[path]; ok {
+		return a.st, a.err
 	}
-	return a.st, a.err
+	// The walk goes down from the root, so the folder is the root or a
+	// component looked at already.
+	folder := v.folder(filepath.Dir(path))
+	if st, ok := v.r.leaves.get(path, folder); ok {
+		v.seen[path] = lstatAnswer{st: st}
+		return st, nil
+	}
+	st, err := os.Lstat(path)
+	v.seen[path] = lstatAnswer{st, err}
+	if err == nil {
+		v.r.leaves.put(path, folder, st)
+	}
+	return st, err
+}
+
+// folder is dir's Lstat in this answer (nil when it failed).
+func (v *Resolver) folder(dir string) fs.FileInfo {
+	a, ok := v.seen[dir]
+	if !ok {
+		a.st, a.err = os.Lstat(dir)
+		v.seen[dir] = a
+	}
+	return a.st
+}
+
+// leaves remembers, across answers, the Lstat of paths that are neither
+// a folder nor a link, with the identity of the folder holding them when
+// they were looked at. Replacing, renaming or removing an entry changes
+// its folder's ctime (which, unlike the mtime, no one can set back), so
+// while the folder has the same inode and ctime the entry is the same.
+// A folder whose ctime is within racyWindow of the look is not trusted,
+// as git treats racily clean files: a file system's clock is coarse, and
+// a second change in the same tick would keep the time.
+type leaves struct {
+	mu sync.Mutex
+	m  map[string]leaf
+}
+
+type leaf struct {
+	st     fs.FileInfo
+	folder folderID
+}
+
+// folderID is what a folder's change changes.
+type folderID struct {
+	dev, ino uint64
+	ctime    time.Time
+}
+
+// racyWindow is how long after a folder's change its entries are not
+// remembered: more than any file system's timestamp granularity.
+const racyWindow = time.Second
+
+// leavesMax bounds what a Root remembers; past it, it starts again.
+const leavesMax = 1 << 16
+
+func idOf(st fs.FileInfo) (folderID, bool) {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || !st.IsDir() {
+		return folderID{}, false
+	}
+	return folderID{dev: uint64(sys.Dev), ino: sys.Ino, ctime: time.Unix(sys.Ctim.Unix())}, true
+}
+
+func (l *leaves) get(path string, folder fs.FileInfo) (fs.FileInfo, bool) {
+	if folder == nil {
+		return nil, false
+	}
+	id, ok := idOf(folder)
+	if !ok {
+		return nil, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.m[path]
+	if !ok || e.folder != id {
+		return nil, false
+	}
+	return e.st, true
+}
+
+func (l *leaves) put(path string, folder, st fs.FileInfo) {
+	if folder == nil || st.IsDir() || st.Mode()&os.ModeSymlink != 0 {
+		return
+	}
+	id, ok := idOf(folder)
+	if !ok || time.Since(id.ctime) < racyWindow {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil || len(l.m) >= leavesMax {
+		l.m = map[string]leaf{}
+	}
+	l.m[path] = leaf{st: st, folder: id}
 }
 
 func (r *Root) resolveStat(p string, lstat func(string) (fs.FileInfo, error)) (string, fs.FileInfo, error) {

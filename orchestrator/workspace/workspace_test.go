@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestResolveKeepsPathsInside(t *testing.T) {
@@ -52,6 +53,48 @@ func TestResolveKeepsPathsInside(t *testing.T) {
 		// answer: what it remembers of the folders never changes an answer.
 		checkResolve(t, root, batch, tc.in, tc.want)
 	}
+}
+
+// A Resolver remembers, across answers, what is at the end of a path
+// only while the folder holding it is unchanged and was not changed just
+// before the look (racy); a file swapped for a link out is seen at once.
+func TestResolverRemembersFilesOnlyWhileTheirFolderIsUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "a"), 0o755)
+	f := filepath.Join(dir, "a", "f.txt")
+	os.WriteFile(f, []byte("x"), 0o644)
+	root, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remembered := func() bool {
+		root.leaves.mu.Lock()
+		defer root.leaves.mu.Unlock()
+		_, ok := root.leaves.m[filepath.Join(root.Dir(), "a", "f.txt")]
+		return ok
+	}
+	checkResolve(t, root, root.Resolver(), "a/f.txt", "a/f.txt")
+	if remembered() {
+		t.Fatal("remembered a file whose folder changed less than racyWindow ago")
+	}
+	time.Sleep(racyWindow + 100*time.Millisecond) // the folder ages past the window
+	checkResolve(t, root, root.Resolver(), "a/f.txt", "a/f.txt")
+	if !remembered() {
+		t.Fatal("did not remember a file in an unchanged folder")
+	}
+	checkResolve(t, root, root.Resolver(), "a/f.txt", "a/f.txt")
+	// The file becomes a link out: its folder's ctime changes.
+	os.Remove(f)
+	if err := os.Symlink(filepath.Join(outside, "secret"), f); err != nil {
+		t.Fatal(err)
+	}
+	checkResolve(t, root, root.Resolver(), "a/f.txt", "")
+	// Setting the folder's times back does not hide it: ctime moves on.
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(dir, "a"), old, old)
+	checkResolve(t, root, root.Resolver(), "a/f.txt", "")
 }
 
 // checkResolve asks r (a Root, or one Resolver for many paths) to resolve
