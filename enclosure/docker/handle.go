@@ -99,7 +99,7 @@ func (h *handle) Signal(sig os.Signal) error {
 	default:
 	}
 	h.signalled.Store(true)
-	if s != syscall.SIGINT && h.signalFramed(s) == nil {
+	if s != syscall.SIGINT && h.stdin.SignalWithin(s, relay.FramedWait) == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
@@ -113,29 +113,6 @@ func (h *handle) Signal(sig os.Signal) error {
 	}
 	return nil
 }
-
-// signalFramed sends a signal that ends the process in the relay's
-// stdin, which spares the engine an exec (a process start in the
-// container, on the way of a kernel's reset). The stream stalls when the
-// program stops reading its stdin (so does the relay); after framedWait
-// the caller sends the signal by exec instead. The frame may still land
-// later, which is harmless for a signal that ends the process; SIGINT,
-// which only interrupts and must not arrive late, always goes by exec.
-func (h *handle) signalFramed(s syscall.Signal) error {
-	sent := make(chan error, 1)
-	go func() { sent <- h.stdin.Signal(s) }()
-	t := time.NewTimer(framedWait)
-	defer t.Stop()
-	select {
-	case err := <-sent:
-		return err
-	case <-t.C:
-		return fmt.Errorf("signal %v: the relay's stdin is stalled", s)
-	}
-}
-
-// framedWait bounds signalFramed's write.
-const framedWait = 500 * time.Millisecond
 
 // Kill ends the process and everything it started: the relay sends the
 // group SIGTERM, then SIGKILL after its grace. Dropping the connection

@@ -85,10 +85,11 @@ func (h *handle) Wait() (int, error) {
 // signalTimeout bounds the exec that carries a signal.
 const signalTimeout = 10 * time.Second
 
-// Signal has the relay pass sig to the process group, through an exec of
-// "relay signal" (the exec API has no signal of its own): SIGINT only
-// interrupts; SIGTERM, SIGHUP and SIGQUIT are followed by SIGKILL after
-// the relay's grace.
+// Signal has the relay pass sig to the process group (the exec API has
+// no signal of its own): SIGINT only interrupts; SIGTERM, SIGHUP and
+// SIGQUIT are followed by SIGKILL after the relay's grace. Those three go
+// in the relay's stdin, which spares an exec through the API server;
+// SIGINT and any other go by an exec of "relay signal".
 func (h *handle) Signal(sig os.Signal) error {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
@@ -100,6 +101,9 @@ func (h *handle) Signal(sig os.Signal) error {
 	default:
 	}
 	h.signalled.Store(true)
+	if s != syscall.SIGINT && h.stdin.SignalWithin(s, relay.FramedWait) == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 	defer cancel()
 	r, err := h.p.run(ctx, relay.SignalArgs(h.p.relay, h.tag, unix.SignalName(s)), nil)

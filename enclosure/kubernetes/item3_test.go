@@ -133,11 +133,16 @@ func TestIssue16Item3KillAndSignalThroughTheRelay(t *testing.T) {
 		if line, _ := bufio.NewReader(proc.Stdout()).ReadString('\n'); line != "started\n" {
 			t.Fatalf("first line %q", line)
 		}
+		before := len(s.Negotiated())
 		if err := proc.Kill(); err != nil {
 			t.Fatal(err)
 		}
 		if code, err := proc.Wait(); code != -1 || err != nil {
 			t.Errorf("killed: exit %d, %v; want -1", code, err)
+		}
+		// SIGTERM went in the relay's stdin: no exec of relay signal.
+		if n := s.Negotiated()[before:]; len(n) != 0 {
+			t.Errorf("Kill made execs: %+v; want the signal in the relay's stdin", n)
 		}
 		onlySleep(t, cid)
 

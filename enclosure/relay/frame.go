@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // FrameWriter is the stdin of a program run with --stdin framed: each
@@ -70,6 +71,27 @@ func (f *FrameWriter) Signal(sig syscall.Signal) error {
 	_, err := f.w.Write(binary.BigEndian.AppendUint32(nil, signalFrame|uint32(sig)))
 	return err
 }
+
+// SignalWithin is Signal, given up after d when the stream stalls: the
+// program stops reading its stdin, and so does the relay. The caller
+// then sends the signal by an exec of "signal" instead; the frame may
+// still land later, which is harmless for a signal that ends the process
+// (SIGINT, which only interrupts and must not arrive late, goes by exec).
+func (f *FrameWriter) SignalWithin(sig syscall.Signal, d time.Duration) error {
+	sent := make(chan error, 1)
+	go func() { sent <- f.Signal(sig) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-sent:
+		return err
+	case <-t.C:
+		return fmt.Errorf("signal %v: the relay's stdin is stalled", sig)
+	}
+}
+
+// FramedWait is how long a driver lets SignalWithin wait.
+const FramedWait = 500 * time.Millisecond
 
 // ErrNotFramed is Signal's error for a signal the relay does not take in
 // its stdin.
