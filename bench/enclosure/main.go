@@ -15,10 +15,14 @@
 // each with the workdirs bind-mounted and this machine's Go module cache
 // mounted read-only (so that gopls inside resolves the repository's
 // dependencies without a network), labelled berth.conversation=ID and
-// sleeping: one by Docker (docker run -d --network none) and one by the
+// sleeping: one by Docker (docker run -d --network none), one by the
 // tests' containerd (scripts/containerd; ctr run -d, its own network
 // namespace with only loopback, the image imported from Docker: issue 14
-// item 6). They are removed at the end. The places alternate (in
+// item 6), and a pod of the Kubernetes driver's API-server stand-in
+// (enclosure/kubernetes/kubetest: Kubernetes' own exec and port-forward
+// server code over WebSocket, a Docker container behind the pod; the
+// workdirs are subPaths of one volume, the host's root, which Berth sees
+// at /: issue 16 item 8). They are removed at the end. The places alternate (in
 // batches for the round trips), so all see the same load on a shared
 // machine. Targets (issue 13 item 9): a kernel start in a container at
 // most 0.2x ipykernel's start on the host; a container adds at most
@@ -44,6 +48,8 @@ import (
 	"github.com/berth-dev/berth/bench/internal/stats"
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
+	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
+	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
@@ -125,6 +131,20 @@ func run(starts, rounds, queries, launches int, image string) error {
 		return err
 	}
 	defer removeContainerd(ctrID)
+	rel, err := relaytest.Build(tmp)
+	if err != nil {
+		return err
+	}
+	kube, podID, err := startPod(rel, image, root, work, modcache)
+	if err != nil {
+		return err
+	}
+	defer kube.Close()
+	defer kube.DeletePod(podID)
+	kubeconfig := filepath.Join(tmp, "kubeconfig")
+	if err := kube.WriteKubeconfig(kubeconfig, "default"); err != nil {
+		return err
+	}
 	// An interrupted benchmark leaves no container behind either.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -132,10 +152,11 @@ func run(starts, rounds, queries, launches int, image string) error {
 		<-sigs
 		_, _ = dockerOut("rm", "-f", id)
 		removeContainerd(ctrID)
+		kube.DeletePod(podID)
 		os.Exit(1)
 	}()
 
-	srv, err := startServer(root, tmp)
+	srv, err := startServer(root, tmp, kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -144,6 +165,7 @@ func run(starts, rounds, queries, launches int, image string) error {
 	places := []place{
 		{name: "docker", enc: &rpc.EnclosureParam{Driver: "docker", ID: id}},
 		{name: "containerd", enc: &rpc.EnclosureParam{Driver: "containerd", ID: ctrID}},
+		{name: "kubernetes", enc: &rpc.EnclosureParam{Driver: "kubernetes", ID: podID}},
 		{name: "host"},
 	}
 	host := len(places) - 1
@@ -254,7 +276,7 @@ func run(starts, rounds, queries, launches int, image string) error {
 		}
 	}
 
-	fmt.Printf("containers (%s; docker exec and containerd's task exec, through Berth's relay) against the host, medians; %d kernel starts, %d round trips, %d references, %d launches each\n\n",
+	fmt.Printf("containers (%s; docker exec, containerd's task exec and the Kubernetes exec subresource through the API-server stand-in, through Berth's relay) against the host, medians; %d kernel starts, %d round trips, %d references, %d launches each\n\n",
 		image, starts, rounds, queries, launches)
 	fmt.Printf("%-34s %-11s %11s %11s %8s %10s   %s\n", "", "in", "container", "host", "ratio", "added", "target")
 	// row prints a line per container: its median, the host's, the ratio,
@@ -311,6 +333,28 @@ func startContainerd(image, root, work, modcache string) (string, error) {
 	return id, nil
 }
 
+// startPod starts the Kubernetes driver's API-server stand-in and a pod
+// in it as a harness makes one: the workdirs are subPaths of the pod's
+// volume "workspace", the host's root (kubernetes.workspace_volume path
+// /, in the configuration), the module cache mounted read-only beside.
+func startPod(rel *relay.Binary, image, root, work, modcache string) (*kubetest.Server, string, error) {
+	kube, err := kubetest.Start(rel)
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := kube.StartPod(kubetest.Pod{
+		Name: "bench-enclosure", Image: image, Conversation: "bench-enclosure",
+		Workdir: "/", SubPath: strings.TrimPrefix(root, "/"), MountPath: "/workspace",
+		More:        []kubetest.Mount{{SubPath: strings.TrimPrefix(work, "/"), MountPath: "/bench"}},
+		DockerFlags: []string{"-v", modcache + ":/root/go/pkg/mod:ro", "-e", "GOPROXY=off", "-e", "GOFLAGS=-mod=readonly"},
+	})
+	if err != nil {
+		kube.Close()
+		return nil, "", fmt.Errorf("starting the pod (run scripts/setup and scripts/images first): %w", err)
+	}
+	return kube, id, nil
+}
+
 // removeContainerd deletes the container's task and the container.
 func removeContainerd(id string) {
 	_, _ = containerdtest.Ctr("tasks", "delete", "--force", id)
@@ -339,23 +383,21 @@ type server struct {
 	runs   int // for fresh conversation ids
 }
 
-// startServer builds ./cmd/orchestrator and the relay next to it (as
-// scripts/images builds the images' copy, so the container's baked-in
-// relay is used), writes a configuration naming the interpreter and
-// starts serve --stdio.
-func startServer(root, tmp string) (*server, error) {
+// startServer builds ./cmd/orchestrator next to the relay in tmp (built
+// as scripts/images builds the images' copy, so the container's baked-in
+// relay is used), writes a configuration naming the interpreter, the
+// tests' containerd and the stand-in's kubeconfig, and starts serve
+// --stdio.
+func startServer(root, tmp, kubeconfig string) (*server, error) {
 	bin := filepath.Join(tmp, "orchestrator")
 	build := exec.Command("go", "build", "-tags", "berthtest", "-o", bin, "./cmd/orchestrator")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building ./cmd/orchestrator: %v\n%s", err, out)
 	}
-	if _, err := relaytest.Build(tmp); err != nil {
-		return nil, err
-	}
 	cfg := filepath.Join(tmp, "berth.yaml")
-	yaml := fmt.Sprintf("kernels:\n  python: %s\ndebug:\n  python: %s\ncontainerd:\n  address: %s\n  namespace: %s\n",
-		python, python, containerdtest.Address(), containerdtest.Namespace)
+	yaml := fmt.Sprintf("kernels:\n  python: %s\ndebug:\n  python: %s\ncontainerd:\n  address: %s\n  namespace: %s\nkubernetes:\n  kubeconfig: %s\n  workspace_volume: {name: %s, path: /}\n",
+		python, python, containerdtest.Address(), containerdtest.Namespace, kubeconfig, kubetest.WorkspaceVolume)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		return nil, err
 	}
