@@ -12,7 +12,6 @@ import (
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
-	"golang.org/x/sys/unix"
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/internal/pipe"
@@ -99,19 +98,9 @@ func (h *handle) Signal(sig os.Signal) error {
 	default:
 	}
 	h.signalled.Store(true)
-	if s != syscall.SIGINT && h.stdin.SignalWithin(s, relay.FramedWait) == nil {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 	defer cancel()
-	r, err := h.c.run(ctx, relay.SignalArgs(h.c.relay, h.tag, unix.SignalName(s)), nil)
-	if err != nil {
-		return err
-	}
-	if r.Code != 0 {
-		return fmt.Errorf("signal %v in docker container %s: %s", sig, h.c.name, r.Stderr)
-	}
-	return nil
+	return relay.SendSignal(ctx, h.stdin, h.c.run, h.c.relay, h.tag, s, "docker container "+h.c.name)
 }
 
 // Kill ends the process and everything it started: the relay sends the

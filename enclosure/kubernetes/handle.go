@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/berth-dev/berth/enclosure"
@@ -101,19 +100,9 @@ func (h *handle) Signal(sig os.Signal) error {
 	default:
 	}
 	h.signalled.Store(true)
-	if s != syscall.SIGINT && h.stdin.SignalWithin(s, relay.FramedWait) == nil {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 	defer cancel()
-	r, err := h.p.run(ctx, relay.SignalArgs(h.p.relay, h.tag, unix.SignalName(s)), nil)
-	if err != nil {
-		return err
-	}
-	if r.Code != 0 {
-		return fmt.Errorf("signal %v in %s: %s", sig, h.p, r.Stderr)
-	}
-	return nil
+	return relay.SendSignal(ctx, h.stdin, h.p.run, h.p.relay, h.tag, s, h.p.String())
 }
 
 // exitWait bounds the wait, once Kill closed stdin, for the stream to end

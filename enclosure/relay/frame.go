@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // FrameWriter is the stdin of a program run with --stdin framed: each
@@ -72,12 +75,12 @@ func (f *FrameWriter) Signal(sig syscall.Signal) error {
 	return err
 }
 
-// SignalWithin is Signal, given up after d when the stream stalls: the
+// signalWithin is Signal, given up after d when the stream stalls: the
 // program stops reading its stdin, and so does the relay. The caller
 // then sends the signal by an exec of "signal" instead; the frame may
 // still land later, which is harmless for a signal that ends the process
 // (SIGINT, which only interrupts and must not arrive late, goes by exec).
-func (f *FrameWriter) SignalWithin(sig syscall.Signal, d time.Duration) error {
+func (f *FrameWriter) signalWithin(sig syscall.Signal, d time.Duration) error {
 	sent := make(chan error, 1)
 	go func() { sent <- f.Signal(sig) }()
 	t := time.NewTimer(d)
@@ -90,8 +93,28 @@ func (f *FrameWriter) SignalWithin(sig syscall.Signal, d time.Duration) error {
 	}
 }
 
-// FramedWait is how long a driver lets SignalWithin wait.
-const FramedWait = 500 * time.Millisecond
+// framedWait is how long SendSignal lets signalWithin wait.
+const framedWait = 500 * time.Millisecond
+
+// SendSignal sends sig to the program a relay runs with --stdin framed
+// and --tag tag, for a driver whose engine cannot signal an exec'd
+// process: SIGTERM, SIGHUP and SIGQUIT in the relay's stdin, which spares
+// a process start in the container; SIGINT, any other, and a stalled
+// stream by running "relay signal" with run. where names the container
+// for the error.
+func SendSignal(ctx context.Context, stdin *FrameWriter, run Runner, relayPath, tag string, sig syscall.Signal, where string) error {
+	if sig != syscall.SIGINT && stdin.signalWithin(sig, framedWait) == nil {
+		return nil
+	}
+	r, err := run(ctx, SignalArgs(relayPath, tag, unix.SignalName(sig)), nil)
+	if err != nil {
+		return err
+	}
+	if r.Code != 0 {
+		return fmt.Errorf("signal %v in %s: %s", sig, where, r.Stderr)
+	}
+	return nil
+}
 
 // ErrNotFramed is Signal's error for a signal the relay does not take in
 // its stdin.
