@@ -19,7 +19,8 @@
 // upgrade (exec.go). The exec API has no kill: closing the stream leaves
 // the process running. So every process runs under Berth's relay
 // (cmd/berth-relay), which ends the process group when its stdin closes
-// or when told by a second exec (relay signal); the relay is the image's
+// or when told: by a signal frame in its stdin, or by a second exec
+// (relay signal) for SIGINT or a stalled stream; the relay is the image's
 // own or streamed in through an exec of sh (install.go), since there is no
 // archive API. The exec API has no working directory or environment
 // either: when a Cmd has them, the relay starts sh to set them and exec
