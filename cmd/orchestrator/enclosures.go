@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"go.yaml.in/yaml/v3"
+	"k8s.io/klog/v2"
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/containerd"
@@ -172,6 +173,9 @@ func enclosures(cfg *config, log *slog.Logger) *enclosure.Lookup {
 	ko := cfg.Kubernetes.options()
 	ko.Log = log
 	k := kubernetes.New(ko)
+	// client-go logs through klog, to stderr in a format of its own (a
+	// line for each port-forward that fails, say): Berth's log takes it.
+	klog.SetSlogLogger(log.With("from", "client-go"))
 	return &enclosure.Lookup{
 		Host:           host.NewWith(host.Options{Log: log, Drop: cfg.Env.Drop}),
 		Drivers:        map[string]enclosure.Driver{docker.Name: d, containerd.Name: cd, kubernetes.Name: k},

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"k8s.io/klog/v2"
 
 	"github.com/berth-dev/berth/enclosure"
 )
@@ -46,6 +49,18 @@ enclosure:
 	enc, err := l.Find(context.Background(), enclosure.Spec{Driver: "auto"}, "conv")
 	if err != nil || enc.Driver() != "host" || !strings.Contains(log.String(), "driver=kubernetes") || !strings.Contains(log.String(), missing) {
 		t.Fatalf("auto without a cluster: %v, %v; log %q", enc, err, log.String())
+	}
+}
+
+// client-go's log (klog) goes to Berth's log, not to stderr in klog's
+// own format.
+func TestIssue16Item1ClientGoLogsThroughBerthsLog(t *testing.T) {
+	var log strings.Builder
+	enclosures(&config{}, slog.New(slog.NewTextHandler(&log, nil)))
+	klog.ErrorS(errors.New("probe"), "an error occurred forwarding 1234 -> 8080")
+	klog.Flush()
+	if got := log.String(); !strings.Contains(got, "level=ERROR") || !strings.Contains(got, "from=client-go") || !strings.Contains(got, "forwarding 1234") {
+		t.Fatalf("Berth's log: %q", got)
 	}
 }
 
