@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"strings"
 	"testing"
-
-	"github.com/berth-dev/berth/enclosure"
 )
 
 // The containerd keys load into the lookup: the driver is in the table,
@@ -27,15 +23,7 @@ enclosure:
 	if cfg.Containerd.Address != sock || cfg.Containerd.Namespace != "k8s.io" {
 		t.Fatalf("loaded %+v", cfg.Containerd)
 	}
-	var log strings.Builder
-	l := enclosures(cfg, slog.New(slog.NewTextHandler(&log, nil)))
-	if l.Drivers["containerd"] == nil {
-		t.Fatalf("lookup %+v", l)
-	}
-	enc, err := l.Find(context.Background(), enclosure.Spec{Driver: "auto"}, "conv")
-	if err != nil || enc.Driver() != "host" || !strings.Contains(log.String(), "driver=containerd") || !strings.Contains(log.String(), sock) {
-		t.Fatalf("auto without containerd: %v, %v; log %q", enc, err, log.String())
-	}
+	autoSkipsToHost(t, cfg, "containerd", sock)
 	// The defaults: containerd's own socket and namespace, and auto asks
 	// only docker.
 	cfg, err = loadConfig(writeConfigFile(t, "log:\n  level: info\n"))

@@ -21,6 +21,23 @@ func writeConfigFile(t *testing.T, text string) string {
 	return file
 }
 
+// autoSkipsToHost builds the lookup from cfg, with driver in its table,
+// and checks that "auto", which asks driver and cannot reach it, falls
+// back to the host with a log line naming the driver and mention (the
+// address it tried).
+func autoSkipsToHost(t *testing.T, cfg *config, driver, mention string) {
+	t.Helper()
+	var log strings.Builder
+	l := enclosures(cfg, slog.New(slog.NewTextHandler(&log, nil)))
+	if l.Drivers[driver] == nil {
+		t.Fatalf("lookup %+v", l)
+	}
+	enc, err := l.Find(context.Background(), enclosure.Spec{Driver: "auto"}, "conv")
+	if err != nil || enc.Driver() != "host" || !strings.Contains(log.String(), "driver="+driver) || !strings.Contains(log.String(), mention) {
+		t.Fatalf("auto without %s: %v, %v; log %q", driver, enc, err, log.String())
+	}
+}
+
 // The docker and enclosure keys load into the lookup run/start uses.
 func TestIssue13Item2EnclosureKeysBuildTheLookup(t *testing.T) {
 	sock := "unix://" + t.TempDir() + "/no-engine.sock"

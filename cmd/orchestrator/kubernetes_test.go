@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 
 	"k8s.io/klog/v2"
-
-	"github.com/berth-dev/berth/enclosure"
 )
 
 // The kubernetes keys load into the lookup: the driver is in the table,
@@ -41,15 +38,7 @@ enclosure:
 	if err != nil || short.Kubernetes.WorkspaceVolume != (workspaceVolume{Name: "workspace"}) {
 		t.Fatalf("workspace_volume: workspace: %+v, %v", short, err)
 	}
-	var log strings.Builder
-	l := enclosures(cfg, slog.New(slog.NewTextHandler(&log, nil)))
-	if l.Drivers["kubernetes"] == nil {
-		t.Fatalf("lookup %+v", l)
-	}
-	enc, err := l.Find(context.Background(), enclosure.Spec{Driver: "auto"}, "conv")
-	if err != nil || enc.Driver() != "host" || !strings.Contains(log.String(), "driver=kubernetes") || !strings.Contains(log.String(), missing) {
-		t.Fatalf("auto without a cluster: %v, %v; log %q", enc, err, log.String())
-	}
+	autoSkipsToHost(t, cfg, "kubernetes", missing)
 }
 
 // client-go's log (klog) goes to Berth's log, not to stderr in klog's
