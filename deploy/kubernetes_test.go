@@ -75,17 +75,19 @@ func TestIssue15Item5KubernetesManifestsDecodeStrictly(t *testing.T) {
 	if !slices.Equal(listed, manifests) {
 		t.Errorf("the kustomizations list %v, want every manifest once: %v", listed, manifests)
 	}
-	kinds := map[string]bool{}
+	kindsFound := map[string]bool{}
 	for _, m := range manifests {
 		b, err := os.ReadFile(m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		kinds[decodeKind(t, m, b)] = true
+		if o := decodeKind(t, m, b); o != nil {
+			kindsFound[reflect.TypeOf(o).Name()] = true
+		}
 	}
 	for _, kind := range []string{"Deployment", "Service", "ServiceMonitor", "PodMonitor", "PrometheusRule",
 		"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "PersistentVolumeClaim", "PodTemplate"} {
-		if !kinds[kind] {
+		if !kindsFound[kind] {
 			t.Errorf("deploy/kubernetes has no %s", kind)
 		}
 	}
@@ -141,69 +143,66 @@ func buildShape(t *testing.T, dir string) *shape {
 		if ns := r.GetNamespace(); ns != s.kustomization.Namespace {
 			t.Errorf("%s is in namespace %q, want the kustomization's %q", where, ns, s.kustomization.Namespace)
 		}
-		switch decodeKind(t, where, b) {
-		case "Deployment":
-			s.deployments = append(s.deployments, into[appsv1.Deployment](t, where, b))
-		case "PodTemplate":
-			s.templates = append(s.templates, into[corev1.PodTemplate](t, where, b))
-		case "Service":
-			s.services = append(s.services, into[corev1.Service](t, where, b))
-		case "ServiceAccount":
-			s.serviceAccounts = append(s.serviceAccounts, into[corev1.ServiceAccount](t, where, b))
-		case "ConfigMap":
-			s.configMaps[r.GetName()] = into[corev1.ConfigMap](t, where, b)
-		case "PersistentVolumeClaim":
-			s.claims[r.GetName()] = into[corev1.PersistentVolumeClaim](t, where, b)
-		case "Role":
-			s.roles = append(s.roles, into[rbacv1.Role](t, where, b))
-		case "RoleBinding":
-			s.bindings = append(s.bindings, into[rbacv1.RoleBinding](t, where, b))
-		case "ServiceMonitor":
-			s.serviceMonitors = append(s.serviceMonitors, into[monitoringv1.ServiceMonitor](t, where, b))
-		case "PodMonitor":
-			s.podMonitors = append(s.podMonitors, into[monitoringv1.PodMonitor](t, where, b))
-		case "PrometheusRule":
-			s.rules = append(s.rules, into[monitoringv1.PrometheusRule](t, where, b))
+		switch o := decodeKind(t, where, b).(type) {
+		case appsv1.Deployment:
+			s.deployments = append(s.deployments, o)
+		case corev1.PodTemplate:
+			s.templates = append(s.templates, o)
+		case corev1.Service:
+			s.services = append(s.services, o)
+		case corev1.ServiceAccount:
+			s.serviceAccounts = append(s.serviceAccounts, o)
+		case corev1.ConfigMap:
+			s.configMaps[r.GetName()] = o
+		case corev1.PersistentVolumeClaim:
+			s.claims[r.GetName()] = o
+		case rbacv1.Role:
+			s.roles = append(s.roles, o)
+		case rbacv1.RoleBinding:
+			s.bindings = append(s.bindings, o)
+		case monitoringv1.ServiceMonitor:
+			s.serviceMonitors = append(s.serviceMonitors, o)
+		case monitoringv1.PodMonitor:
+			s.podMonitors = append(s.podMonitors, o)
+		case monitoringv1.PrometheusRule:
+			s.rules = append(s.rules, o)
 		}
 	}
 	return s
 }
 
+// kinds decodes each kind the manifests have strictly into its Go type.
+var kinds = map[string]func(t *testing.T, where string, b []byte) any{
+	"apps/v1 Deployment":                       decodeAs[appsv1.Deployment],
+	"v1 Service":                               decodeAs[corev1.Service],
+	"v1 ServiceAccount":                        decodeAs[corev1.ServiceAccount],
+	"v1 ConfigMap":                             decodeAs[corev1.ConfigMap],
+	"v1 PersistentVolumeClaim":                 decodeAs[corev1.PersistentVolumeClaim],
+	"v1 PodTemplate":                           decodeAs[corev1.PodTemplate],
+	"rbac.authorization.k8s.io/v1 Role":        decodeAs[rbacv1.Role],
+	"rbac.authorization.k8s.io/v1 RoleBinding": decodeAs[rbacv1.RoleBinding],
+	"monitoring.coreos.com/v1 ServiceMonitor":  decodeAs[monitoringv1.ServiceMonitor],
+	"monitoring.coreos.com/v1 PodMonitor":      decodeAs[monitoringv1.PodMonitor],
+	"monitoring.coreos.com/v1 PrometheusRule":  decodeAs[monitoringv1.PrometheusRule],
+}
+
+func decodeAs[T any](t *testing.T, where string, b []byte) any { return into[T](t, where, b) }
+
 // decodeKind decodes a manifest strictly into the Go type of its
-// apiVersion and kind, and returns the kind; a kind no case knows fails.
-func decodeKind(t *testing.T, where string, b []byte) string {
+// apiVersion and kind (a value of that type); a kind kinds does not know
+// fails, and is nil.
+func decodeKind(t *testing.T, where string, b []byte) any {
 	t.Helper()
 	var tm metav1.TypeMeta
 	if err := yaml.Unmarshal(b, &tm); err != nil {
 		t.Fatalf("%s: %v", where, err)
 	}
-	switch tm.APIVersion + " " + tm.Kind {
-	case "apps/v1 Deployment":
-		into[appsv1.Deployment](t, where, b)
-	case "v1 Service":
-		into[corev1.Service](t, where, b)
-	case "v1 ServiceAccount":
-		into[corev1.ServiceAccount](t, where, b)
-	case "v1 ConfigMap":
-		into[corev1.ConfigMap](t, where, b)
-	case "v1 PersistentVolumeClaim":
-		into[corev1.PersistentVolumeClaim](t, where, b)
-	case "v1 PodTemplate":
-		into[corev1.PodTemplate](t, where, b)
-	case "rbac.authorization.k8s.io/v1 Role":
-		into[rbacv1.Role](t, where, b)
-	case "rbac.authorization.k8s.io/v1 RoleBinding":
-		into[rbacv1.RoleBinding](t, where, b)
-	case "monitoring.coreos.com/v1 ServiceMonitor":
-		into[monitoringv1.ServiceMonitor](t, where, b)
-	case "monitoring.coreos.com/v1 PodMonitor":
-		into[monitoringv1.PodMonitor](t, where, b)
-	case "monitoring.coreos.com/v1 PrometheusRule":
-		into[monitoringv1.PrometheusRule](t, where, b)
-	default:
+	decode, ok := kinds[tm.APIVersion+" "+tm.Kind]
+	if !ok {
 		t.Errorf("%s: no test decodes %s %s", where, tm.APIVersion, tm.Kind)
+		return nil
 	}
-	return tm.Kind
+	return decode(t, where, b)
 }
 
 // into decodes b strictly into a T.
