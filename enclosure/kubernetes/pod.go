@@ -97,27 +97,29 @@ func describe(s corev1.ContainerState) string {
 // failed explains an error of a call on the pod: it was deleted, it or
 // the container stopped, or the API server did not answer.
 func (p *pod) failed(ctx context.Context, what string, err error) error {
-	k, gerr := p.get(ctx)
-	if gerr != nil {
-		return gerr
-	}
-	if cerr := p.check(k); cerr != nil {
-		return cerr
+	if rerr := p.running(ctx); rerr != nil {
+		return rerr
 	}
 	return fmt.Errorf("kubernetes: %s: %s: %w", p, what, err)
+}
+
+// running reads the pod and checks it: nil while it and the container
+// run; else why not, or why the API server did not answer.
+func (p *pod) running(ctx context.Context) error {
+	k, err := p.get(ctx)
+	if err != nil {
+		return err
+	}
+	return p.check(k)
 }
 
 // gone is the error saying the pod or its container no longer runs; nil
 // while it runs, or when the API server does not answer.
 func (p *pod) gone(ctx context.Context) error {
-	k, err := p.get(ctx)
-	if err != nil {
-		if errors.Is(err, enclosure.ErrGone) {
-			return err
-		}
-		return nil
+	if err := p.running(ctx); !errors.Is(err, enclosure.ErrUnavailable) {
+		return err
 	}
-	return p.check(k)
+	return nil
 }
 
 // MapPath turns a path as Berth sees it into the path the container's
@@ -149,11 +151,7 @@ func (p *pod) LookPath(ctx context.Context, name string) (string, error) {
 // so Start reads the pod first: one deleted or stopped is Start's error,
 // as it is the other drivers'.
 func (p *pod) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
-	k, err := p.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.check(k); err != nil {
+	if err := p.running(ctx); err != nil {
 		return nil, err
 	}
 	path := cmd.Path
