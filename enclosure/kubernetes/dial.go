@@ -56,13 +56,7 @@ func (p *pod) forward(ctx context.Context, port int) (net.Conn, string, error) {
 		return nil, "", err
 	}
 	protocol := ProtocolWebSocket
-	dialer := portforward.NewFallbackDialerForStreaming(tunnel, spdyDialer, func(err error) bool {
-		if !shouldFallback(err) {
-			return false
-		}
-		protocol = ProtocolSPDY
-		return true
-	})
+	dialer := portforward.NewFallbackDialerForStreaming(tunnel, spdyDialer, p.fallback(&protocol))
 	what := fmt.Sprintf("127.0.0.1:%d in %s", port, p)
 	type dialed struct {
 		sess httpstream.Connection

@@ -43,21 +43,28 @@ func (p *pod) stream(ctx context.Context, argv []string, o remotecommand.StreamO
 		return "", err
 	}
 	protocol := ProtocolWebSocket
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		if !shouldFallback(err) {
-			return false
-		}
-		protocol = ProtocolSPDY
-		p.d.spdyOnce.Do(func() {
-			p.d.opts.Log.Info("kubernetes: the API server refused the WebSocket upgrade; execs and port-forwards fall back to SPDY", "server", p.api.cfg.Host, "err", err)
-		})
-		return true
-	})
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, p.fallback(&protocol))
 	if err != nil {
 		return "", err
 	}
 	err = ex.StreamWithContext(ctx, o)
 	return protocol, err
+}
+
+// fallback is an exec's or a port-forward's test for trying SPDY after
+// WebSocket: on a fallback it sets *protocol to ProtocolSPDY, and logs
+// the driver's first.
+func (p *pod) fallback(protocol *string) func(error) bool {
+	return func(err error) bool {
+		if !shouldFallback(err) {
+			return false
+		}
+		*protocol = ProtocolSPDY
+		p.d.spdyOnce.Do(func() {
+			p.d.opts.Log.Info("kubernetes: the API server refused the WebSocket upgrade; execs and port-forwards fall back to SPDY", "server", p.api.cfg.Host, "err", err)
+		})
+		return true
+	}
 }
 
 // shouldFallback is kubectl's test for trying SPDY after WebSocket, less
