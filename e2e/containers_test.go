@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -149,7 +150,7 @@ func TestIssue13Item8StopAndTTLLeaveOnlyTheContainersProcess(t *testing.T) {
 // container keeps its kernel and its state.
 func TestIssue13Item8ContainerStoppedMidCall(t *testing.T) {
 	kernels := family{config: map[string]any{"kernels": map[string]any{"python": "/usr/bin/python3"}}}
-	stoppedMidCall(t, inContainer(kernelImage), []family{kernels}, func(container string) { dockerOut(t, "stop", "-t", "1", container) }, "container", "container")
+	stoppedMidCall(t, inContainer(kernelImage), []family{kernels}, func(container string) { dockertest.Must(t, "stop", "-t", "1", container) }, "container", "container")
 }
 
 // stoppedMidCall runs a long cell in one container of p, stops that
@@ -243,7 +244,7 @@ func TestIssue13Item8DockerdRestart(t *testing.T) {
 		t.Errorf("a call while the engine is down succeeded: %s", text(res))
 	}
 	dockerd(t, "start")
-	if state := dockerOut(t, "inspect", "-f", "{{.State.Status}}", s.Container); state != "running" {
+	if state := dockertest.Must(t, "inspect", "-f", "{{.State.Status}}", s.Container); state != "running" {
 		t.Fatalf("the container is %s after the engine restarted: dockerd runs without --live-restore?", state)
 	}
 	res = evalCell(t, c, run, "python", "1+1")

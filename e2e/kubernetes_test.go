@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
 	"github.com/berth-dev/berth/enclosure/relay"
 )
@@ -93,7 +94,7 @@ func TestIssue16Item7Families(t *testing.T) {
 	if execs == 0 || forwards == 0 {
 		t.Errorf("execs %d, port-forwards %d: want both (debug attach and dlv dial through port-forwards)", execs, forwards)
 	}
-	if got := dockerOut(t, "ps", "-q", "--filter", "label=berth.conversation="+s.Conversation); got != s.Container[:12] {
+	if got := dockertest.Must(t, "ps", "-q", "--filter", "label=berth.conversation="+s.Conversation); got != s.Container[:12] {
 		t.Errorf("containers of the conversation: %q, want only the pod's %.12s", got, s.Container)
 	}
 }

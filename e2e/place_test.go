@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
 	"github.com/berth-dev/berth/internal/procfs"
 	"github.com/berth-dev/berth/orchestrator/rpc"
@@ -25,10 +26,6 @@ import (
 // host tests (TestLSPThroughTheProtocol, ...) and the container tests
 // (TestIssue13Item8..., e2e/containers_test.go) run the same body with
 // a different place, so the container's checks are the host's.
-
-// docker is the engine's command line: Debian's, the one scripts/setup
-// installs next to the dockerd it starts.
-const docker = "/usr/bin/docker"
 
 // place is where a test's runs live.
 type place struct {
@@ -136,7 +133,7 @@ func (s *site) command(argv ...string) *exec.Cmd {
 	if s.engine == engineContainerd {
 		return ctrExec(s.Container, s.Inside, false, argv...)
 	}
-	return exec.Command(docker, append([]string{"exec", "-w", s.Inside, s.Container}, argv...)...)
+	return exec.Command(dockertest.Bin, append([]string{"exec", "-w", s.Inside, s.Container}, argv...)...)
 }
 
 // run runs argv in the site's workdir and fails the test if it fails
@@ -174,7 +171,7 @@ func (s *site) service(t *testing.T, argv ...string) (stop func()) {
 			t.Fatalf("ctr tasks exec -d %v: %v: %s", argv, err, out)
 		}
 	} else {
-		dockerOut(t, append([]string{"exec", "-d", "-w", s.Inside, s.Container}, argv...)...)
+		dockertest.Must(t, append([]string{"exec", "-d", "-w", s.Inside, s.Container}, argv...)...)
 	}
 	cmdline := strings.Join(argv, " ")
 	stop = func() {
@@ -284,38 +281,14 @@ func sanitize(name string) string {
 	}, name)
 }
 
-// dockerOut runs the docker command line and returns its trimmed stdout;
-// a failure (no engine, no image) fails the test: the container suite
-// never skips.
-func dockerOut(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := dockerRun(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// dockerRun is dockerOut returning the error instead.
-func dockerRun(args ...string) (string, error) {
-	var stderr strings.Builder
-	cmd := exec.Command(docker, args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
 // startContainer starts a container as a harness does and removes it at
 // cleanup.
 func startContainer(t *testing.T, image, dir, mount, conversation string) string {
 	t.Helper()
-	id := dockerOut(t, "run", "-d", "--network", "none", "-v", dir+":"+mount,
+	id := dockertest.Must(t, "run", "-d", "--network", "none", "-v", dir+":"+mount,
 		"--label", "berth.conversation="+conversation, image, "sleep", "infinity")
 	t.Cleanup(func() {
-		if _, err := dockerRun("rm", "-f", id); err != nil {
+		if _, err := dockertest.Run("rm", "-f", id); err != nil {
 			t.Errorf("removing the test's container: %v", err)
 		}
 	})
@@ -326,7 +299,7 @@ func startContainer(t *testing.T, image, dir, mount, conversation string) string
 // ("PID PPID ARGS", host pids).
 func dockerTop(t *testing.T, id string) []string {
 	t.Helper()
-	lines := strings.Split(dockerOut(t, "top", id, "-eo", "pid,ppid,args"), "\n")[1:] // the header
+	lines := strings.Split(dockertest.Must(t, "top", id, "-eo", "pid,ppid,args"), "\n")[1:] // the header
 	var out []string
 	for _, l := range lines {
 		out = append(out, strings.Join(strings.Fields(l), " "))
@@ -360,7 +333,7 @@ func (s *site) hostPid(t *testing.T) int {
 // containers lists every container on the engine, running or not.
 func containers(t *testing.T) []string {
 	t.Helper()
-	out := dockerOut(t, "ps", "-aq", "--no-trunc")
+	out := dockertest.Must(t, "ps", "-aq", "--no-trunc")
 	if out == "" {
 		return nil
 	}
@@ -372,7 +345,7 @@ func containers(t *testing.T) []string {
 func hostPid(t *testing.T, id string) int {
 	t.Helper()
 	var pid int
-	fmt.Sscan(dockerOut(t, "inspect", "-f", "{{.State.Pid}}", id), &pid)
+	fmt.Sscan(dockertest.Must(t, "inspect", "-f", "{{.State.Pid}}", id), &pid)
 	return pid
 }
 

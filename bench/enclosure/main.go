@@ -48,15 +48,13 @@ import (
 	"github.com/berth-dev/berth/bench/internal/stats"
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
+	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
-
-// docker is Debian's engine client, the one scripts/setup installs.
-const docker = "/usr/bin/docker"
 
 // python is the interpreter of both places (Debian's, with debugpy,
 // ipykernel and jupyter_client on the host; the images' only one).
@@ -118,14 +116,14 @@ func run(starts, rounds, queries, launches int, image string) error {
 	if err != nil {
 		return err
 	}
-	id, err := dockerOut("run", "-d", "--network", "none",
+	id, err := dockertest.Run("run", "-d", "--network", "none",
 		"-v", root+":/workspace", "-v", work+":/bench", "-v", modcache+":/root/go/pkg/mod:ro",
 		"-e", "GOPROXY=off", "-e", "GOFLAGS=-mod=readonly",
 		"--label", enclosure.ConversationLabel+"=bench-enclosure", image, "sleep", "infinity")
 	if err != nil {
 		return fmt.Errorf("starting the container (run scripts/setup and scripts/images first): %w", err)
 	}
-	defer dockerOut("rm", "-f", id)
+	defer dockertest.Run("rm", "-f", id)
 	ctrID, err := startContainerd(image, root, work, modcache)
 	if err != nil {
 		return err
@@ -150,7 +148,7 @@ func run(starts, rounds, queries, launches int, image string) error {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
-		_, _ = dockerOut("rm", "-f", id)
+		_, _ = dockertest.Run("rm", "-f", id)
 		removeContainerd(ctrID)
 		kube.DeletePod(podID)
 		os.Exit(1)
@@ -479,17 +477,6 @@ func (s *server) launch(p place, workdir string) (time.Duration, error) {
 	}
 	_, _, err = s.call(run, "debug", map[string]any{"operation": "terminate"})
 	return d, err
-}
-
-func dockerOut(args ...string) (string, error) {
-	var stderr strings.Builder
-	cmd := exec.Command(docker, args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 func goEnv(name string) (string, error) {

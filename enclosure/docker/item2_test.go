@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
@@ -45,7 +46,7 @@ func TestIssue13Item2AutoFindsOneNoneOrSeveral(t *testing.T) {
 	b := runContainer(t, several, fullImage, "-v", wd+":/workspace")
 	// A stopped container with the label is not a candidate.
 	stopped := runContainer(t, one, baseImage)
-	docker(t, "stop", "-t", "0", stopped)
+	dockertest.Must(t, "stop", "-t", "0", stopped)
 
 	d := newDriver(t, Options{})
 	l := &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: d}, Auto: []string{Name}}
@@ -89,7 +90,7 @@ func TestIssue13Item2StoppedContainerAtAttachAndLater(t *testing.T) {
 	wd := workdir(t)
 	d := newDriver(t, Options{})
 	stopped := runContainer(t, "", fullImage, "-v", wd+":/workspace")
-	docker(t, "stop", "-t", "0", stopped)
+	dockertest.Must(t, "stop", "-t", "0", stopped)
 	_, err := d.Attach(context.Background(), stopped)
 	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "is exited") || !strings.Contains(err.Error(), "never starts") {
 		t.Fatalf("attach to a stopped container: %v", err)
@@ -104,7 +105,7 @@ func TestIssue13Item2StoppedContainerAtAttachAndLater(t *testing.T) {
 	if _, err := c.LookPath(context.Background(), "sleep"); err != nil { // now kept
 		t.Fatal(err)
 	}
-	docker(t, "stop", "-t", "1", id)
+	dockertest.Must(t, "stop", "-t", "1", id)
 	// The running process ends with the container, and Wait says so.
 	<-p.Done()
 	if _, err := p.Wait(); !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "is exited") {
@@ -120,7 +121,7 @@ func TestIssue13Item2StoppedContainerAtAttachAndLater(t *testing.T) {
 	_, err = c.Dial(ctx, 8000)
 	assertStopped(t, "Dial", err, c.name)
 
-	docker(t, "rm", id)
+	dockertest.Must(t, "rm", id)
 	_, err = c.Start(ctx, enclosure.Cmd{Path: "/bin/true"})
 	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "no longer exists") {
 		t.Fatalf("Start in a removed container: %v", err)
@@ -173,7 +174,7 @@ func TestIssue13Item2StartSplitsStreamsAndReportsExitCodes(t *testing.T) {
 	if _, err := c.Start(ctx, enclosure.Cmd{Path: "no-such-program"}); !errors.Is(err, enclosure.ErrNotFound) {
 		t.Fatalf("a missing program: %v", err)
 	}
-	onlySleep(t, id)
+	dockertest.OnlySleep(t, id)
 }
 
 // Kill ends the program and what it started, in its group or not.
@@ -187,7 +188,7 @@ func TestIssue13Item2KillLeavesNothing(t *testing.T) {
 	if code, _ := p.Wait(); code != -1 {
 		t.Errorf("exit code after Kill %d, want -1", code)
 	}
-	onlySleep(t, id)
+	dockertest.OnlySleep(t, id)
 	if err := p.Kill(); err != nil {
 		t.Fatalf("a second Kill: %v", err)
 	}
@@ -202,7 +203,7 @@ func TestIssue13Item2DroppedConnectionLeavesNothing(t *testing.T) {
 	p := startTree(t, c)
 	p.(*handle).hj.Close()
 	<-p.Done()
-	onlySleep(t, id)
+	dockertest.OnlySleep(t, id)
 }
 
 // startTree starts a program that leaves a child in its group and one in
@@ -217,7 +218,7 @@ func startTree(t *testing.T, c *container) enclosure.Process {
 		t.Fatalf("read %q, %v", l, err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		ps := strings.Join(processes(t, c.id), "\n")
+		ps := strings.Join(dockertest.Top(t, c.id), "\n")
 		if strings.Contains(ps, "sleep 601") && strings.Contains(ps, "sleep 602") {
 			break
 		}
@@ -252,7 +253,7 @@ func TestIssue13Item2SignalReachesTheProgram(t *testing.T) {
 	if err := p.Signal(syscall.SIGINT); err == nil {
 		t.Fatal("Signal after exit did not fail")
 	}
-	onlySleep(t, id)
+	dockertest.OnlySleep(t, id)
 }
 
 // SIGTERM goes in the relay's stdin, with no exec; when that stream is
@@ -288,7 +289,7 @@ func TestIssue13Item2TermSignalInTheStreamOrByExec(t *testing.T) {
 			}
 		})
 	}
-	onlySleep(t, id)
+	dockertest.OnlySleep(t, id)
 }
 
 func TestIssue13Item2LookPath(t *testing.T) {
@@ -370,7 +371,7 @@ func TestIssue13Item2DoneClosesAfterKillWhenTheEngineIsGone(t *testing.T) {
 	if _, err := p.Wait(); !errors.Is(err, enclosure.ErrUnavailable) {
 		t.Fatalf("Wait after the engine went away: %v", err)
 	}
-	onlySleep(t, id)
+	dockertest.OnlySleep(t, id)
 	if _, err := c.Start(context.Background(), enclosure.Cmd{Path: "/bin/true"}); !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("Start without an engine: %v", err)
 	}
@@ -415,7 +416,7 @@ func TestIssue13Item2StartInAMissingDirectoryFails(t *testing.T) {
 	if code, err := p.Wait(); code != 0 || err != nil {
 		t.Fatalf("true: exit %d, %v", code, err)
 	}
-	onlySleep(t, id)
+	dockertest.OnlySleep(t, id)
 }
 
 // The cost of a process in the container: Start of a program that exits

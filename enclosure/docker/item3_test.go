@@ -11,12 +11,13 @@ import (
 	"testing"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/enclosure/relay"
 )
 
 func TestIssue13Item3RelayBakedIntoTheImage(t *testing.T) {
 	want := relay.InstallPath(testRelay.Version)
-	if got := docker(t, "image", "inspect", "-f", `{{index .Config.Labels "berth.relay"}}`, fullImage); got != want {
+	if got := dockertest.Must(t, "image", "inspect", "-f", `{{index .Config.Labels "berth.relay"}}`, fullImage); got != want {
 		t.Fatalf("%s carries the relay %q, this tree builds %q: run scripts/images", fullImage, got, want)
 	}
 	id := runContainer(t, "", fullImage)
@@ -179,7 +180,7 @@ func testDial(t *testing.T, how string) {
 	}
 	server.Kill()
 	<-server.Done()
-	onlySleep(t, id)
+	dockertest.OnlySleep(t, id)
 }
 
 // The two ways of Dial, side by side: a new connection with one round

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/orchestrator"
@@ -67,9 +68,9 @@ func TestIssue13Item4MapPathAndHostPathThroughTheMounts(t *testing.T) {
 func TestIssue13Item4BerthInAContainerThroughItsOwnMounts(t *testing.T) {
 	wd := workdir(t)
 	berth := runContainer(t, "", baseImage, "-v", wd+":/berth/checkout")
-	mountinfo := docker(t, "exec", berth, "cat", "/proc/self/mountinfo")
-	cgroup := docker(t, "exec", berth, "cat", "/proc/self/cgroup")
-	hostname := docker(t, "exec", berth, "hostname")
+	mountinfo := dockertest.Must(t, "exec", berth, "cat", "/proc/self/mountinfo")
+	cgroup := dockertest.Must(t, "exec", berth, "cat", "/proc/self/cgroup")
+	hostname := dockertest.Must(t, "exec", berth, "hostname")
 	if got := ownContainerID(mountinfo, cgroup, "not-an-id"); got != berth {
 		t.Fatalf("ownContainerID read %q from the container's own files, want %s", got, berth)
 	}

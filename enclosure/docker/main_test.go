@@ -2,14 +2,12 @@ package docker
 
 import (
 	"context"
-	"fmt"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
@@ -31,34 +29,11 @@ func TestMain(m *testing.M) {
 	relaytest.DriverMain(m, func(bin *relay.Binary) (func() (int, error), error) {
 		testRelay = bin
 		// A missing engine fails the run: these tests are the driver's.
-		if out, err := exec.Command("docker", "version", "-f", "{{.Server.APIVersion}}").CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("no docker engine answers (%v: %s): run scripts/setup, which starts one", err, out)
+		if err := dockertest.Engine(); err != nil {
+			return nil, err
 		}
-		return testContainers, nil
+		return func() (int, error) { return dockertest.Count(testLabel) }, nil
 	})
-}
-
-// testContainers counts the containers labelled testLabel.
-func testContainers() (int, error) {
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+testLabel).Output()
-	if err != nil {
-		return 0, fmt.Errorf("docker ps: %w", err)
-	}
-	return len(strings.Fields(string(out))), nil
-}
-
-// docker runs the docker command line and returns its trimmed stdout.
-func docker(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("docker", args...).Output()
-	if err != nil {
-		msg := ""
-		if ee, ok := err.(*exec.ExitError); ok {
-			msg = string(ee.Stderr)
-		}
-		t.Fatalf("docker %s: %v: %s", strings.Join(args, " "), err, msg)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // runContainer starts a container as a harness does (labelled with the
@@ -71,8 +46,8 @@ func runContainer(t testing.TB, conv, image string, flags ...string) string {
 		args = append(args, "--label", enclosure.ConversationLabel+"="+conv)
 	}
 	args = append(append(args, flags...), image, "sleep", "infinity")
-	id := docker(t, args...)
-	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", id).Run() })
+	id := dockertest.Must(t, args...)
+	t.Cleanup(func() { _, _ = dockertest.Run("rm", "-f", id) })
 	return id
 }
 
@@ -105,30 +80,4 @@ func attach(t testing.TB, d *Driver, id string) *container {
 		t.Fatal(err)
 	}
 	return enc.(*container)
-}
-
-// processes is what docker top lists in the container: pid and command.
-func processes(t testing.TB, id string) []string {
-	t.Helper()
-	var ps []string
-	for _, line := range strings.Split(docker(t, "top", id, "-o", "pid,args"), "\n")[1:] {
-		if line = strings.TrimSpace(line); line != "" {
-			ps = append(ps, line)
-		}
-	}
-	return ps
-}
-
-// onlySleep waits (bounded) until docker top shows the container's own
-// sleep alone, and fails the test with what is left otherwise.
-func onlySleep(t testing.TB, id string) {
-	t.Helper()
-	var ps []string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		ps = processes(t, id)
-		if len(ps) == 1 && strings.HasSuffix(ps[0], "sleep infinity") {
-			return
-		}
-	}
-	t.Fatalf("docker top shows more than the container's sleep: %q", ps)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
 	"github.com/berth-dev/berth/enclosure/relay"
 )
@@ -144,7 +145,7 @@ func TestIssue16Item3KillAndSignalThroughTheRelay(t *testing.T) {
 		if n := s.Negotiated()[before:]; len(n) != 0 {
 			t.Errorf("Kill made execs: %+v; want the signal in the relay's stdin", n)
 		}
-		onlySleep(t, cid)
+		dockertest.OnlySleep(t, cid)
 
 		proc, err = p.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", `trap 'echo interrupted; exit 7' INT; echo ready; while :; do sleep 0.1; done`}})
 		if err != nil {
@@ -161,7 +162,7 @@ func TestIssue16Item3KillAndSignalThroughTheRelay(t *testing.T) {
 		if code, err := proc.Wait(); code != 7 || err != nil || string(rest) != "interrupted\n" {
 			t.Errorf("SIGINT: exit %d, %v, output %q; want 7 after interrupted", code, err, rest)
 		}
-		onlySleep(t, cid)
+		dockertest.OnlySleep(t, cid)
 	}
 }
 

@@ -3,13 +3,12 @@ package kubernetes
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
@@ -33,20 +32,11 @@ func TestMain(m *testing.M) {
 		testRelay = bin
 		// A missing engine fails the run: the stand-in's pods are Docker
 		// containers.
-		if out, err := exec.Command("docker", "version", "-f", "{{.Server.APIVersion}}").CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("no docker engine answers (%v: %s): run scripts/setup, which starts one", err, out)
+		if err := dockertest.Engine(); err != nil {
+			return nil, err
 		}
-		return testContainers, nil
+		return func() (int, error) { return dockertest.Count(testLabel) }, nil
 	})
-}
-
-// testContainers counts the containers labelled testLabel.
-func testContainers() (int, error) {
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+testLabel).Output()
-	if err != nil {
-		return 0, fmt.Errorf("docker ps: %w", err)
-	}
-	return len(strings.Fields(string(out))), nil
 }
 
 // standIn is the API-server stand-in with the tests' relay.
@@ -101,33 +91,4 @@ func attach(t testing.TB, d *Driver, id string) *pod {
 		t.Fatal(err)
 	}
 	return enc.(*pod)
-}
-
-// docker runs the docker command line and returns its trimmed stdout.
-func docker(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("docker", args...).Output()
-	if err != nil {
-		t.Fatalf("docker %s: %v", strings.Join(args, " "), err)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// onlySleep waits (bounded) until docker top shows the container's own
-// sleep alone, and fails the test with what is left otherwise.
-func onlySleep(t testing.TB, id string) {
-	t.Helper()
-	var ps []string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		ps = nil
-		for _, line := range strings.Split(docker(t, "top", id, "-o", "pid,args"), "\n")[1:] {
-			if line = strings.TrimSpace(line); line != "" {
-				ps = append(ps, line)
-			}
-		}
-		if len(ps) == 1 && strings.HasSuffix(ps[0], "sleep infinity") {
-			return
-		}
-	}
-	t.Fatalf("docker top shows more than the container's sleep: %q", ps)
 }
