@@ -205,7 +205,7 @@ func (a *api) unavailable(what string, err error) error {
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 		return fmt.Errorf("kubernetes: %s: %s refused Berth: %v: give Berth's service account get and list on pods, and create on pods/exec and pods/portforward (deploy/kubernetes has the Role): %w", what, a.where, err, enclosure.ErrUnavailable)
 	}
-	return fmt.Errorf("kubernetes: %s: %s did not answer: %v: %w", what, a.where, err, enclosure.ErrUnavailable)
+	return fmt.Errorf("kubernetes: %s: %s did not answer: %v: check that the cluster runs and that the configuration Berth loads (kubernetes.kubeconfig, $KUBECONFIG, ~/.kube/config, else in-cluster) points at it: %w", what, a.where, err, enclosure.ErrUnavailable)
 }
 
 // Find returns the running pods labelled berth.conversation=<conversationID>

@@ -3,11 +3,16 @@ package kubernetes
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
@@ -45,6 +50,31 @@ func TestIssue16Item1ConfigurationFromKubeconfigOrEnvironment(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "none")
 	if _, err := newDriver(t, nil, Options{Kubeconfig: missing}).Find(ctx, "c1"); !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), missing) {
 		t.Errorf("a missing kubernetes.kubeconfig: %v; want ErrUnavailable naming the file", err)
+	}
+}
+
+// An API server that does not answer, or refuses Berth, is
+// ErrUnavailable with what to do: check the cluster and the
+// configuration, or grant the service account the Role.
+func TestIssue16Item1UnreachableOrRefusingAPIServerSaysWhatToDo(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no", http.StatusForbidden)
+	}))
+	defer refusing.Close()
+	for host, wants := range map[string][]string{
+		closed:       {closed, "did not answer", "check that the cluster runs"},
+		refusing.URL: {refusing.URL, "refused Berth", "give Berth's service account get and list on pods"},
+	} {
+		_, err := newDriver(t, nil, Options{Config: &rest.Config{Host: host}}).Find(context.Background(), "c1")
+		if !errors.Is(err, enclosure.ErrUnavailable) || slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(err.Error(), w) }) {
+			t.Errorf("%s: %v; want ErrUnavailable saying %q", host, err, wants)
+		}
 	}
 }
 
