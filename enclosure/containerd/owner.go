@@ -148,7 +148,7 @@ func (o *owner) drop() {
 
 // leftExec is an exec's FIFO directory as its name tells it.
 type leftExec struct {
-	dir, id, namespace, container string
+	dir, owner, id, namespace, container string
 }
 
 // parseLeft reads a name of the FIFO directory: an owner's lock file, or
@@ -170,7 +170,7 @@ func parseLeft(name string) (token string, x *leftExec, ok bool) {
 	if !ok || !isToken(t) || !isToken(tag) {
 		return "", nil, false
 	}
-	return t, &leftExec{dir: name, id: parts[0], namespace: parts[1], container: parts[2]}, true
+	return t, &leftExec{dir: name, owner: t, id: parts[0], namespace: parts[1], container: parts[2]}, true
 }
 
 func isToken(s string) bool {
@@ -203,24 +203,45 @@ func (d *Driver) sweep(ctx context.Context, cli *client.Client) {
 			left[token] = nil
 		}
 	}
-	for token, execs := range left {
-		lock, gone := d.ownerGone(token)
-		if !gone {
-			continue
+	locks := map[string]*os.File{} // gone owners' locks, held until closed; nil without a lock file
+	var execs []*leftExec
+	for token, xs := range left {
+		if lock, gone := d.ownerGone(token); gone {
+			locks[token] = lock
+			execs = append(execs, xs...)
 		}
-		all := true
-		for _, x := range execs {
-			if !d.reap(ctx, cli, x) {
-				all = false
-			}
-		}
+	}
+	kept := d.reapAll(ctx, cli, execs)
+	for token, lock := range locks {
 		if lock != nil {
-			if all {
+			if !kept[token] {
 				_ = os.Remove(lock.Name())
 			}
 			lock.Close()
 		}
 	}
+}
+
+// reapAll reaps the execs, loading each container's task once, and
+// returns the owners some of whose execs are left.
+func (d *Driver) reapAll(ctx context.Context, cli *client.Client, execs []*leftExec) map[string]bool {
+	type where struct{ namespace, container string }
+	in := map[where][]*leftExec{}
+	for _, x := range execs {
+		w := where{x.namespace, x.container}
+		in[w] = append(in[w], x)
+	}
+	kept := map[string]bool{}
+	for w, xs := range in {
+		nctx := namespaces.WithNamespace(ctx, w.namespace)
+		task, err := d.leftTask(nctx, cli, w.container)
+		for _, x := range xs {
+			if !d.reap(nctx, task, err, x) {
+				kept[x.owner] = true
+			}
+		}
+	}
+	return kept
 }
 
 // ownerGone takes the owner's lock if it is free: the owner is gone. An
@@ -246,15 +267,19 @@ func (d *Driver) ownerGone(token string) (*os.File, bool) {
 // relay ends its group at once, with SIGKILL after its grace (2s).
 const reapWait = 5 * time.Second
 
-// reap ends and Deletes one exec a gone owner left, and removes its FIFO
-// directory; it says whether nothing of it is left. Its output FIFOs are
-// drained meanwhile (cio's Attach), since the shim's copy of what is
-// left there waits for a reader.
-func (d *Driver) reap(ctx context.Context, cli *client.Client, x *leftExec) bool {
+// reap ends and Deletes one exec a gone owner left in task (or taskErr,
+// loading it), and removes its FIFO directory; it says whether nothing
+// of it is left. Its output FIFOs are drained meanwhile (cio's Attach),
+// since the shim's copy of what is left there waits for a reader.
+func (d *Driver) reap(ctx context.Context, task client.Task, taskErr error, x *leftExec) bool {
 	dir := filepath.Join(d.opts.FIFODir, x.dir)
-	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(ctx, x.namespace), apiTimeout)
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	proc, err := d.leftProcess(ctx, cli, x)
+	var proc client.Process
+	err := taskErr
+	if err == nil {
+		proc, err = task.LoadProcess(ctx, x.id, cio.NewAttach(cio.WithStreams(nil, io.Discard, io.Discard)))
+	}
 	if cerrdefs.IsNotFound(err) {
 		// Its container, its task (and every exec with it) or the exec
 		// itself is gone.
@@ -283,17 +308,15 @@ func (d *Driver) reap(ctx context.Context, cli *client.Client, x *leftExec) bool
 	return true
 }
 
-// leftProcess loads the exec with its output FIFOs attached.
-func (d *Driver) leftProcess(ctx context.Context, cli *client.Client, x *leftExec) (client.Process, error) {
-	ctr, err := cli.LoadContainer(ctx, x.container)
+// leftTask loads the container's task, once for all its left execs.
+func (d *Driver) leftTask(ctx context.Context, cli *client.Client, container string) (client.Task, error) {
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	ctr, err := cli.LoadContainer(ctx, container)
 	if err != nil {
 		return nil, err
 	}
-	task, err := ctr.Task(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	return task.LoadProcess(ctx, x.id, cio.NewAttach(cio.WithStreams(nil, io.Discard, io.Discard)))
+	return ctr.Task(ctx, nil)
 }
 
 // end sends a process that still runs SIGTERM, which the relay passes to
