@@ -211,9 +211,12 @@ func killedBerth(t *testing.T, id, fifos string, bare bool, running func()) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "started\n" {
+	// Ended on every way out: a check in running that fails included.
+	defer func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+	}()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "started\n" {
 		t.Fatalf("the helper Berth: %q, %v", line, err)
 	}
 	if running != nil {
@@ -222,5 +225,4 @@ func killedBerth(t *testing.T, id, fifos string, bare bool, running func()) {
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
 }
