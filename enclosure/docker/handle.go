@@ -27,12 +27,8 @@ type handle struct {
 	tag    string
 	hj     client.HijackedResponse
 	stdin  *relay.FrameWriter
-	stdout *pipe.Pipe
-	stderr *pipe.Pipe // nil when Cmd.Stderr was given
+	*pipe.Output
 
-	done   chan struct{}
-	code   int
-	err    error
 	killed atomic.Bool
 	// signalled is set once Berth sent the process a signal: an exit by
 	// a signal is then Berth's doing, not the container's.
@@ -51,34 +47,15 @@ func newHandle(c *container, execID, tag string, hj client.HijackedResponse, std
 	h := &handle{
 		c: c, execID: execID, tag: tag, hj: hj,
 		stdin:  relay.NewFrameWriter(hj.Conn),
-		stdout: pipe.New(outputBytes),
-		done:   make(chan struct{}),
+		Output: pipe.NewOutput(outputBytes, stderr),
 	}
-	errW := stderr
-	if stderr == nil {
-		h.stderr = pipe.New(outputBytes)
-		errW = h.stderr
-	}
-	go h.wait(errW)
+	go h.wait()
 	return h
 }
 
 // Pid is 0: the relay's pid inside the container is not the engine's.
 func (h *handle) Pid() int              { return 0 }
 func (h *handle) Stdin() io.WriteCloser { return h.stdin }
-func (h *handle) Stdout() io.Reader     { return h.stdout }
-func (h *handle) Stderr() io.Reader {
-	if h.stderr == nil {
-		return nil
-	}
-	return h.stderr
-}
-func (h *handle) Done() <-chan struct{} { return h.done }
-
-func (h *handle) Wait() (int, error) {
-	<-h.done
-	return h.code, h.err
-}
 
 // signalTimeout bounds the exec that carries a signal.
 const signalTimeout = 10 * time.Second
@@ -93,7 +70,7 @@ func (h *handle) Signal(sig os.Signal) error {
 		return fmt.Errorf("signal %v: %w", sig, enclosure.ErrNotSupported)
 	}
 	select {
-	case <-h.done:
+	case <-h.Done():
 		return fmt.Errorf("signal %v: the process has exited", sig)
 	default:
 	}
@@ -111,7 +88,7 @@ func (h *handle) Signal(sig os.Signal) error {
 func (h *handle) Kill() error {
 	h.killOnce.Do(func() {
 		select {
-		case <-h.done:
+		case <-h.Done():
 			return
 		default:
 		}
@@ -126,26 +103,24 @@ func (h *handle) Kill() error {
 // its stream closed: the relay's grace and its SIGKILL, with room.
 const exitWait = 30 * time.Second
 
-func (h *handle) wait(stderr io.Writer) {
-	_, err := stdcopy.StdCopy(h.stdout, stderr, h.hj.Reader)
+func (h *handle) wait() {
+	stdout, stderr := h.Writers()
+	_, err := stdcopy.StdCopy(stdout, stderr, h.hj.Reader)
 	h.hj.Close()
-	h.stdout.CloseWrite()
-	if h.stderr != nil {
-		h.stderr.CloseWrite()
-	}
+	h.CloseWrite()
 	ctx, cancel := context.WithTimeout(context.Background(), exitWait)
 	defer cancel()
+	var waitErr error
 	code, ierr := h.c.exitCode(ctx, h.execID)
 	switch {
 	case ierr != nil:
-		h.code, h.err = -1, h.c.failed(ctx, "the process's exit code", ierr)
+		code, waitErr = -1, h.c.failed(ctx, "the process's exit code", ierr)
 		// Whether it still runs is unknown: kill it by its tag once
 		// the engine answers again.
 		h.c.lose(h.tag)
 	case h.killed.Load() && code > 128:
-		h.code = -1 // the relay reports death by signal N as 128+N
+		code = -1 // the relay reports death by signal N as 128+N
 	default:
-		h.code = code
 		// Killed by a signal Berth did not send: a container that
 		// stopped (docker stop or kill) says so, rather than leave the
 		// caller an exit status it cannot explain.
@@ -153,12 +128,12 @@ func (h *handle) wait(stderr io.Writer) {
 		// stopped with SIGTERM at every reset would wait as well.
 		if code > 128 && !h.signalled.Load() {
 			if gerr := h.c.gone(ctx); gerr != nil {
-				h.code, h.err = -1, gerr
+				code, waitErr = -1, gerr
 			}
 		}
 	}
-	if h.err == nil && err != nil && !h.killed.Load() {
-		h.err = fmt.Errorf("docker container %s: the process's output stream broke: %v", h.c.name, err)
+	if waitErr == nil && err != nil && !h.killed.Load() {
+		waitErr = fmt.Errorf("docker container %s: the process's output stream broke: %v", h.c.name, err)
 	}
-	close(h.done)
+	h.End(code, waitErr)
 }

@@ -26,14 +26,10 @@ type handle struct {
 	stdinR *io.PipeReader // what the exec's stream reads
 	stdinW *io.PipeWriter // closed: the relay reads EOF and ends the run
 	stdin  *relay.FrameWriter
-	stdout *pipe.Pipe
-	stderr *pipe.Pipe // nil when Cmd.Stderr was given
+	*pipe.Output
 
 	cancel   context.CancelFunc // drops the stream
-	done     chan struct{}
-	code     int
-	err      error
-	protocol string // which carried the exec, once done
+	protocol string             // which carried the exec, once done
 	killed   atomic.Bool
 	// signalled is set once Berth sent the process a signal: an exit by
 	// a signal is then Berth's doing, not the pod's.
@@ -52,34 +48,16 @@ const outputBytes = 256 << 10
 // deleted meanwhile) ends the process with the reason in Wait.
 func (p *pod) start(argv []string, tag string, stderr io.Writer) *handle {
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &handle{p: p, tag: tag, stdout: pipe.New(outputBytes), cancel: cancel, done: make(chan struct{})}
+	h := &handle{p: p, tag: tag, Output: pipe.NewOutput(outputBytes, stderr), cancel: cancel}
 	h.stdinR, h.stdinW = io.Pipe()
 	h.stdin = relay.NewFrameWriter(h.stdinW)
-	errW := stderr
-	if stderr == nil {
-		h.stderr = pipe.New(outputBytes)
-		errW = h.stderr
-	}
-	go h.wait(ctx, argv, errW)
+	go h.wait(ctx, argv)
 	return h
 }
 
 // Pid is 0: the relay's pid inside the container is not known outside.
 func (h *handle) Pid() int              { return 0 }
 func (h *handle) Stdin() io.WriteCloser { return h.stdin }
-func (h *handle) Stdout() io.Reader     { return h.stdout }
-func (h *handle) Stderr() io.Reader {
-	if h.stderr == nil {
-		return nil
-	}
-	return h.stderr
-}
-func (h *handle) Done() <-chan struct{} { return h.done }
-
-func (h *handle) Wait() (int, error) {
-	<-h.done
-	return h.code, h.err
-}
 
 // signalTimeout bounds the exec that carries a signal.
 const signalTimeout = 10 * time.Second
@@ -95,7 +73,7 @@ func (h *handle) Signal(sig os.Signal) error {
 		return fmt.Errorf("signal %v: %w", sig, enclosure.ErrNotSupported)
 	}
 	select {
-	case <-h.done:
+	case <-h.Done():
 		return fmt.Errorf("signal %v: the process has exited", sig)
 	default:
 	}
@@ -119,7 +97,7 @@ const exitWait = 30 * time.Second
 func (h *handle) Kill() error {
 	h.killOnce.Do(func() {
 		select {
-		case <-h.done:
+		case <-h.Done():
 			return
 		default:
 		}
@@ -131,35 +109,33 @@ func (h *handle) Kill() error {
 	return nil
 }
 
-func (h *handle) wait(ctx context.Context, argv []string, stderr io.Writer) {
+func (h *handle) wait(ctx context.Context, argv []string) {
 	defer h.cancel()
-	protocol, err := h.p.stream(ctx, argv, remotecommand.StreamOptions{Stdin: h.stdinR, Stdout: h.stdout, Stderr: stderr})
+	stdout, stderr := h.Writers()
+	protocol, err := h.p.stream(ctx, argv, remotecommand.StreamOptions{Stdin: h.stdinR, Stdout: stdout, Stderr: stderr})
 	h.protocol = protocol
 	// Writes to stdin now fail rather than wait for a reader, and the
 	// client's copy of stdin ends.
 	_ = h.stdinW.Close()
-	h.stdout.CloseWrite()
-	if h.stderr != nil {
-		h.stderr.CloseWrite()
-	}
+	h.CloseWrite()
+	var waitErr error
 	code, ok := exitCode(err)
 	switch {
 	case !ok && h.killed.Load():
-		h.code = -1
+		code = -1
 	case !ok:
-		h.code, h.err = -1, h.p.failed(context.Background(), "the process's stream", err)
+		code, waitErr = -1, h.p.failed(context.Background(), "the process's stream", err)
 	case h.killed.Load() && code > 128:
-		h.code = -1 // the relay reports death by signal N as 128+N
+		code = -1 // the relay reports death by signal N as 128+N
 	default:
-		h.code = code
 		// Killed by a signal Berth did not send: a pod that was deleted,
 		// or whose container stopped, says so, rather than leave the
 		// caller an exit status it cannot explain.
 		if code > 128 && !h.signalled.Load() {
 			if gerr := h.p.gone(context.Background()); gerr != nil {
-				h.code, h.err = -1, gerr
+				code, waitErr = -1, gerr
 			}
 		}
 	}
-	close(h.done)
+	h.End(code, waitErr)
 }
