@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -334,5 +335,30 @@ func TestIssue12Item4RelAndInside(t *testing.T) {
 		if got := Rel("/w", tc.abs); got != tc.want {
 			t.Errorf("Rel(/w, %s) = %q, want %q", tc.abs, got, tc.want)
 		}
+	}
+}
+
+// What a Root remembers is bounded: past leavesMax paths it starts again.
+func TestResolverLeavesAreBounded(t *testing.T) {
+	folder, err := os.Lstat("/") // a folder unchanged for longer than racyWindow
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	st, err := os.Lstat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l leaves
+	for i := range leavesMax {
+		l.put("/f"+strconv.Itoa(i), folder, st)
+	}
+	if len(l.m) != leavesMax {
+		t.Fatalf("%d remembered, want %d", len(l.m), leavesMax)
+	}
+	l.put("/one-more", folder, st)
+	if _, ok := l.get("/one-more", folder); !ok || len(l.m) != 1 {
+		t.Fatalf("past the bound: %d remembered, the new one kept: %v; want it alone", len(l.m), ok)
 	}
 }
