@@ -318,7 +318,7 @@ func containerNamed(cs []corev1.Container, name string) (corev1.Container, bool)
 // names; the sandbox pods run no Berth and get no API token; the Service
 // and ServiceMonitor reach Berth's port.
 func TestIssue16Item6BesideTheHarness(t *testing.T) {
-	bin := buildBerth(t, t.TempDir())
+	bin := buildBerth(t)
 	s := buildShape(t, "kubernetes")
 	if len(s.deployments) != 1 || len(s.templates) != 1 {
 		t.Fatalf("%s builds %d Deployments and %d PodTemplates, want the harness's and the sandbox's", s.dir, len(s.deployments), len(s.templates))
@@ -395,7 +395,7 @@ func TestIssue16Item6BesideTheHarness(t *testing.T) {
 // workspace volume with it at the same path; the PodMonitor scrapes
 // every such Berth under the job the alerts watch.
 func TestIssue16Item6SidecarInEachSandboxPod(t *testing.T) {
-	bin := buildBerth(t, t.TempDir())
+	bin := buildBerth(t)
 	s := buildShape(t, "kubernetes/sidecar")
 	if len(s.deployments) != 0 || len(s.templates) != 1 {
 		t.Fatalf("%s builds %d Deployments and %d PodTemplates, want only the sandbox pod's template", s.dir, len(s.deployments), len(s.templates))

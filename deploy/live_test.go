@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func TestIssue15Item4LivePrometheus(t *testing.T) {
 	configFile := filepath.Join(tmp, "berth.yaml")
 	writeFile(t, configFile, liveConfig)
 
-	berth := startBerth(t, buildBerth(t, tmp), configFile)
+	berth := startBerth(t, buildBerth(t), configFile)
 	prom := startPrometheus(t, promBin, tmp, berth.addr)
 	t.Logf("berth on %s, prometheus on %s, after %s", berth.addr, prom, time.Since(start).Round(time.Millisecond))
 
@@ -230,17 +231,26 @@ type berthProc struct {
 }
 
 // buildBerth builds the orchestrator with -tags berthtest (the test-only
-// tools: test_echo, test_panic), as e2e does, from Berth's own module.
-func buildBerth(t *testing.T, dir string) string {
+// tools: test_echo, test_panic), as e2e does, from Berth's own module:
+// once, into builtDir, for every test that runs it.
+func buildBerth(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(dir, "orchestrator")
-	cmd := exec.Command("go", "build", "-tags", "berthtest", "-o", bin, "./cmd/orchestrator")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the orchestrator: %v\n%s", err, out)
+	bin, err := builtBerth()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
+
+var builtBerth = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(builtDir, "orchestrator")
+	cmd := exec.Command("go", "build", "-tags", "berthtest", "-o", bin, "./cmd/orchestrator")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the orchestrator: %v\n%s", err, out)
+	}
+	return bin, nil
+})
 
 var listeningRE = regexp.MustCompile(`listening on http://(\S+)`)
 
