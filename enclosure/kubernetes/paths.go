@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"path"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -38,29 +39,21 @@ func (d *Driver) crossing(p *pod, k *corev1.Pod) crossing {
 		c.unusable = fmt.Errorf("%s: kubernetes.workspace_volume is not set, so Berth cannot see the pod's files: put the workspace on a volume both mount (an emptyDir of the pod when Berth is its sidecar, else a ReadWriteMany claim) and name it in kubernetes.workspace_volume: %w", p, enclosure.ErrNotFound)
 		return c
 	}
-	var ctr *corev1.Container
-	for i := range k.Spec.Containers {
-		if k.Spec.Containers[i].Name == p.container {
-			ctr = &k.Spec.Containers[i]
-		}
-	}
-	for i := range k.Spec.InitContainers { // a native sidecar
-		if ctr == nil && k.Spec.InitContainers[i].Name == p.container {
-			ctr = &k.Spec.InitContainers[i]
-		}
+	var vms []corev1.VolumeMount
+	all := slices.Concat(k.Spec.Containers, k.Spec.InitContainers) // an init container: a native sidecar
+	if i := slices.IndexFunc(all, func(ctr corev1.Container) bool { return ctr.Name == p.container }); i >= 0 {
+		vms = all[i].VolumeMounts
 	}
 	mounted := false
-	if ctr != nil {
-		for _, m := range ctr.VolumeMounts {
-			src := ""
-			if m.Name == v.Name && m.SubPathExpr == "" {
-				mounted = true
-				// Berth's path of the volume's root, then the part of
-				// the volume the container mounts.
-				src = path.Join(cmp.Or(v.Path, m.MountPath), m.SubPath)
-			}
-			c.Container = append(c.Container, mounts.Mount{Source: src, Destination: m.MountPath})
+	for _, m := range vms {
+		src := ""
+		if m.Name == v.Name && m.SubPathExpr == "" {
+			mounted = true
+			// Berth's path of the volume's root, then the part of the
+			// volume the container mounts.
+			src = path.Join(cmp.Or(v.Path, m.MountPath), m.SubPath)
 		}
+		c.Container = append(c.Container, mounts.Mount{Source: src, Destination: m.MountPath})
 	}
 	if !mounted {
 		c.unusable = fmt.Errorf("%s does not mount the workspace volume %q (kubernetes.workspace_volume) (mounts: %s): add a volumeMount of it to the container, or name the volume it does mount: %w", p, v.Name, c.Container, enclosure.ErrNotFound)

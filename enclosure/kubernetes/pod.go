@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,7 +73,7 @@ func (p *pod) check(k *corev1.Pod) error {
 	for _, c := range k.Spec.Containers {
 		names = append(names, c.Name)
 	}
-	for _, s := range append(append([]corev1.ContainerStatus(nil), k.Status.ContainerStatuses...), k.Status.InitContainerStatuses...) {
+	for _, s := range slices.Concat(k.Status.ContainerStatuses, k.Status.InitContainerStatuses) {
 		if s.Name != p.container {
 			continue
 		}
