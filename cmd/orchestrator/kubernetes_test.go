@@ -60,6 +60,7 @@ func TestIssue16Item1KubernetesKeyErrorsNameTheProblem(t *testing.T) {
 		"kubernetes:\n  workspace_volume:\n    path: /workspace\n":        `without a name`,
 		"kubernetes:\n  workspace_volume:\n    name: ws\n    path: rel\n": `kubernetes.workspace_volume.path "rel"`,
 		"enclosure:\n  auto: [kubernetes, k8s]\n":                         `unknown driver "k8s"`,
+		"kubernetes:\n  workspace_volume:\n    nme: ws\n":                 `kubernetes.workspace_volume has no key "nme": give the volume's name, or {name, path}`,
 	} {
 		if _, err := loadConfig(writeConfigFile(t, text)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v; want %q", text, err, want)
