@@ -546,10 +546,11 @@ func TestIssue14Item3BerthKilledLeavesNothing(t *testing.T) {
 
 // A Berth killed with SIGKILL leaves the shim's records of its execs (one
 // exited under the relay, one bare exec of sleep still running, which no
-// EOF ends) and their FIFO directories. The next Attach ends and Deletes
-// them and removes the FIFOs and the dead Berth's lock; a live Berth's
-// process and FIFOs in the same directory, and directories that are not
-// Berth's, are left alone.
+// EOF ends and which ignores SIGTERM) and their FIFO directories. The
+// next Attach ends (SIGKILL after SIGTERM) and Deletes them and removes
+// the FIFOs and the dead Berth's lock; a live Berth's process and FIFOs
+// in the same directory, and directories that are not Berth's, are left
+// alone.
 func TestIssue14Item3AttachSweepsWhatAKilledBerthLeft(t *testing.T) {
 	id := run(t, "", fullImage, "")
 	fifos := t.TempDir()

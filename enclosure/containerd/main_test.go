@@ -155,8 +155,8 @@ func fifosLeft(d *Driver) []string {
 
 // helperEnv makes the test binary a Berth that attaches to the container
 // it names, with its FIFOs in helperFIFOsEnv, starts a process there
-// under the relay (and, with helperBareEnv set, a bare exec of sleep,
-// which no EOF ends) and waits to be killed
+// under the relay (and, with helperBareEnv set, a bare exec of sleep
+// that ignores SIGTERM, which no EOF ends) and waits to be killed
 // (TestIssue14Item3BerthKilledLeavesNothing,
 // TestIssue14Item3AttachSweepsWhatAKilledBerthLeft).
 const (
@@ -181,7 +181,7 @@ func berthThatDies(id string) int {
 		return fail(err)
 	}
 	if os.Getenv(helperBareEnv) != "" {
-		if _, err := enc.(*container).exec(context.Background(), execSpec{argv: []string{"sleep", "1000"}}); err != nil {
+		if _, err := enc.(*container).exec(context.Background(), execSpec{argv: []string{"sh", "-c", `trap "" TERM; exec sleep 1000`}}); err != nil {
 			return fail(err)
 		}
 	}

@@ -263,8 +263,9 @@ func (d *Driver) ownerGone(token string) (*os.File, bool) {
 	return f, true
 }
 
-// reapWait bounds the wait for a left process to end after SIGTERM: the
-// relay ends its group at once, with SIGKILL after its grace (2s).
+// reapWait is how long a left process has to end after SIGTERM before
+// SIGKILL: the relay ends its group at once, with SIGKILL after its
+// grace (2s).
 const reapWait = 5 * time.Second
 
 // reap ends and Deletes one exec a gone owner left in task (or taskErr,
@@ -320,8 +321,11 @@ func (d *Driver) leftTask(ctx context.Context, cli *client.Client, container str
 }
 
 // end sends a process that still runs SIGTERM, which the relay passes to
-// its group, and waits (bounded) for its exit; SIGKILL to the relay alone
-// would leave the group running. It says whether the process has ended.
+// its group (SIGKILL to the relay alone would leave the group running),
+// and waits reapWait for its exit; one still running then ignores
+// SIGTERM (a bare exec has no relay to end it) and gets SIGKILL, or it
+// would cost every later Attach reapWait and never end. It says whether
+// the process has ended.
 func (d *Driver) end(ctx context.Context, proc client.Process) bool {
 	st, err := proc.Status(ctx)
 	if err != nil {
@@ -330,9 +334,7 @@ func (d *Driver) end(ctx context.Context, proc client.Process) bool {
 	if st.Status == client.Stopped || st.Status == client.Created {
 		return true // Created: made, never started (Delete takes it)
 	}
-	wctx, cancel := context.WithTimeout(ctx, reapWait)
-	defer cancel()
-	exit, err := proc.Wait(wctx)
+	exit, err := proc.Wait(ctx) // the exit, or an error once ctx ends
 	if err != nil {
 		return false
 	}
@@ -342,7 +344,10 @@ func (d *Driver) end(ctx context.Context, proc client.Process) bool {
 	select {
 	case es := <-exit:
 		return es.Error() == nil
-	case <-wctx.Done():
+	case <-time.After(reapWait):
+	}
+	if err := proc.Kill(ctx, syscall.SIGKILL); err != nil && !cerrdefs.IsNotFound(err) {
 		return false
 	}
+	return (<-exit).Error() == nil
 }
