@@ -128,11 +128,11 @@ func boundServiceAccounts(t *testing.T, s *shape) []string {
 // bin is the orchestrator, which loads the configuration.
 func checkBerth(t *testing.T, bin string, s *shape, where string, spec corev1.PodSpec) berthPod {
 	t.Helper()
-	i := slices.IndexFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == "berth" })
-	if i < 0 {
+	berth, ok := containerNamed(spec.InitContainers, "berth")
+	if !ok {
 		t.Fatalf("%s has no berth init container (native sidecar)", where)
 	}
-	p := berthPod{berth: spec.InitContainers[i]}
+	p := berthPod{berth: berth}
 	if rp := p.berth.RestartPolicy; rp == nil || *rp != corev1.ContainerRestartPolicyAlways {
 		t.Errorf("%s: berth is not a native sidecar (restartPolicy: Always)", where)
 	}
