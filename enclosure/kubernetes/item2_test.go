@@ -78,6 +78,23 @@ func TestIssue16Item1UnreachableOrRefusingAPIServerSaysWhatToDo(t *testing.T) {
 	}
 }
 
+// A caller's context that has ended ends Attach and Start with its own
+// error, without reading the pod or running anything in it.
+func TestIssue16Item2CancelledContextEndsAttachAndStart(t *testing.T) {
+	s := standIn(t)
+	id := runPod(t, s, kubetest.Pod{})
+	d := newDriver(t, s, Options{})
+	p := attach(t, d, id)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := d.Attach(ctx, id); !errors.Is(err, context.Canceled) {
+		t.Errorf("Attach with a cancelled context: %v; want context.Canceled", err)
+	}
+	if _, err := p.Start(ctx, enclosure.Cmd{Path: "/bin/true"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Start with a cancelled context: %v; want context.Canceled", err)
+	}
+}
+
 // {driver: "kubernetes", id: "namespace/pod[/container]"} names a pod;
 // "auto" finds the one running pod labelled with the conversation.
 func TestIssue16Item2AttachByIDAndAuto(t *testing.T) {

@@ -46,15 +46,18 @@ func (p *pod) String() string {
 	return fmt.Sprintf("pod %s/%s (container %s)", p.ns, p.name, p.container)
 }
 
-// get reads the pod; one that does not exist is ErrGone.
+// get reads the pod; one that does not exist is ErrGone. A caller's ctx
+// that ends first is the error.
 func (p *pod) get(ctx context.Context) (*corev1.Pod, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), apiTimeout)
+	gctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	k, err := p.api.core.Pods(p.ns).Get(ctx, p.name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	k, err := p.api.core.Pods(p.ns).Get(gctx, p.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("kubernetes: pod %s/%s does not exist (any more): pass the name of a running pod (kubectl get pods -n %s lists them); Berth never creates one: %w", p.ns, p.name, p.ns, enclosure.ErrGone)
-	}
-	if err != nil {
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("kubernetes: reading pod %s/%s: %w", p.ns, p.name, ctx.Err())
+	case err != nil:
 		return nil, p.api.unavailable("reading pod "+p.ns+"/"+p.name, err)
 	}
 	return k, nil
@@ -98,7 +101,8 @@ func describe(s corev1.ContainerState) string {
 // failed explains an error of a call on the pod: it was deleted, it or
 // the container stopped, or the API server did not answer.
 func (p *pod) failed(ctx context.Context, what string, err error) error {
-	if rerr := p.running(ctx); rerr != nil {
+	// ctx may be what ended the call: the pod is read all the same.
+	if rerr := p.running(context.WithoutCancel(ctx)); rerr != nil {
 		return rerr
 	}
 	return fmt.Errorf("kubernetes: %s: %s: %w", p, what, err)
