@@ -139,7 +139,12 @@ func (c *cellRun) interrupt(why string, grace *<-chan time.Time) {
 // cell as its origin, and writes the answer (or refusal) back.
 func (c *cellRun) serveCall(ctx context.Context, f bridge.Frame, callDone chan<- struct{}, loopDone <-chan struct{}) {
 	reply := bridge.Frame{Type: bridge.TypeToolResult, ID: f.ID}
-	if h := c.run.Harness; h == nil {
+	if h := c.run.Harness; f.Cell != c.id {
+		// Made by a cell that had ended (a thread or timer it left behind
+		// called tool() after its done): not this cell's call, so it is not
+		// held until this one ends.
+		reply.Error = "the call was abandoned: the cell that made it had ended; await tool() within its cell"
+	} else if h == nil {
 		reply.Error = "no harness connection owns this run, so tool() cannot reach any tool; do the work in the cell, or call the tool directly"
 	} else {
 		// In flight while the harness has it; counted down before the

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -302,6 +303,47 @@ func TestAbandonedToolCall(t *testing.T) {
 	got := mustOK(t, e.eval("th.join(10)\nbox.get('err')"))
 	if !strings.Contains(got, "slow: the call was abandoned") || !strings.Contains(got, "await tool() within its cell") {
 		t.Errorf("abandoned call: %s", got)
+	}
+}
+
+// TestToolCallAfterItsCellEnded: a tool() call made after its cell ended,
+// by a thread or a timer the cell left behind, is refused at once. It is
+// not held by the next cell until that one ends (the cause of a CI flake:
+// the thread's call went out just after the cell's done, and the next
+// cell, joining the thread, waited the whole join for it).
+func TestToolCallAfterItsCellEnded(t *testing.T) {
+	noLeaks(t)
+	var calls atomic.Int32
+	h := &testHarness{answer: func(ctx context.Context, c orchestrator.ToolCall) (*orchestrator.Result, error) {
+		calls.Add(1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	e := newEnv(t, testConfig(), h)
+	t.Run("python thread between cells", func(t *testing.T) {
+		mustOK(t, e.eval("import threading, time\nbox = {}\ndef call():\n    time.sleep(0.3)\n    try:\n        tool('slow')\n    except ToolError as e:\n        box['err'] = str(e)\nth = threading.Thread(target=call)\nth.start()"))
+		time.Sleep(time.Second) // the thread calls while no cell runs
+		start := time.Now()
+		got := mustOK(t, e.eval("th.join(10)\nbox.get('err')"))
+		if !strings.Contains(got, "slow: the call was abandoned: the cell that made it had ended") {
+			t.Errorf("call between cells: %s", got)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("the next cell waited %v for a call it did not make", d)
+		}
+	})
+	t.Run("javascript timer read by the next cell", func(t *testing.T) {
+		// node sends the call with the ended cell's id; it waits in the
+		// frame queue until the next cell reads it.
+		mustOK(t, e.eval("globalThis.err = 'none'; setTimeout(() => tool('slow').catch(e => { globalThis.err = e.message }), 200); 'armed'", js))
+		time.Sleep(time.Second)
+		got := mustOK(t, e.eval("await new Promise(r => setTimeout(r, 500)); globalThis.err", js))
+		if !strings.Contains(got, "slow: the call was abandoned: the cell that made it had ended") {
+			t.Errorf("a timer's call after its cell: %s", got)
+		}
+	})
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the harness got %d calls made after their cells ended, want 0", n)
 	}
 }
 

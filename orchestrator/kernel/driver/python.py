@@ -195,6 +195,10 @@ def tool(name, arguments=None):
     if not isinstance(arguments, dict):
         raise TypeError("tool(name, arguments): arguments must be a dict of the tool's named arguments")
     json.dumps(arguments)  # raise TypeError here, not in the writer thread
+    if not _cell["running"]:
+        # A thread a cell left behind, between cells: no cell would ever
+        # await this call, and nothing would read it until the next cell.
+        raise ToolError("%s: the call was abandoned: the cell that made it had ended; await tool() within its cell" % name)
     slot = {"event": threading.Event()}
     with _calls_lock:
         _call_seq[0] += 1
