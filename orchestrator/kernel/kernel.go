@@ -138,12 +138,25 @@ const stopGrace = time.Second
 // end stops the kernel (enclosure.Stop) and records why; only the first
 // call counts.
 func (k *kernel) end(reason string) {
+	if k.retire(reason) {
+		k.stop()
+	}
+}
+
+// retire records that the kernel ends, and why, at once (metrics count it
+// when Berth gives it up, not a grace later), and reports whether this was
+// the first call: only that one goes on to stop it.
+func (k *kernel) retire(reason string) (first bool) {
 	k.endOnce.Do(func() {
+		first = true
 		close(k.ended)
-		enclosure.Stop(k.proc, nil, stopGrace)
 		k.m.SessionEnded(metrics.KindKernel, k.driver, reason)
 	})
+	return first
 }
+
+// stop ends the process, with stopGrace after SIGTERM.
+func (k *kernel) stop() { enclosure.Stop(k.proc, nil, stopGrace) }
 
 // diedReason is why a kernel that ended during a cell ended, for metrics:
 // error when Berth stopped it for breaking the protocol (a frame over the

@@ -110,9 +110,12 @@ func (ks *kernels) discard(lang string, k *kernel, reason string) {
 	}
 	delete(ks.live, lang)
 	s.idle.Stop()
-	// Added under the lock, so Close, which takes it first, never waits
-	// on a counter that can still grow.
-	ks.ending.Go(func() { s.k.end(reason) })
+	// Recorded now; stopped in the background, added under the lock, so
+	// Close, which takes it first, never waits on a counter that can
+	// still grow.
+	if s.k.retire(reason) {
+		ks.ending.Go(s.k.stop)
+	}
 }
 
 // expire is the idle timer: a kernel unused for the idle timeout ends.
