@@ -8,7 +8,7 @@
 //
 // Modes:
 //
-//	berth-relay run [--grace D] [--stdin raw|framed] [--tag T] -- PROG ARGS...
+//	berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] -- PROG ARGS...
 //	berth-relay signal PGID|tag=T SIGNAL
 //	berth-relay dial [--ready] [127.0.0.1:]PORT
 //	berth-relay which NAME
@@ -43,7 +43,11 @@
 // SIGTERM, SIGHUP or SIGQUIT, acted on as if the relay had caught it, so
 // a caller needs no second exec to signal); EOF of the relay's stdin
 // still ends the group. With the default, --stdin raw, the
-// bytes are passed through as they are.
+// bytes are passed through as they are. --stdin inherit hands PROG the
+// relay's stdin itself, with no copy between them (a request then reaches
+// PROG with one pipe hop, not two); only signals and the parent's death
+// end the run, so it serves a caller that can signal the relay, on the
+// same machine.
 //
 // --tag T names the run so that "signal tag=T" can find the relay without
 // knowing its pid (a container's pids are not the engine's).
@@ -69,7 +73,7 @@ const (
 )
 
 const usage = `usage:
-  berth-relay run [--grace D] [--stdin raw|framed] [--tag T] -- PROG ARGS...
+  berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] -- PROG ARGS...
   berth-relay signal PGID|tag=T SIGNAL
   berth-relay dial [--ready] [127.0.0.1:]PORT
   berth-relay which NAME

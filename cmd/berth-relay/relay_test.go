@@ -159,7 +159,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"not found", []string{"run", "--", "no-such-program-berth"}, 127, "no-such-program-berth"},
 		{"not executable", []string{"run", "--", notExec}, 126, "permission denied"},
 		{"no program", []string{"run", "--"}, 125, "no program given"},
-		{"bad stdin mode", []string{"run", "--stdin", "lines", "--", "true"}, 125, "--stdin is raw or framed"},
+		{"bad stdin mode", []string{"run", "--stdin", "lines", "--", "true"}, 125, "--stdin is raw, framed or inherit"},
 		{"unknown mode", []string{"launch"}, 125, `unknown mode "launch"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -245,9 +245,15 @@ func TestRunForwardsSIGINTWithoutKilling(t *testing.T) {
 }
 
 func TestRunKillsTheTreeWhenItsParentIsKilled(t *testing.T) {
-	// sh is the relay's parent. The test holds the relay's stdin open, so
-	// only the parent's death can end the tree.
-	cmd := exec.Command("sh", "-c", `echo pid $$; echo ready; "$0" run --grace 50ms -- sh -c "$TREE"`, relayBin)
+	for _, mode := range []string{"raw", "inherit"} {
+		t.Run(mode, func(t *testing.T) { killParent(t, mode) })
+	}
+}
+
+// killParent: sh is the relay's parent. The test holds the relay's stdin
+// open, so only the parent's death can end the tree.
+func killParent(t *testing.T, stdinMode string) {
+	cmd := exec.Command("sh", "-c", `echo pid $$; echo ready; "$0" run --stdin "$1" --grace 50ms -- sh -c "$TREE"`, relayBin, stdinMode)
 	cmd.Env = append(os.Environ(), "TREE="+tree)
 	parent := start(t, cmd)
 	shPid := parent.pids(t)[0]
@@ -341,6 +347,49 @@ func waitGone(t *testing.T, pid int) {
 			t.Fatalf("process %d still runs", pid)
 		}
 	}
+}
+
+// --stdin inherit: PROG reads the relay's stdin itself. Its EOF is
+// PROG's alone (the run goes on), a write after PROG closed it fails as
+// it would to PROG directly, and signals still end the tree.
+func TestRunInheritedStdin(t *testing.T) {
+	t.Run("EOF reaches the program, which goes on", func(t *testing.T) {
+		p := startRelay(t, "run", "--stdin", "inherit", "--grace", "50ms", "--", "sh", "-c", "cat; echo after-eof; sleep 0.3; echo still")
+		io.WriteString(p.stdin, "hello\n")
+		if l := p.line(t); l != "hello" {
+			t.Fatalf("got %q", l)
+		}
+		p.stdin.Close()
+		if code, out := p.wait(t); code != 0 || out != "after-eof\nstill\n" {
+			t.Fatalf("exit %d, out %q, stderr %q: EOF of an inherited stdin must not end the run", code, out, p.stderr)
+		}
+	})
+	t.Run("a write after the program closed its stdin fails", func(t *testing.T) {
+		p := startRelay(t, "run", "--stdin", "inherit", "--grace", "50ms", "--", "sh", "-c", "exec 0<&-; echo closed; sleep 30")
+		if l := p.line(t); l != "closed" {
+			t.Fatalf("got %q", l)
+		}
+		var err error
+		for i := 0; i < 100 && err == nil; i++ { // a pipe's buffer, at most, before EPIPE
+			_, err = p.stdin.Write(make([]byte, 4096))
+		}
+		if !errors.Is(err, syscall.EPIPE) {
+			t.Errorf("write after the program closed its stdin: %v, want EPIPE (the relay must not hold the read end)", err)
+		}
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		if code, _ := p.wait(t); code != 128+int(syscall.SIGTERM) {
+			t.Fatalf("exit %d, want SIGTERM's (stderr %q)", code, p.stderr)
+		}
+	})
+	t.Run("SIGTERM ends the tree", func(t *testing.T) {
+		p := startRelay(t, "run", "--stdin", "inherit", "--grace", "50ms", "--", "sh", "-c", tree)
+		pids := p.pids(t)
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		if code, _ := p.wait(t); code != 128+int(syscall.SIGTERM) {
+			t.Fatalf("exit %d, want SIGTERM's (stderr %q)", code, p.stderr)
+		}
+		assertGone(t, pids)
+	})
 }
 
 func TestRunFramedStdin(t *testing.T) {

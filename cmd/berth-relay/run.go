@@ -41,8 +41,8 @@ func parseRunFlags(args []string) (runFlags, []string, error) {
 	if err := fs.Parse(args); err != nil {
 		return f, nil, err
 	}
-	if f.stdin != "raw" && f.stdin != "framed" {
-		return f, nil, errors.New("--stdin is raw or framed, not " + f.stdin)
+	if f.stdin != "raw" && f.stdin != "framed" && f.stdin != "inherit" {
+		return f, nil, errors.New("--stdin is raw, framed or inherit, not " + f.stdin)
 	}
 	if f.grace < 0 {
 		return f, nil, errors.New("--grace must not be negative")
@@ -99,15 +99,16 @@ func runMode(args []string) int {
 	}
 	go r.reap()
 	eof := make(chan struct{})
-	go func() {
-		if flags.stdin == "framed" {
-			// Signals framed on stdin join the caught ones.
-			r.in.copyFramed(os.Stdin, sigs)
-		} else {
-			r.in.copyRaw(os.Stdin)
-		}
-		close(eof)
-	}()
+	switch flags.stdin {
+	case "inherit":
+		// PROG holds the stdin; only signals and the parent's death end
+		// the run, and eof never closes.
+	case "framed":
+		// Signals framed on stdin join the caught ones.
+		go func() { r.in.copyFramed(os.Stdin, sigs); close(eof) }()
+	default:
+		go func() { r.in.copyRaw(os.Stdin); close(eof) }()
+	}
 	return r.loop(sigs, eof, ppid)
 }
 
@@ -122,8 +123,8 @@ func forwarded(sig syscall.Signal) bool {
 }
 
 // start starts PROG with the relay's stdout and stderr and a pipe for
-// stdin, in a process group of its own. It returns an exit code when it
-// could not.
+// stdin (the relay's own stdin with --stdin inherit), in a process group
+// of its own. It returns an exit code when it could not.
 func (r *runner) start(argv []string) int {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -134,19 +135,31 @@ func (r *runner) start(argv []string) int {
 		fail("run: %v", err)
 		return code
 	}
+	if r.flags.stdin == "inherit" {
+		return r.forkExec(path, argv, os.Stdin, &childInput{})
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return fail("run: stdin pipe: %v", err)
 	}
 	defer pr.Close()
+	if code := r.forkExec(path, argv, pr, &childInput{f: pw}); code != 0 {
+		pw.Close()
+		return code
+	}
+	return 0
+}
+
+// forkExec starts PROG with stdin as its stdin; in is what the relay
+// writes to it (nothing when PROG inherits the relay's).
+func (r *runner) forkExec(path string, argv []string, stdin *os.File, in *childInput) int {
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   os.Environ(),
-		Files: []uintptr{pr.Fd(), os.Stdout.Fd(), os.Stderr.Fd()},
+		Files: []uintptr{stdin.Fd(), os.Stdout.Fd(), os.Stderr.Fd()},
 		// PROG dies with the relay even if the relay is SIGKILLed.
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {
-		pw.Close()
 		fail("run: start %s: %v", path, err)
 		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOEXEC) {
 			return exitNotExec
@@ -154,8 +167,22 @@ func (r *runner) start(argv []string) int {
 		return exitNotFound
 	}
 	r.child = pid
-	r.in = &childInput{f: pw}
+	r.in = in
+	if in.f == nil {
+		// PROG's stdin is PROG's alone: a caller writing after PROG closed
+		// it gets EPIPE, as it would writing to PROG directly.
+		releaseStdin()
+	}
 	return 0
+}
+
+// releaseStdin points the relay's fd 0 at /dev/null, so it no longer
+// holds the read end of the stdin it handed PROG.
+func releaseStdin() {
+	if null, err := os.Open(os.DevNull); err == nil {
+		_ = unix.Dup2(int(null.Fd()), 0)
+		null.Close()
+	}
 }
 
 // reap waits for every child of the relay: PROG, and the orphans of its

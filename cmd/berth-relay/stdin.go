@@ -31,11 +31,14 @@ func (c *childInput) Write(p []byte) (int, error) {
 }
 
 // Close closes PROG's stdin, so PROG reads EOF. Safe to call more than
-// once and while a Write is blocked (that Write then fails).
+// once and while a Write is blocked (that Write then fails). Without f
+// (PROG inherited the relay's stdin) there is nothing to close.
 func (c *childInput) Close() error {
 	c.once.Do(func() {
 		c.closed.Store(true)
-		c.f.Close()
+		if c.f != nil {
+			c.f.Close()
+		}
 	})
 	return nil
 }

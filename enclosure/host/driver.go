@@ -119,11 +119,14 @@ func (e *Enclosure) Start(ctx context.Context, c enclosure.Cmd) (enclosure.Proce
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	relayPath := e.relayPath()
 	if relayPath != "" {
-		// Framed stdin: closing Stdin closes the program's, while the
-		// relay's own stdin stays open until Berth is gone. No
-		// parent-death signal for the relay: it arms its own, which ends
-		// the whole tree, where a SIGKILL would orphan it.
-		argv = relay.RunArgs(relayPath, relay.RunOptions{Stdin: relay.StdinFramed}, path, c.Args...)
+		// Inherited stdin: the program reads Berth's pipe itself, with no
+		// copy in the relay between them (a language server's request
+		// costs one wake-up fewer), and closing Stdin closes the
+		// program's only. Berth signals the relay directly, and its death
+		// reaches the relay by the parent-death signal the relay arms
+		// itself, which ends the whole tree, where a SIGKILL would orphan
+		// it: so no parent-death signal here.
+		argv = relay.RunArgs(relayPath, relay.RunOptions{Stdin: relay.StdinInherit}, path, c.Args...)
 	} else {
 		attr.Pdeathsig = syscall.SIGKILL
 	}
@@ -167,7 +170,6 @@ func (e *Enclosure) Start(ctx context.Context, c enclosure.Cmd) (enclosure.Proce
 	h := &handle{cmd: cmd, stdinPipe: stdinW, stdin: stdinW, stdout: &eofCloser{f: stdoutR}, done: make(chan struct{})}
 	if relayPath != "" {
 		h.relayed = true
-		h.stdin = relay.NewFrameWriter(stdinW)
 		h.progKnown = make(chan struct{})
 		go h.findProg()
 	}

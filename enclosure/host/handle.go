@@ -17,8 +17,8 @@ import (
 // process and closes done; the exit status is read only after done.
 type handle struct {
 	cmd *exec.Cmd
-	// relayed: cmd is the relay, which runs the program; stdin is then
-	// the relay's framed stdin over stdinPipe.
+	// relayed: cmd is the relay, which runs the program and hands it
+	// stdinPipe's other end (relay.StdinInherit).
 	relayed   bool
 	stdinPipe *os.File
 	stdin     io.WriteCloser

@@ -131,12 +131,17 @@ const (
 	// the program's stdin, and only EOF of the relay's own stdin (the
 	// caller went away) ends the run.
 	StdinFramed = "framed"
+	// StdinInherit hands the program the relay's stdin itself: no copy,
+	// one pipe hop fewer per message. Its EOF is the program's alone;
+	// only signals to the relay and its parent's death end the run, so
+	// it is for a caller that can signal the relay (the host).
+	StdinInherit = "inherit"
 )
 
 // RunOptions are run's flags.
 type RunOptions struct {
 	Grace time.Duration // 0: the relay's default
-	Stdin string        // StdinRaw (default) or StdinFramed
+	Stdin string        // StdinRaw (default), StdinFramed or StdinInherit
 	Tag   string        // for Signal; see NewTag
 }
 
