@@ -9,17 +9,20 @@
 //   - added: the median of the pair differences. Two gopls processes
 //     answer, so their own variance (a references query takes 4 to 10ms,
 //     and gopls goes on collecting garbage after it answers) is in it.
-//   - own: on the very calls through Berth, the time end to end minus the
-//     time gopls took inside them, which Berth's metrics report
-//     (berth_lsp_request_duration_seconds, scraped between calls).
+//   - own: on n more calls through Berth after the pairs, the time end to
+//     end minus the time gopls took inside them, which Berth's metrics
+//     report (berth_lsp_request_duration_seconds, scraped after each
+//     call). The pairs themselves go unscraped: a scrape per call is
+//     work no deployment asks of Berth, and it weighs on the next call.
 //
 // To split what Berth adds, it also times the same tool call made in
 // process (the registry and the lsp provider, no protocol; on a third
-// gopls) and a protocol round trip alone (test_echo: a small request, an
+// gopls), with its own time read from the same metric in memory, and a
+// protocol round trip alone (test_echo: a small request, an
 // answer as long as the lsp one). Last it times files/didWrite on a warm
 // server against the direct time from didChange to gopls's first publish.
 //
-// Usage: go run ./bench/lsp [-n 300] [-repo .] [-gap 0]
+// Usage: go run ./bench/lsp [-n 1000] [-writes 30] [-repo .] [-gap 0]
 package main
 
 import (
@@ -48,6 +51,8 @@ import (
 	"github.com/berth-dev/berth/orchestrator/lsp"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 	"github.com/berth-dev/berth/orchestrator/rpc"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // query is one request: a file of the repository and the line holding
@@ -75,18 +80,19 @@ var gap time.Duration
 var cpuProfile string
 
 func main() {
-	n := flag.Int("n", 300, "measured requests per query and path (fewer leave the added time uncertain by several hundred µs)")
+	n := flag.Int("n", 1000, "measured requests per query and path (300 leave the added time uncertain by several hundred µs)")
+	writes := flag.Int("writes", 30, "measured files/didWrite calls (each waits out Berth's 500ms debounce)")
 	flag.DurationVar(&gap, "gap", 0, "pause before each measured request")
 	repo := flag.String("repo", ".", "the Go module to query (this repository)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the in-process calls (Berth's tool path without the protocol) to this file")
 	flag.Parse()
-	if err := run(*n, *repo); err != nil {
+	if err := run(*n, *writes, *repo); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/lsp:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, repo string) error {
+func run(n, writes int, repo string) error {
 	repo, err := filepath.Abs(repo)
 	if err != nil {
 		return err
@@ -156,7 +162,7 @@ func run(n int, repo string) error {
 
 	fmt.Printf("gopls on %s, %d requests each after warm-up, alternating paths\n", repo, n)
 	fmt.Println("added: the median of pair differences (two gopls processes, so gopls's own variance is in it);")
-	fmt.Println("own:   Berth's time on the same calls, end to end minus the time gopls took inside each")
+	fmt.Println("own:   Berth's time on n more calls, end to end minus the time gopls took inside each (read from /metrics after each)")
 	fmt.Printf("%-13s %10s %10s %8s %10s   %s\n", "query", "direct", "berth", "ratio", "added", "target: added <= max(10% of direct, 1ms)")
 	for _, q := range queries {
 		text, err := os.ReadFile(filepath.Join(repo, q.file))
@@ -175,15 +181,7 @@ func run(n int, repo string) error {
 			return err
 		}
 		var answer string
-		var own, inside []time.Duration // per call: Berth's own time, and gopls's inside it
-		// The time gopls spent inside Berth so far: read after each call
-		// (not before the next, so the scrape's own work is done by then).
-		spent, err := serverSeconds(metricsURL, q.method)
-		if err != nil {
-			return err
-		}
 		berthCall := func() (time.Duration, error) {
-			before := spent
 			time.Sleep(gap)
 			start := time.Now()
 			res, err := c.CallTool(ctx, r.RunID, orchestrator.SurfaceFull, "lsp", json.RawMessage(rawArgs))
@@ -195,10 +193,7 @@ func run(n int, repo string) error {
 				return 0, err
 			}
 			answer = res.FirstText()
-			spent, err = serverSeconds(metricsURL, q.method)
-			g := time.Duration((spent - before) * float64(time.Second))
-			own, inside = append(own, el-g), append(inside, g)
-			return el, err
+			return el, nil
 		}
 		directCall := func() (time.Duration, error) {
 			time.Sleep(gap)
@@ -215,7 +210,6 @@ func run(n int, repo string) error {
 		if _, err := inproc.call(ctx, args); err != nil {
 			return fmt.Errorf("%s in process: %w", q.action, err)
 		}
-		own, inside = nil, nil
 		var direct, berth []time.Duration
 		for i := 0; i < n; i++ {
 			first, second := directCall, berthCall
@@ -236,12 +230,35 @@ func run(n int, repo string) error {
 			direct, berth = append(direct, a), append(berth, b)
 		}
 		report(q.action, direct, berth)
+		// Berth's own time, on calls of their own: a scrape of /metrics
+		// after each call says how long gopls took inside it. Not on the
+		// pairs above: a scrape per call is work (and garbage) no
+		// deployment asks of Berth, which scrapes every 15 s or so, and it
+		// would weigh on the next call.
+		spent, err := serverSeconds(metricsURL, q.method)
+		if err != nil {
+			return err
+		}
+		var own, inside []time.Duration // per call: Berth's own time, and gopls's inside it
+		for i := 0; i < n; i++ {
+			el, err := berthCall()
+			if err != nil {
+				return err
+			}
+			before := spent
+			if spent, err = serverSeconds(metricsURL, q.method); err != nil {
+				return err
+			}
+			g := time.Duration((spent - before) * float64(time.Second))
+			own, inside = append(own, el-g), append(inside, g)
+		}
 		fmt.Printf("%-13s %10s %10s %8.3f   gopls's answer: direct, and inside the Berth calls (Berth's metric)\n",
 			"  gopls", round(stats.Median(direct)), round(stats.Median(inside)), float64(stats.Median(inside))/float64(stats.Median(direct)))
 		fmt.Printf("%-13s %21s   Berth's own time per call, median (p90 %s; target <= max(10%% of direct, 1ms): %s)\n",
 			"  own", round(stats.Median(own)), round(stats.Percentile(own, 90)), verdict(stats.Median(own), stats.Median(direct)))
 		// The same tool call in process, against the direct request.
 		var local, direct2 []time.Duration
+		inproc.own = nil
 		stopProfile, err := startProfile(q.action)
 		if err != nil {
 			return err
@@ -263,6 +280,8 @@ func run(n int, repo string) error {
 		}
 		stopProfile()
 		report("  in process", direct2, local)
+		fmt.Printf("%-13s %21s   Berth's own time in process, median (p90 %s): the tool call minus gopls's time inside it\n",
+			"  own", round(stats.Median(inproc.own)), round(stats.Percentile(inproc.own, 90)))
 		// The harness protocol alone: a small request whose answer is as
 		// long as the lsp answer (test_echo repeats a line of it).
 		sample := answer[strings.LastIndexByte(answer, '\n')+1:] + "\n"
@@ -278,7 +297,7 @@ func run(n int, repo string) error {
 		}
 		fmt.Printf("%-13s %21s   the harness protocol round trip alone (a small request, a %d-byte answer like the lsp one)\n", "  protocol", round(stats.Median(echo)), len(answer))
 	}
-	return didWrite(ctx, c, d, n)
+	return didWrite(ctx, c, d, writes)
 }
 
 // startProfile starts the CPU profile of one query's in-process calls,
@@ -304,6 +323,20 @@ func startProfile(action string) (func(), error) {
 type inProcess struct {
 	reg *orchestrator.Registry
 	run *orchestrator.Run
+	m   *metrics.Metrics
+	own []time.Duration // per measured call: its time minus gopls's inside it
+}
+
+// serverSeconds is the time gopls took inside the in-process calls so far
+// (berth_lsp_request_duration_seconds' sum), read from the registry
+// without a scrape.
+func (ip *inProcess) serverSeconds(method string) float64 {
+	var out dto.Metric
+	h, err := ip.m.LSPRequestDuration.GetMetricWithLabelValues("gopls", method)
+	if err != nil || h.(prometheus.Metric).Write(&out) != nil {
+		return 0
+	}
+	return out.GetHistogram().GetSampleSum()
 }
 
 func newInProcess(repo string) (*inProcess, error) {
@@ -314,7 +347,7 @@ func newInProcess(repo string) (*inProcess, error) {
 	}
 	reg := orchestrator.NewRegistry(m, 0)
 	reg.Add(p)
-	return &inProcess{reg: reg, run: orchestrator.NewRun("bench", "", repo, host.New(), nil, nil)}, nil
+	return &inProcess{reg: reg, m: m, run: orchestrator.NewRun("bench", "", repo, host.New(), nil, nil)}, nil
 }
 
 func (ip *inProcess) call(ctx context.Context, args map[string]any) (time.Duration, error) {
@@ -323,9 +356,12 @@ func (ip *inProcess) call(ctx context.Context, args map[string]any) (time.Durati
 		return 0, err
 	}
 	time.Sleep(gap)
+	method := "textDocument/" + args["action"].(string)
+	before := ip.serverSeconds(method)
 	start := time.Now()
 	res, err := ip.reg.Call(ctx, ip.run, orchestrator.SurfaceFull, "lsp", raw)
 	el := time.Since(start)
+	ip.own = append(ip.own, el-time.Duration((ip.serverSeconds(method)-before)*float64(time.Second)))
 	if err == nil && res.IsError {
 		err = fmt.Errorf("%s", res.FirstText())
 	}
