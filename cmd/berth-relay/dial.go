@@ -9,10 +9,9 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
-)
 
-// ReadyLine is what dial --ready writes to stderr once it is connected.
-const ReadyLine = "berth-relay: dial: connected"
+	"github.com/berth-dev/berth/enclosure/relay/wire"
+)
 
 // dialMode connects to a loopback TCP port and copies stdin to it and it
 // to stdout, so that a port inside a container with --network none can be
@@ -20,7 +19,7 @@ const ReadyLine = "berth-relay: dial: connected"
 // half-closes the connection; the connection's EOF closes stdout. It
 // returns when both have ended.
 //
-// With --ready it writes ReadyLine to stderr once connected: a caller
+// With --ready it writes wire.ReadyLine to stderr once connected: a caller
 // reading an exec's streams cannot otherwise tell a connection that is up
 // (and silent, as a DAP server is until asked) from one still being made,
 // and must report a refused connection as Dial's error.
@@ -43,7 +42,7 @@ func dialMode(args []string) int {
 	}
 	defer c.Close()
 	if ready {
-		fmt.Fprintln(os.Stderr, ReadyLine)
+		fmt.Fprintln(os.Stderr, wire.ReadyLine)
 	}
 	up := make(chan struct{})
 	go func() {

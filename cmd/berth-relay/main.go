@@ -62,14 +62,8 @@ package main
 import (
 	"fmt"
 	"os"
-)
 
-// Exit codes of the relay's own failures, as shells and docker run use
-// them, so a caller can tell them from PROG's.
-const (
-	exitRelayFailed = 125
-	exitNotExec     = 126
-	exitNotFound    = 127
+	"github.com/berth-dev/berth/enclosure/relay/wire"
 )
 
 const usage = `usage:
@@ -105,5 +99,5 @@ func relay(args []string) int {
 // fail reports the relay's own failure on stderr and returns its exit code.
 func fail(format string, a ...any) int {
 	fmt.Fprintf(os.Stderr, "berth-relay: "+format+"\n", a...)
-	return exitRelayFailed
+	return wire.ExitRelayFailed
 }

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	client "github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relay/wire"
 	"github.com/berth-dev/berth/internal/procfs"
 )
 
@@ -554,8 +555,8 @@ func TestIssue13Item3DialReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	line, err := bufio.NewReader(stderr).ReadString('\n')
-	if err != nil || line != ReadyLine+"\n" {
-		t.Fatalf("stderr's first line %q, %v; want %q", line, err, ReadyLine)
+	if err != nil || line != wire.ReadyLine+"\n" {
+		t.Fatalf("stderr's first line %q, %v; want %q", line, err, wire.ReadyLine)
 	}
 	c := <-accepted
 	io.WriteString(c, "hello\n")
@@ -570,7 +571,7 @@ func TestIssue13Item3DialReady(t *testing.T) {
 
 	ln.Close()
 	p := startRelay(t, "dial", "--ready", port)
-	if code, _ := p.wait(t); code != 1 || strings.Contains(p.stderr.String(), ReadyLine) || !strings.Contains(p.stderr.String(), "connection refused") {
+	if code, _ := p.wait(t); code != 1 || strings.Contains(p.stderr.String(), wire.ReadyLine) || !strings.Contains(p.stderr.String(), "connection refused") {
 		t.Fatalf("a refused dial --ready: exit %d, stderr %q", code, p.stderr)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/berth-dev/berth/enclosure/relay/wire"
 	"github.com/berth-dev/berth/internal/procfs"
 )
 
@@ -36,12 +37,12 @@ func parseRunFlags(args []string) (runFlags, []string, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.DurationVar(&f.grace, "grace", 2*time.Second, "")
-	fs.StringVar(&f.stdin, "stdin", "raw", "")
+	fs.StringVar(&f.stdin, "stdin", wire.StdinRaw, "")
 	fs.StringVar(&f.tag, "tag", "", "")
 	if err := fs.Parse(args); err != nil {
 		return f, nil, err
 	}
-	if f.stdin != "raw" && f.stdin != "framed" && f.stdin != "inherit" {
+	if f.stdin != wire.StdinRaw && f.stdin != wire.StdinFramed && f.stdin != wire.StdinInherit {
 		return f, nil, errors.New("--stdin is raw, framed or inherit, not " + f.stdin)
 	}
 	if f.grace < 0 {
@@ -100,10 +101,10 @@ func runMode(args []string) int {
 	go r.reap()
 	eof := make(chan struct{})
 	switch flags.stdin {
-	case "inherit":
+	case wire.StdinInherit:
 		// PROG holds the stdin; only signals and the parent's death end
 		// the run, and eof never closes.
-	case "framed":
+	case wire.StdinFramed:
 		// Signals framed on stdin join the caught ones.
 		go func() { r.in.copyFramed(os.Stdin, sigs); close(eof) }()
 	default:
@@ -128,14 +129,14 @@ func forwarded(sig syscall.Signal) bool {
 func (r *runner) start(argv []string) int {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
-		code := exitNotFound
+		code := wire.ExitNotFound
 		if errors.Is(err, os.ErrPermission) {
-			code = exitNotExec
+			code = wire.ExitNotExec
 		}
 		fail("run: %v", err)
 		return code
 	}
-	if r.flags.stdin == "inherit" {
+	if r.flags.stdin == wire.StdinInherit {
 		return r.forkExec(path, argv, os.Stdin, &childInput{})
 	}
 	pr, pw, err := os.Pipe()
@@ -162,9 +163,9 @@ func (r *runner) forkExec(path string, argv []string, stdin *os.File, in *childI
 	if err != nil {
 		fail("run: start %s: %v", path, err)
 		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOEXEC) {
-			return exitNotExec
+			return wire.ExitNotExec
 		}
-		return exitNotFound
+		return wire.ExitNotFound
 	}
 	r.child = pid
 	r.in = in

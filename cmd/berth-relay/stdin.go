@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/berth-dev/berth/enclosure/relay/wire"
 )
 
 // childInput is the write end of PROG's stdin. Once PROG stops reading
@@ -50,14 +52,9 @@ func (c *childInput) copyRaw(src io.Reader) {
 	_, _ = io.Copy(c, src)
 }
 
-// signalFrame marks a header that carries a signal, not a length: the
-// signal's number is in its low byte. A frame is at most 1 MiB, so no
-// length has this bit.
-const signalFrame = 1 << 31
-
 // copyFramed reads frames (a 4-byte big-endian length, then that many
 // bytes) from src and passes their bytes to PROG; an empty frame closes
-// PROG's stdin, and a signal frame (signalFrame|N) goes to sigs as if
+// PROG's stdin, and a signal frame (wire.SignalFrame|N) goes to sigs as if
 // the relay had caught signal N, which spares the caller an exec of
 // "signal" for each one. It returns when src ends, in a frame or between
 // two.
@@ -68,7 +65,7 @@ func (c *childInput) copyFramed(src io.Reader, sigs chan<- os.Signal) {
 			return
 		}
 		n := binary.BigEndian.Uint32(hdr[:])
-		if n&signalFrame != 0 {
+		if n&wire.SignalFrame != 0 {
 			if sig := syscall.Signal(n & 0xff); forwarded(sig) {
 				sigs <- sig
 			}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/berth-dev/berth/enclosure/relay/wire"
 )
 
 // FrameWriter is the stdin of a program run with --stdin framed: each
@@ -27,10 +29,6 @@ type FrameWriter struct {
 // NewFrameWriter frames writes to w, the relay's stdin.
 func NewFrameWriter(w io.Writer) *FrameWriter { return &FrameWriter{w: w} }
 
-// maxFrame bounds one frame, so that a large write does not become a
-// frame the relay must copy in one piece.
-const maxFrame = 1 << 20
-
 func (f *FrameWriter) Write(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -39,7 +37,7 @@ func (f *FrameWriter) Write(p []byte) (int, error) {
 	}
 	n := 0
 	for len(p) > 0 {
-		chunk := p[:min(len(p), maxFrame)]
+		chunk := p[:min(len(p), wire.MaxFrame)]
 		var hdr [4]byte
 		binary.BigEndian.PutUint32(hdr[:], uint32(len(chunk)))
 		// One writev on a connection; the lock keeps frames whole.
@@ -52,10 +50,6 @@ func (f *FrameWriter) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
-
-// signalFrame marks a header that carries a signal in its low byte, not
-// a length (no frame is that long).
-const signalFrame = 1 << 31
 
 // Signal has the relay act on sig as if it had caught it: SIGINT goes to
 // the program's group; SIGTERM, SIGHUP and SIGQUIT end it, with SIGKILL
@@ -71,7 +65,7 @@ func (f *FrameWriter) Signal(sig syscall.Signal) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, err := f.w.Write(binary.BigEndian.AppendUint32(nil, signalFrame|uint32(sig)))
+	_, err := f.w.Write(binary.BigEndian.AppendUint32(nil, wire.SignalFrame|uint32(sig)))
 	return err
 }
 

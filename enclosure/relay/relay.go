@@ -25,6 +25,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/berth-dev/berth/enclosure/relay/wire"
 )
 
 // Name is the relay's executable name.
@@ -122,20 +124,11 @@ var goarch = map[elf.Machine]string{
 	elf.EM_RISCV:   "riscv64",
 }
 
-// Stdin modes of run.
+// Stdin modes of run; wire says what each does.
 const (
-	// StdinRaw passes the bytes through; their EOF ends the run after
-	// the grace.
-	StdinRaw = "raw"
-	// StdinFramed carries frames (FrameWriter): an empty frame closes
-	// the program's stdin, and only EOF of the relay's own stdin (the
-	// caller went away) ends the run.
-	StdinFramed = "framed"
-	// StdinInherit hands the program the relay's stdin itself: no copy,
-	// one pipe hop fewer per message. Its EOF is the program's alone;
-	// only signals to the relay and its parent's death end the run, so
-	// it is for a caller that can signal the relay (the host).
-	StdinInherit = "inherit"
+	StdinRaw     = wire.StdinRaw
+	StdinFramed  = wire.StdinFramed // see FrameWriter
+	StdinInherit = wire.StdinInherit
 )
 
 // RunOptions are run's flags.
@@ -169,15 +162,12 @@ func SignalArgs(relayPath, tag, sig string) []string {
 }
 
 // DialArgs is the command line that connects the relay's stdio to the
-// loopback TCP port. The relay writes ReadyLine to its stderr once
+// loopback TCP port. The relay writes wire.ReadyLine to its stderr once
 // connected; a refused connection ends it with exit code 1 and the
 // reason on stderr.
 func DialArgs(relayPath string, port int) []string {
 	return []string{relayPath, "dial", "--ready", "127.0.0.1:" + strconv.Itoa(port)}
 }
-
-// ReadyLine is the line dial writes to stderr once connected.
-const ReadyLine = "berth-relay: dial: connected"
 
 // DialReady reads the stderr of a "dial --ready" to its end. The channel
 // it returns gets nil once the relay says it is connected, then, when
@@ -190,7 +180,7 @@ func DialReady(stderr io.Reader) <-chan error {
 		sc := bufio.NewScanner(stderr)
 		var msg []string
 		for sc.Scan() {
-			if sc.Text() == ReadyLine && msg == nil {
+			if sc.Text() == wire.ReadyLine && msg == nil {
 				ready <- nil
 				msg = []string{}
 				continue
@@ -222,14 +212,6 @@ func NewTag() string {
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	return "berth-" + hex.EncodeToString(b)
 }
-
-// Exit codes of the relay's own failures (a program's exit code is
-// passed through).
-const (
-	ExitRelayFailed = 125
-	ExitNotExec     = 126
-	ExitNotFound    = 127
-)
 
 // ErrClosed is returned by a FrameWriter's Write after Close.
 var ErrClosed = errors.New("relay: stdin closed")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
+	"github.com/berth-dev/berth/enclosure/relay/wire"
 )
 
 var bin *relay.Binary
@@ -102,7 +103,7 @@ func TestIssue13Item3ArgvBuildersMatchTheRelay(t *testing.T) {
 	var dialErr bytes.Buffer
 	dial := exec.Command(argv[0], argv[1:]...)
 	dial.Stderr = &dialErr
-	if err := dial.Run(); err != nil || dialErr.String() != relay.ReadyLine+"\n" {
+	if err := dial.Run(); err != nil || dialErr.String() != wire.ReadyLine+"\n" {
 		t.Fatalf("dial: %v, stderr %q", err, dialErr.String())
 	}
 	argv = relay.WhichArgs(bin.Path, "sh")
