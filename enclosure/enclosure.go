@@ -109,6 +109,15 @@ var ErrUnavailable = errors.New("unavailable")
 // conversation's id.
 const ConversationLabel = "berth.conversation"
 
+// CheckPort is every Dial's first step: a port outside 1-65535 is an
+// error wrapping ErrInvalidConfig, before any engine is asked.
+func CheckPort(port int) error {
+	if port <= 0 || port > 65535 {
+		return fmt.Errorf("port %d out of range 1-65535: %w", port, ErrInvalidConfig)
+	}
+	return nil
+}
+
 // Stop ends p as os/exec's Cancel and WaitDelay do: it sends sig (SIGTERM
 // when nil; closing stdin is the caller's first step where the process
 // ends on EOF), waits up to grace for the process to exit, then kills it

@@ -177,8 +177,8 @@ func (c *container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Pro
 // the connection is closed. The connection is up once the relay says so
 // on stderr; a refused one ends the exec with the reason there.
 func (c *container) Dial(ctx context.Context, port int) (net.Conn, error) {
-	if port <= 0 || port > 65535 {
-		return nil, fmt.Errorf("port %d out of range 1-65535: %w", port, enclosure.ErrInvalidConfig)
+	if err := enclosure.CheckPort(port); err != nil {
+		return nil, err
 	}
 	d := relay.DialArgs(c.relay, port)
 	argv := relay.RunArgs(c.relay, relay.RunOptions{}, d[0], d[1:]...)

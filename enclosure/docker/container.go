@@ -143,8 +143,8 @@ func (c *container) started(ctx context.Context, execID string, hj client.Hijack
 
 // Dial connects to a TCP port on the container's loopback.
 func (c *container) Dial(ctx context.Context, port int) (net.Conn, error) {
-	if port <= 0 || port > 65535 {
-		return nil, fmt.Errorf("port %d out of range 1-65535: %w", port, enclosure.ErrInvalidConfig)
+	if err := enclosure.CheckPort(port); err != nil {
+		return nil, err
 	}
 	if c.dial == DialNetns {
 		return c.dialNetns(ctx, port)

@@ -87,8 +87,8 @@ func (*Enclosure) LookPath(_ context.Context, name string) (string, error) {
 
 // Dial connects to a port on the loopback address.
 func (*Enclosure) Dial(ctx context.Context, port int) (net.Conn, error) {
-	if port <= 0 || port > 65535 {
-		return nil, fmt.Errorf("port %d out of range 1-65535: %w", port, enclosure.ErrInvalidConfig)
+	if err := enclosure.CheckPort(port); err != nil {
+		return nil, err
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))

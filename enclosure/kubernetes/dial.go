@@ -25,8 +25,8 @@ import (
 // of a forwarded one (the kubelet answers the forward's streams before it
 // connects, and says so on the error stream only when it cannot).
 func (p *pod) Dial(ctx context.Context, port int) (net.Conn, error) {
-	if port <= 0 || port > 65535 {
-		return nil, fmt.Errorf("port %d out of range 1-65535: %w", port, enclosure.ErrInvalidConfig)
+	if err := enclosure.CheckPort(port); err != nil {
+		return nil, err
 	}
 	if p.sidecar {
 		var d net.Dialer
