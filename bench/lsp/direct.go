@@ -57,8 +57,8 @@ func startDirect(ctx context.Context, root string) (*direct, error) {
 	params := map[string]any{
 		"processId": os.Getpid(), "rootUri": uri.File(root), "rootPath": root, "clientInfo": map[string]any{"name": "bench-direct"},
 		"workspaceFolders":      []protocol.WorkspaceFolder{{URI: uri.File(root), Name: filepath.Base(root)}},
-		"capabilities":          lsp.ClientCapabilities(), // as Berth declares them: the same work
-		"initializationOptions": map[string]any{"diagnosticsDelay": "100ms"},
+		"capabilities":          lsp.ClientCapabilities(),                 // as Berth declares them: the same work
+		"initializationOptions": map[string]any{"diagnosticsDelay": "0s"}, // as Berth's catalog entry
 	}
 	var raw jsonrpc2.RawMessage
 	if _, err := d.conn.Call(ctx, protocol.MethodInitialize, params, &raw); err != nil {

@@ -32,8 +32,8 @@ type Config struct {
 	// version of a file; past it the state is "unknown".
 	DiagnosticsTimeout time.Duration `yaml:"diagnostics_timeout"`
 	// Debounce is how long to keep listening for follow-up diagnostics
-	// after the first answer for a synced version (gopls publishes type
-	// errors first and analyses later).
+	// after the first answer for a synced version (a server may publish
+	// a file in parts, and other files after it).
 	Debounce time.Duration `yaml:"debounce"`
 	// WillWriteTimeout bounds files/willWrite, which delays the harness's
 	// write.
@@ -121,13 +121,20 @@ func DefaultServers() []ServerConfig {
 	return []ServerConfig{
 		{Name: "gopls", Languages: []string{"go"}, Extensions: map[string]string{".go": "go"},
 			Command: []string{"gopls"}, RootMarkers: []string{"go.work", "go.mod"},
-			// gopls diagnoses a changed file's importers only after this
-			// delay (1s by default); shorter, so a broken caller is
-			// reported with the write that broke it. Workspace symbols
+			// With a delay (1s by default) gopls diagnoses a change twice:
+			// the changed package's type errors at once, then, after the
+			// delay, everything (analyses, and the importers a change
+			// broke). Berth takes the first answer plus what follows
+			// within lsp.debounce, so a second pass slower than that (a
+			// cold cache, a busy machine) was missed and a write that
+			// broke a caller was called clean (3 of 6 runs of TestGopls
+			// with 100ms on a cold cache and a loaded CPU; 0 of 6 with
+			// 0s). With none, one pass answers for the written file and
+			// its importers together, and sooner. Workspace symbols
 			// come from the workspace's own packages: by default its 100
 			// answers are mostly the standard library's, all outside the
 			// workdir, and the workspace's own matches are crowded out.
-			InitializationOptions: map[string]any{"diagnosticsDelay": "100ms", "symbolScope": "workspace"},
+			InitializationOptions: map[string]any{"diagnosticsDelay": "0s", "symbolScope": "workspace"},
 			Checker:               []string{"go", "vet", "./..."},
 			// gopls's initialized handler loads the packages under this
 			// progress (internal/server/general.go, addFolders).

@@ -129,6 +129,11 @@ func TestGopls(t *testing.T) {
 
 		// A changed signature breaks the callers in another file.
 		greet := f.read(t, "greet/greet.go")
+		defer func() {
+			if t.Failed() { // the next subtests start from the original
+				_ = os.WriteFile(filepath.Join(f.dir, "greet/greet.go"), []byte(greet), 0o644)
+			}
+		}()
 		rep = f.write(t, "greet/greet.go", strings.Replace(greet, "func Hello(name string) string {\n\treturn English{}.Greet(name)",
 			"func Hello(name string, loud bool) string {\n\treturn English{Excited: loud}.Greet(name)", 1))
 		if rep.State != orchestrator.WriteIssues {
