@@ -536,7 +536,7 @@ func TestIssue14Item2DockersNamespaceIsRefused(t *testing.T) {
 // (TestIssue14Item3AttachSweepsWhatAKilledBerthLeft).
 func TestIssue14Item3BerthKilledLeavesNothing(t *testing.T) {
 	id := run(t, "", fullImage, "")
-	killedBerth(t, id, t.TempDir(), false, func() {
+	killedBerth(t, id, t.TempDir(), 0, func() {
 		if n := len(containerdtest.Pids(t, id)); n < 4 { // sleep infinity, relay, sh, sleep
 			t.Fatalf("the task runs %d processes with the helper's, want 4", n)
 		}
@@ -545,12 +545,13 @@ func TestIssue14Item3BerthKilledLeavesNothing(t *testing.T) {
 }
 
 // A Berth killed with SIGKILL leaves the shim's records of its execs (one
-// exited under the relay, one bare exec of sleep still running, which no
-// EOF ends and which ignores SIGTERM) and their FIFO directories. The
+// exited under the relay, three bare execs of sleep still running, which
+// no EOF ends and which ignore SIGTERM) and their FIFO directories. The
 // next Attach ends (SIGKILL after SIGTERM) and Deletes them and removes
 // the FIFOs and the dead Berth's lock; a live Berth's process and FIFOs
 // in the same directory, and directories that are not Berth's, are left
-// alone.
+// alone. The stubborn three are waited for together: one reapWait, not
+// three.
 func TestIssue14Item3AttachSweepsWhatAKilledBerthLeft(t *testing.T) {
 	id := run(t, "", fullImage, "")
 	fifos := t.TempDir()
@@ -571,7 +572,8 @@ func TestIssue14Item3AttachSweepsWhatAKilledBerthLeft(t *testing.T) {
 	}
 	liveExec := lp.(*handle).proc.ID()
 
-	killedBerth(t, id, fifos, true, nil)
+	const stubborn = 3
+	killedBerth(t, id, fifos, stubborn, nil)
 	var dead []*leftExec
 	deadToken, deadLock := "", false
 	for _, e := range fifosLeft(live) {
@@ -586,20 +588,30 @@ func TestIssue14Item3AttachSweepsWhatAKilledBerthLeft(t *testing.T) {
 			dead = append(dead, x)
 		}
 	}
-	if len(dead) != 2 || !deadLock {
-		t.Fatalf("the killed Berth left %v (lock: %v), want two execs and its lock", dead, deadLock)
+	if len(dead) != 1+stubborn || !deadLock {
+		t.Fatalf("the killed Berth left %v (lock: %v), want %d execs and its lock", dead, deadLock, 1+stubborn)
 	}
-	// The relay reads EOF and ends its group; the bare sleep runs on.
+	// The relay reads EOF and ends its group; the bare sleeps run on.
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if st := execStatus(t, live, id, dead[0].id) + execStatus(t, live, id, dead[1].id); strings.Contains(st, "stopped") && strings.Contains(st, "running") {
+		var st []string
+		for _, x := range dead {
+			st = append(st, execStatus(t, live, id, x.id))
+		}
+		all := strings.Join(st, " ")
+		if strings.Count(all, "stopped") == 1 && strings.Count(all, "running") == stubborn {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the killed Berth's execs: %s, %s; want one stopped, one running", execStatus(t, live, id, dead[0].id), execStatus(t, live, id, dead[1].id))
+			t.Fatalf("the killed Berth's execs: %s; want one stopped, %d running", all, stubborn)
 		}
 	}
 
+	start := time.Now()
 	attach(t, newDriver(t, Options{FIFODir: fifos}), id)
+	// One at a time, the stubborn execs would cost stubborn*reapWait.
+	if took := time.Since(start); took >= 2*reapWait {
+		t.Errorf("Attach took %v to sweep %d execs that ignore SIGTERM: they were waited for one at a time (each may take %v)", took, stubborn, reapWait)
+	}
 	for _, x := range dead {
 		if st := execStatus(t, live, id, x.id); st != "not found" {
 			t.Errorf("the killed Berth's exec %s after Attach: %s", x.id, st)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -155,8 +156,8 @@ func fifosLeft(d *Driver) []string {
 
 // helperEnv makes the test binary a Berth that attaches to the container
 // it names, with its FIFOs in helperFIFOsEnv, starts a process there
-// under the relay (and, with helperBareEnv set, a bare exec of sleep
-// that ignores SIGTERM, which no EOF ends) and waits to be killed
+// under the relay (and as many bare execs of sleep as helperBareEnv says,
+// each ignoring SIGTERM, which no EOF ends) and waits to be killed
 // (TestIssue14Item3BerthKilledLeavesNothing,
 // TestIssue14Item3AttachSweepsWhatAKilledBerthLeft).
 const (
@@ -180,7 +181,8 @@ func berthThatDies(id string) int {
 	if err != nil {
 		return fail(err)
 	}
-	if os.Getenv(helperBareEnv) != "" {
+	bare, _ := strconv.Atoi(os.Getenv(helperBareEnv))
+	for range bare {
 		if _, err := enc.(*container).exec(context.Background(), execSpec{argv: []string{"sh", "-c", `trap "" TERM; exec sleep 1000`}}); err != nil {
 			return fail(err)
 		}
@@ -194,15 +196,14 @@ func berthThatDies(id string) int {
 }
 
 // killedBerth runs the test binary as a Berth (berthThatDies) on the
-// container, with its FIFOs in fifos, and kills it with SIGKILL once its
-// process runs and running (when not nil) has returned.
-func killedBerth(t *testing.T, id, fifos string, bare bool, running func()) {
+// container, with its FIFOs in fifos and bare execs that ignore SIGTERM,
+// and kills it with SIGKILL once its process runs and running (when not
+// nil) has returned.
+func killedBerth(t *testing.T, id, fifos string, bare int, running func()) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+id, helperFIFOsEnv+"="+fifos, relay.EnvPath+"="+testRelay.Path)
-	if bare {
-		cmd.Env = append(cmd.Env, helperBareEnv+"=1")
-	}
+	cmd.Env = append(cmd.Env, helperBareEnv+"="+strconv.Itoa(bare))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

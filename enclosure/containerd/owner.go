@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	cerrdefs "github.com/containerd/errdefs"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -222,8 +224,14 @@ func (d *Driver) sweep(ctx context.Context, cli *client.Client) {
 	}
 }
 
-// reapAll reaps the execs, loading each container's task once, and
-// returns the owners some of whose execs are left.
+// reapParallel bounds the execs reaped at once. Each may wait reapWait
+// for a process that ignores SIGTERM; one at a time, a dead Berth that
+// left ten of them would cost the next Attach ten times that.
+const reapParallel = 8
+
+// reapAll reaps the execs, reapParallel at a time, loading each
+// container's task once, and returns the owners some of whose execs are
+// left.
 func (d *Driver) reapAll(ctx context.Context, cli *client.Client, execs []*leftExec) map[string]bool {
 	type where struct{ namespace, container string }
 	in := map[where][]*leftExec{}
@@ -231,16 +239,27 @@ func (d *Driver) reapAll(ctx context.Context, cli *client.Client, execs []*leftE
 		w := where{x.namespace, x.container}
 		in[w] = append(in[w], x)
 	}
-	kept := map[string]bool{}
+	var (
+		mu   sync.Mutex
+		kept = map[string]bool{}
+		g    errgroup.Group
+	)
+	g.SetLimit(reapParallel)
 	for w, xs := range in {
 		nctx := namespaces.WithNamespace(ctx, w.namespace)
 		task, err := d.leftTask(nctx, cli, w.container)
 		for _, x := range xs {
-			if !d.reap(nctx, task, err, x) {
-				kept[x.owner] = true
-			}
+			g.Go(func() error {
+				if !d.reap(nctx, task, err, x) {
+					mu.Lock()
+					kept[x.owner] = true
+					mu.Unlock()
+				}
+				return nil
+			})
 		}
 	}
+	_ = g.Wait() // reap returns no error: what is left is kept
 	return kept
 }
 
