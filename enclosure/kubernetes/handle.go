@@ -28,6 +28,7 @@ type handle struct {
 	stdin  *relay.FrameWriter
 	*pipe.Output
 
+	streamed context.Context    // done once the stream has ended
 	cancel   context.CancelFunc // drops the stream
 	protocol string             // which carried the exec, once done
 	killed   atomic.Bool
@@ -48,7 +49,7 @@ const outputBytes = 256 << 10
 // deleted meanwhile) ends the process with the reason in Wait.
 func (p *pod) start(argv []string, tag string, stderr io.Writer) *handle {
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &handle{p: p, tag: tag, Output: pipe.NewOutput(outputBytes, stderr), cancel: cancel}
+	h := &handle{p: p, tag: tag, Output: pipe.NewOutput(outputBytes, stderr), streamed: ctx, cancel: cancel}
 	h.stdinR, h.stdinW = io.Pipe()
 	h.stdin = relay.NewFrameWriter(h.stdinW)
 	go h.wait(ctx, argv)
@@ -104,7 +105,10 @@ func (h *handle) Kill() error {
 		h.killed.Store(true)
 		_ = h.Signal(syscall.SIGTERM)
 		_ = h.stdinW.Close()
-		time.AfterFunc(exitWait, h.cancel)
+		// The timer goes once the stream ends, so an exec that ends in
+		// time leaves nothing behind for exitWait.
+		t := time.AfterFunc(exitWait, h.cancel)
+		context.AfterFunc(h.streamed, func() { t.Stop() })
 	})
 	return nil
 }
