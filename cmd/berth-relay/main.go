@@ -8,7 +8,7 @@
 //
 // Modes:
 //
-//	berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] -- PROG ARGS...
+//	berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... -- PROG ARGS...
 //	berth-relay signal PGID|tag=T SIGNAL
 //	berth-relay dial [--ready] [127.0.0.1:]PORT
 //	berth-relay which NAME
@@ -52,6 +52,11 @@
 // --tag T names the run so that "signal tag=T" can find the relay without
 // knowing its pid (a container's pids are not the engine's).
 //
+// --dir D and --env K=V (repeated) give PROG a working directory and
+// variables, for an exec API that takes neither (Kubernetes'): no shell
+// is needed to set them. A missing directory ends the relay with 126 and
+// the reason on stderr.
+//
 // The relay never writes to its stdout, and to its stderr only when it
 // fails itself or when dial --ready is connected (lines starting
 // "berth-relay:"): PROG's output is PROG's alone. It never starts a shell, never touches a file outside /proc,
@@ -67,7 +72,7 @@ import (
 )
 
 const usage = `usage:
-  berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] -- PROG ARGS...
+  berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... -- PROG ARGS...
   berth-relay signal PGID|tag=T SIGNAL
   berth-relay dial [--ready] [127.0.0.1:]PORT
   berth-relay which NAME

@@ -161,6 +161,9 @@ func TestRunExitCodes(t *testing.T) {
 		{"not executable", []string{"run", "--", notExec}, 126, "permission denied"},
 		{"no program", []string{"run", "--"}, 125, "no program given"},
 		{"bad stdin mode", []string{"run", "--stdin", "lines", "--", "true"}, 125, "--stdin is raw, framed or inherit"},
+		{"env without =", []string{"run", "--env", "GREETING", "--", "true"}, 125, `--env "GREETING" is not KEY=VALUE`},
+		{"env without a name", []string{"run", "--env", "=hi", "--", "true"}, 125, `--env "=hi" is not KEY=VALUE`},
+		{"missing dir", []string{"run", "--dir", "/no/such/dir", "--", "true"}, 126, "the working directory /no/such/dir: no such file or directory"},
 		{"unknown mode", []string{"launch"}, 125, `unknown mode "launch"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -168,6 +171,39 @@ func TestRunExitCodes(t *testing.T) {
 			code, _ := p.wait(t)
 			if code != c.code || !strings.Contains(p.stderr.String(), c.stderr) {
 				t.Fatalf("exit %d, stderr %q; want %d and %q", code, p.stderr, c.code, c.stderr)
+			}
+		})
+	}
+}
+
+// TestRunDirAndEnv: --dir and --env set PROG's working directory and
+// variables without a shell; a later --env of a name wins, a given PATH
+// is the one PROG is looked up in, and a relative PROG is found from the
+// directory, as after "cd D; export K=V; exec PROG".
+func TestRunDirAndEnv(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\npwd\necho \"$GREETING|$SPACED\"\n"
+	for _, f := range []string{filepath.Join(bin, "greet"), filepath.Join(dir, "local")} {
+		if err := os.WriteFile(f, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := dir + "\nhi|a b  c\n"
+	for name, tail := range map[string][]string{
+		"on the given PATH": {"--env", "PATH=" + bin + ":/usr/bin:/bin", "--", "greet"},
+		"relative to dir":   {"--", "./local"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			argv := append([]string{"run", "--dir", dir, "--env", "GREETING=bye", "--env", "GREETING=hi", "--env", "SPACED=a b  c"}, tail...)
+			p := startRelay(t, argv...)
+			p.stdin.Close()
+			code, out := p.wait(t)
+			if code != 0 || out != want {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and %q", code, out, p.stderr, want)
 			}
 		})
 	}

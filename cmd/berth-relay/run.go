@@ -5,10 +5,12 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,6 +32,8 @@ type runFlags struct {
 	grace time.Duration
 	stdin string
 	tag   string
+	dir   string   // PROG's working directory ("": the relay's)
+	env   []string // KEY=VALUE added to PROG's environment, in order
 }
 
 func parseRunFlags(args []string) (runFlags, []string, error) {
@@ -39,6 +43,14 @@ func parseRunFlags(args []string) (runFlags, []string, error) {
 	fs.DurationVar(&f.grace, "grace", 2*time.Second, "")
 	fs.StringVar(&f.stdin, "stdin", wire.StdinRaw, "")
 	fs.StringVar(&f.tag, "tag", "", "")
+	fs.StringVar(&f.dir, "dir", "", "")
+	fs.Func("env", "", func(kv string) error {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsRune(k, 0) {
+			return fmt.Errorf("--env %q is not KEY=VALUE", kv)
+		}
+		f.env = append(f.env, kv)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return f, nil, err
 	}
@@ -127,6 +139,21 @@ func forwarded(sig syscall.Signal) bool {
 // stdin (the relay's own stdin with --stdin inherit), in a process group
 // of its own. It returns an exit code when it could not.
 func (r *runner) start(argv []string) int {
+	// --env and --dir apply to the relay itself before it looks PROG up,
+	// as they would to a shell that set them and then ran PROG: a PATH
+	// given is the one searched, and a relative PROG is found from dir.
+	for _, kv := range r.flags.env {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			return fail("run: --env %s: %v", k, err)
+		}
+	}
+	if r.flags.dir != "" {
+		if err := os.Chdir(r.flags.dir); err != nil {
+			fail("run: the working directory %s: %v", r.flags.dir, errors.Unwrap(err))
+			return wire.ExitNotExec
+		}
+	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		code := wire.ExitNotFound

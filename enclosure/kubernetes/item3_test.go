@@ -118,6 +118,23 @@ func TestIssue16Item3WorkingDirectoryAndEnvironment(t *testing.T) {
 	}
 }
 
+// A container without a shell (a distroless image) still runs a process
+// in its directory with its environment: the relay sets both itself.
+func TestIssue16Item3DirAndEnvNeedNoShell(t *testing.T) {
+	s := standIn(t)
+	id := runPod(t, s, kubetest.Pod{Workdir: workdir(t)})
+	p := attach(t, newDriver(t, s, Options{}), id) // the relay installed, through sh if it must be
+	dockertest.Must(t, "exec", s.ContainerID(id, "sandbox"), "rm", "/bin/sh", "/bin/dash")
+	_, out, errOut, code := execIn(t, p, enclosure.Cmd{Path: "/usr/bin/realpath", Args: []string{"."}, Dir: "/workspace"}, "")
+	if out != "/workspace\n" || code != 0 {
+		t.Errorf("dir without sh: %q, exit %d, stderr %q", out, code, errOut)
+	}
+	_, out, errOut, code = execIn(t, p, enclosure.Cmd{Path: "/usr/bin/printenv", Args: []string{"GREETING", "SPACED"}, Env: []string{"GREETING=hi", "SPACED=a b  c"}}, "")
+	if out != "hi\na b  c\n" || code != 0 {
+		t.Errorf("env without sh: %q, exit %d, stderr %q", out, code, errOut)
+	}
+}
+
 // Kill ends the program and everything it started, though closing the
 // exec's stream alone would not; Signal interrupts through the relay.
 func TestIssue16Item3KillAndSignalThroughTheRelay(t *testing.T) {

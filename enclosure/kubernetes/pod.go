@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -168,28 +167,10 @@ func (p *pod) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, 
 		path = lp
 	}
 	tag := relay.NewTag()
-	argv := runArgs(p.relay, relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag}, cmd.Dir, cmd.Env, path, cmd.Args...)
+	// The exec API takes no working directory or environment: the relay
+	// sets them.
+	argv := relay.RunArgs(p.relay, relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag, Dir: cmd.Dir, Env: cmd.Env}, path, cmd.Args...)
 	return p.start(argv, tag, cmd.Stderr), nil
-}
-
-// enterScript is what the relay runs, through sh, for a Cmd with a working
-// directory or environment (the exec API takes neither): its arguments
-// are the directory ("" for the container's), the count of KEY=VALUE
-// arguments that follow, those, then the program and its arguments.
-const enterScript = `d=$1; n=$2; shift 2
-while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n-1)); done
-if [ -n "$d" ] && ! cd -- "$d"; then echo "berth: the working directory $d does not exist in the container" >&2; exit 126; fi
-exec "$@"`
-
-// runArgs is relay.RunArgs for the exec API: with dir or env, the relay
-// runs sh to set them, which then execs prog.
-func runArgs(relayPath string, o relay.RunOptions, dir string, env []string, prog string, args ...string) []string {
-	if dir == "" && len(env) == 0 {
-		return relay.RunArgs(relayPath, o, prog, args...)
-	}
-	sh := append([]string{"-c", enterScript, "berth", dir, strconv.Itoa(len(env))}, env...)
-	sh = append(append(sh, prog), args...)
-	return relay.RunArgs(relayPath, o, "/bin/sh", sh...)
 }
 
 // runTimeout bounds a command run to its end: the relay's short modes,

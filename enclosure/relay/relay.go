@@ -136,6 +136,12 @@ type RunOptions struct {
 	Grace time.Duration // 0: the relay's default
 	Stdin string        // StdinRaw (default), StdinFramed or StdinInherit
 	Tag   string        // for Signal; see NewTag
+	// Dir and Env (KEY=VALUE, added in order) are the program's working
+	// directory and variables, for an exec API that takes neither: the
+	// relay sets them itself, so the enclosure needs no shell. A missing
+	// Dir ends the run with exit code 126, the reason on stderr.
+	Dir string
+	Env []string
 }
 
 // RunArgs is the command line that runs prog with args under the relay at
@@ -150,6 +156,12 @@ func RunArgs(relayPath string, o RunOptions, prog string, args ...string) []stri
 	}
 	if o.Tag != "" {
 		argv = append(argv, "--tag", o.Tag)
+	}
+	if o.Dir != "" {
+		argv = append(argv, "--dir", o.Dir)
+	}
+	for _, kv := range o.Env {
+		argv = append(argv, "--env", kv)
 	}
 	argv = append(argv, "--", prog)
 	return append(argv, args...)

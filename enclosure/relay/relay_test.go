@@ -74,7 +74,9 @@ func TestIssue13Item3FindPrefersTheEnvironment(t *testing.T) {
 // The argv builders speak the relay's own command line: a program run
 // with them under the real relay gets its arguments, and which finds sh.
 func TestIssue13Item3ArgvBuildersMatchTheRelay(t *testing.T) {
-	argv := relay.RunArgs(bin.Path, relay.RunOptions{Grace: 500 * time.Millisecond, Stdin: relay.StdinFramed, Tag: relay.NewTag()}, "sh", "-c", `cat; echo "$0"`, "arg0")
+	dir := t.TempDir()
+	argv := relay.RunArgs(bin.Path, relay.RunOptions{Grace: 500 * time.Millisecond, Stdin: relay.StdinFramed, Tag: relay.NewTag(), Dir: dir, Env: []string{"WHO=berth"}},
+		"sh", "-c", `cat; echo "$0 $WHO $PWD"`, "arg0")
 	cmd := exec.Command(argv[0], argv[1:]...)
 	var stdin bytes.Buffer
 	fw := relay.NewFrameWriter(&stdin)
@@ -86,7 +88,7 @@ func TestIssue13Item3ArgvBuildersMatchTheRelay(t *testing.T) {
 	}
 	cmd.Stdin = &stdin
 	out, err := cmd.Output()
-	if err != nil || string(out) != "framed input\narg0\n" {
+	if err != nil || string(out) != "framed input\narg0 berth "+dir+"\n" {
 		t.Fatalf("run: %q, %v", out, err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
