@@ -38,6 +38,14 @@ func TestServerCrashesMidRequest(t *testing.T) {
 	starts := func(f *fixture) float64 {
 		return testutil.ToFloat64(f.p.metrics.SessionStarts.WithLabelValues(metrics.KindLSP, "ok"))
 	}
+	// settled is count once it reaches want, or after 10 s: a session's
+	// watcher counts its crash after the call that saw it has failed.
+	settled := func(f *fixture, count func(*fixture) float64, want float64) float64 {
+		for deadline := time.Now().Add(10 * time.Second); count(f) < want && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		return count(f)
+	}
 	t.Run("once", func(t *testing.T) {
 		flag := filepath.Join(t.TempDir(), "crashed")
 		f := newFixture(t, "fake", fakeConfig("-mode", "crash-on-hover", "-once", flag))
@@ -45,15 +53,15 @@ func TestServerCrashesMidRequest(t *testing.T) {
 		if st := f.ok(t, map[string]any{"action": "status"}); !strings.Contains(st, "fakelsp for root .: ") || !strings.Contains(st, ", pid ") {
 			t.Errorf("status after the restart:\n%s", st)
 		}
-		if crashes(f) != 1 || starts(f) != 2 {
+		if settled(f, crashes, 1); crashes(f) != 1 || starts(f) != 2 {
 			t.Errorf("crashed sessions %v, started %v: want 1 and 2", crashes(f), starts(f))
 		}
 	})
 	t.Run("every time", func(t *testing.T) {
 		f := newFixture(t, "fake", fakeConfig("-mode", "crash-on-hover"))
 		contains(t, f.fails(t, fakeHover), "fakelsp exited during the request; it is restarted on the next call: call again")
-		if crashes(f) != 2 {
-			t.Errorf("crashed sessions: %v, want 2 (the query and its one retry)", crashes(f))
+		if n := settled(f, crashes, 2); n != 2 {
+			t.Errorf("crashed sessions: %v, want 2 (the query and its one retry)", n)
 		}
 	})
 	t.Run("rename", func(t *testing.T) {
@@ -63,10 +71,7 @@ func TestServerCrashesMidRequest(t *testing.T) {
 			t.Fatalf("want an error result, got:\n%s", text)
 		}
 		contains(t, text, "fakelsp exited during the request; it is restarted on the next call: call again")
-		for deadline := time.Now().Add(10 * time.Second); crashes(f) == 0 && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond) // its watcher counts the crash
-		}
-		if crashes(f) != 1 || starts(f) != 1 {
+		if settled(f, crashes, 1); crashes(f) != 1 || starts(f) != 1 {
 			t.Errorf("crashed sessions %v, started %v: want 1 and 1 (a rename is not retried)", crashes(f), starts(f))
 		}
 		if got := f.read(t, "a.fake"); got != "hello fake\nsecond line\n" {
