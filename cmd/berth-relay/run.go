@@ -45,7 +45,7 @@ func parseRunFlags(args []string) (runFlags, []string, error) {
 	fs.StringVar(&f.tag, "tag", "", "")
 	fs.StringVar(&f.dir, "dir", "", "")
 	fs.Func("env", "", func(kv string) error {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsRune(k, 0) {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			return fmt.Errorf("--env %q is not KEY=VALUE", kv)
 		}
 		f.env = append(f.env, kv)
@@ -150,7 +150,10 @@ func (r *runner) start(argv []string) int {
 	}
 	if r.flags.dir != "" {
 		if err := os.Chdir(r.flags.dir); err != nil {
-			fail("run: the working directory %s: %v", r.flags.dir, errors.Unwrap(err))
+			if u := errors.Unwrap(err); u != nil {
+				err = u // the reason alone: the path is said already
+			}
+			fail("run: the working directory %s: %v: give a directory that exists where PROG runs (in a container, a path inside it, such as the workdir's mount)", r.flags.dir, err)
 			return wire.ExitNotExec
 		}
 	}
