@@ -127,13 +127,12 @@ func DefaultServers() []ServerConfig {
 			// broke). Berth takes the first answer plus what follows
 			// within lsp.debounce, so a second pass slower than that (a
 			// cold cache, a busy machine) was missed and a write that
-			// broke a caller was called clean (3 of 6 runs of TestGopls
-			// with 100ms on a cold cache and a loaded CPU; 0 of 6 with
-			// 0s). With none, one pass answers for the written file and
-			// its importers together, and sooner. Workspace symbols
-			// come from the workspace's own packages: by default its 100
-			// answers are mostly the standard library's, all outside the
-			// workdir, and the workspace's own matches are crowded out.
+			// broke a caller was called clean. With none, one pass
+			// answers for the written file and its importers together.
+			// Workspace symbols come from the workspace's own packages:
+			// by default its 100 answers are mostly the standard
+			// library's, all outside the workdir, and the workspace's own
+			// matches are crowded out.
 			InitializationOptions: map[string]any{"diagnosticsDelay": "0s", "symbolScope": "workspace"},
 			Checker:               []string{"go", "vet", "./..."},
 			// gopls's initialized handler loads the packages under this
