@@ -167,7 +167,13 @@ func (r *runner) start(argv []string) int {
 		return code
 	}
 	if r.flags.stdin == wire.StdinInherit {
-		return r.forkExec(path, argv, os.Stdin, &childInput{})
+		if code := r.forkExec(path, argv, os.Stdin, &childInput{}); code != 0 {
+			return code
+		}
+		// PROG's stdin is PROG's alone: a caller writing after PROG closed
+		// it gets EPIPE, as it would writing to PROG directly.
+		releaseStdin()
+		return 0
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -199,11 +205,6 @@ func (r *runner) forkExec(path string, argv []string, stdin *os.File, in *childI
 	}
 	r.child = pid
 	r.in = in
-	if in.f == nil {
-		// PROG's stdin is PROG's alone: a caller writing after PROG closed
-		// it gets EPIPE, as it would writing to PROG directly.
-		releaseStdin()
-	}
 	return 0
 }
 
