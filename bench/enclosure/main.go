@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/bench/internal/ipykernel"
+	"github.com/berth-dev/berth/bench/internal/lspdirect"
 	"github.com/berth-dev/berth/bench/internal/stats"
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
@@ -259,6 +260,17 @@ func run(starts, rounds, queries, launches int, image string) error {
 		}
 	}
 
+	// The same references with no Berth at all, to tell the engine's and
+	// the container's share of what Berth in a container adds from
+	// Berth's own: a gopls of the host and one started with docker exec
+	// -i in the Docker container (the stream Berth's docker driver reads
+	// through the Engine API, without the relay), each by a minimal
+	// client, alternating.
+	noBerth, err := directReferences(srv.ctx, id, root, line, strings.Index(lineOf(text, line), refsSymbol), queries)
+	if err != nil {
+		return err
+	}
+
 	// debug launch to the first breakpoint, a fresh run (and conversation)
 	// each; one warm-up each.
 	launchTimes := make([][]time.Duration, len(places))
@@ -302,7 +314,57 @@ func run(starts, rounds, queries, launches int, image string) error {
 	row("lsp references", queryTimes, fmt.Sprintf("added ≤%s (max of 10%%, 1ms)", stats.MS(max(mh/10, time.Millisecond))),
 		func(c, h time.Duration) bool { return c-h <= max(h/10, time.Millisecond) })
 	row("debug launch to first breakpoint", launchTimes, "", nil)
+	// What the engine and the container add with no Berth in the way,
+	// and Berth's share of what the Docker container added above.
+	dc, dh := stats.Median(noBerth[0]), stats.Median(noBerth[1])
+	fmt.Printf("%-34s %-11s %11s %11s %7.2fx %10s   (gopls over docker exec -i against gopls on the host's pipes: the floor of the exec stream and the container)\n",
+		"lsp references, no Berth", "docker", stats.MS(dc), stats.MS(dh), float64(dc)/float64(dh), stats.MS(dc-dh))
+	berthAdded := stats.Median(queryTimes[0]) - mh
+	fmt.Printf("%-34s %-11s %47s   (what Berth in the Docker container added, less what the same container adds without Berth)\n",
+		"lsp references, Berth's share", "docker", stats.MS(berthAdded-(dc-dh)))
 	return nil
+}
+
+// lineOf is text's line n (1-based).
+func lineOf(text []byte, n int) string {
+	lines := strings.Split(string(text), "\n")
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	return lines[n-1]
+}
+
+// directReferences times the references query (line 1-based, col 0-based)
+// on two gopls processes of their own, alternating: one in the Docker
+// container id, started with docker exec -i (the workspace at
+// /workspace), and one on the host. It returns their times in that
+// order.
+func directReferences(ctx context.Context, id, root string, line, col, n int) ([2][]time.Duration, error) {
+	var times [2][]time.Duration
+	in, err := lspdirect.Start(ctx, "/workspace", root, dockertest.Bin, "exec", "-i", "-w", "/workspace", id, "gopls")
+	if err != nil {
+		return times, err
+	}
+	defer in.Close()
+	on, err := lspdirect.Start(ctx, root, root, "gopls")
+	if err != nil {
+		return times, err
+	}
+	defer on.Close()
+	clients := [2]*lspdirect.Client{in, on}
+	paths := [2]string{"/workspace/" + refsFile, filepath.Join(root, refsFile)}
+	for round := -5; round < n; round++ { // five warm-up rounds
+		for i, c := range clients {
+			d, err := c.Request(ctx, "references", paths[i], line-1, col)
+			if err != nil {
+				return times, fmt.Errorf("direct references (%s): %w", []string{"docker exec", "host"}[i], err)
+			}
+			if round >= 0 {
+				times[i] = append(times[i], d)
+			}
+		}
+	}
+	return times, nil
 }
 
 // startContainerd starts the containerd container as a harness makes one

@@ -2,7 +2,7 @@
 // same definition and references requests on this repository, sent
 // through Berth's harness protocol (the real orchestrator binary over
 // stdio, the client from orchestrator/rpc, the lsp tool, gopls) and sent
-// straight to a second gopls by a minimal client (direct.go), alternating
+// straight to a second gopls by a minimal client (bench/internal/lspdirect), alternating
 // so both stay equally warm. It prints medians, their ratio and the added
 // time two ways:
 //
@@ -43,6 +43,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/bench/internal/lspdirect"
 	"github.com/berth-dev/berth/bench/internal/stats"
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/enclosure/relay"
@@ -149,11 +150,11 @@ func run(n, writes int, repo string) error {
 	}
 	defer c.StopRun(context.Background(), r.RunID)
 
-	d, err := startDirect(ctx, repo)
+	d, err := lspdirect.Start(ctx, repo, repo, "gopls")
 	if err != nil {
 		return err
 	}
-	defer d.close()
+	defer d.Close()
 	inproc, err := newInProcess(repo)
 	if err != nil {
 		return err
@@ -197,7 +198,7 @@ func run(n, writes int, repo string) error {
 		}
 		directCall := func() (time.Duration, error) {
 			time.Sleep(gap)
-			return d.request(ctx, q.action, filepath.Join(repo, q.file), line-1, col)
+			return d.Request(ctx, q.action, filepath.Join(repo, q.file), line-1, col)
 		}
 		// Warm-up: the first references waits for the workspace load on
 		// both paths.
@@ -371,7 +372,7 @@ func (ip *inProcess) call(ctx context.Context, args map[string]any) (time.Durati
 // didWrite times files/didWrite on a warm server against the direct time
 // from didChange+didSave to gopls's first publish, on a scratch copy of a
 // small module (never in the repository).
-func didWrite(ctx context.Context, c *rpc.Client, d *direct, n int) error {
+func didWrite(ctx context.Context, c *rpc.Client, d *lspdirect.Client, n int) error {
 	dir, err := os.MkdirTemp("", "berth-bench-lsp-write-")
 	if err != nil {
 		return err
@@ -392,11 +393,11 @@ func didWrite(ctx context.Context, c *rpc.Client, d *direct, n int) error {
 		return err
 	}
 	defer c.StopRun(context.Background(), r.RunID)
-	wd, err := startDirect(ctx, dir)
+	wd, err := lspdirect.Start(ctx, dir, dir, "gopls")
 	if err != nil {
 		return err
 	}
-	defer wd.close()
+	defer wd.Close()
 	path := filepath.Join(dir, "main.go")
 	var direct, berth []time.Duration
 	for i := -1; i < n; i++ { // i == -1 warms both up
@@ -413,7 +414,7 @@ func didWrite(ctx context.Context, c *rpc.Client, d *direct, n int) error {
 		if rep.State != orchestrator.WriteClean {
 			return fmt.Errorf("didWrite: state %s: %s", rep.State, rep.Text)
 		}
-		a, err := wd.write(ctx, path, body)
+		a, err := wd.Write(ctx, path, body)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,8 @@
-package main
+// Package lspdirect is a minimal LSP client of one language server the
+// benchmarks start themselves, on the host or through any command that
+// carries its stdio (docker exec -i): the alternative a user would write,
+// with nothing Berth does around the request, to time Berth against.
+package lspdirect
 
 import (
 	"context"
@@ -18,10 +22,12 @@ import (
 	"github.com/berth-dev/berth/orchestrator/lsp"
 )
 
-// direct is a minimal LSP client of its own gopls: the alternative a user
-// would write, with nothing Berth does around the request.
-type direct struct {
+// Client is a minimal LSP client of its own server.
+type Client struct {
 	cmd     *exec.Cmd
+	root    string // the module root as the server sees it
+	local   string // the same directory here
+	opened  map[string]bool
 	conn    jsonrpc2.Conn
 	api     protocol.Server
 	version int32
@@ -38,9 +44,14 @@ type pipes struct {
 	io.WriteCloser
 }
 
-func startDirect(ctx context.Context, root string) (*direct, error) {
-	cmd := exec.Command("gopls")
-	cmd.Dir = root
+// Start runs argv (gopls, or a command that runs it elsewhere, such as
+// docker exec -i ID gopls) and initializes it on root, the module as the
+// server sees it; local is the same directory here, where the files it
+// opens are read. The server gets Berth's client capabilities and its
+// catalog's initialization options: the same work Berth asks of it.
+func Start(ctx context.Context, root, local string, argv ...string) (*Client, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = local
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -52,17 +63,21 @@ func startDirect(ctx context.Context, root string) (*direct, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	d := &direct{cmd: cmd, published: make(chan string, 1024), loaded: make(chan struct{}), active: map[string]bool{}}
-	_, d.conn, d.api = protocol.NewClient(context.Background(), &directClient{d: d}, jsonrpc2.NewHeaderStream(pipes{stdout, stdin}))
+	d := &Client{cmd: cmd, root: root, local: local, opened: map[string]bool{}, published: make(chan string, 1024), loaded: make(chan struct{}), active: map[string]bool{}}
+	_, d.conn, d.api = protocol.NewClient(context.Background(), &client{d: d}, jsonrpc2.NewHeaderStream(pipes{stdout, stdin}))
+	var pid any = os.Getpid()
+	if root != local {
+		pid = nil // as Berth sends it to a server in a container: its pid means nothing there
+	}
 	params := map[string]any{
-		"processId": os.Getpid(), "rootUri": uri.File(root), "rootPath": root, "clientInfo": map[string]any{"name": "bench-direct"},
+		"processId": pid, "rootUri": uri.File(root), "rootPath": root, "clientInfo": map[string]any{"name": "bench-direct"},
 		"workspaceFolders":      []protocol.WorkspaceFolder{{URI: uri.File(root), Name: filepath.Base(root)}},
 		"capabilities":          lsp.ClientCapabilities(),                 // as Berth declares them: the same work
 		"initializationOptions": map[string]any{"diagnosticsDelay": "0s"}, // as Berth's catalog entry
 	}
 	var raw jsonrpc2.RawMessage
 	if _, err := d.conn.Call(ctx, protocol.MethodInitialize, params, &raw); err != nil {
-		return nil, fmt.Errorf("direct gopls initialize: %w", err)
+		return nil, fmt.Errorf("direct %s: initialize: %w", argv[0], err)
 	}
 	if err := d.api.Initialized(ctx, &protocol.InitializedParams{}); err != nil {
 		return nil, err
@@ -70,9 +85,13 @@ func startDirect(ctx context.Context, root string) (*direct, error) {
 	return d, nil
 }
 
-// open sends didOpen once per file.
-func (d *direct) open(ctx context.Context, path string) error {
-	b, err := os.ReadFile(path)
+// open sends didOpen once per file; path is as the server sees it.
+func (d *Client) open(ctx context.Context, path string) error {
+	rel, err := filepath.Rel(d.root, path)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(d.local, rel))
 	if err != nil {
 		return err
 	}
@@ -80,12 +99,11 @@ func (d *direct) open(ctx context.Context, path string) error {
 		URI: uri.File(path), LanguageID: "go", Version: 1, Text: string(b)}})
 }
 
-var opened = map[string]bool{}
-
-// request sends one definition or references request and times it.
-func (d *direct) request(ctx context.Context, action, path string, line, col int) (time.Duration, error) {
-	if !opened[path] {
-		opened[path] = true
+// Request sends one definition or references request at path (as the
+// server sees it), line and col (0-based), and times it.
+func (d *Client) Request(ctx context.Context, action, path string, line, col int) (time.Duration, error) {
+	if !d.opened[path] {
+		d.opened[path] = true
 		if err := d.open(ctx, path); err != nil {
 			return 0, err
 		}
@@ -107,9 +125,9 @@ func (d *direct) request(ctx context.Context, action, path string, line, col int
 	return time.Since(start), err
 }
 
-// write sends the new content and times it to gopls's first publish for
-// the file.
-func (d *direct) write(ctx context.Context, path, text string) (time.Duration, error) {
+// Write sends the new content of path and times it to the server's first
+// publish for the file.
+func (d *Client) Write(ctx context.Context, path, text string) (time.Duration, error) {
 	u := uri.File(path)
 	d.version++
 	for len(d.published) > 0 {
@@ -138,12 +156,13 @@ func (d *direct) write(ctx context.Context, path, text string) (time.Duration, e
 				return time.Since(start), nil
 			}
 		case <-time.After(30 * time.Second):
-			return 0, fmt.Errorf("direct gopls published nothing for %s", path)
+			return 0, fmt.Errorf("direct server published nothing for %s", path)
 		}
 	}
 }
 
-func (d *direct) close() {
+// Close ends the server.
+func (d *Client) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = d.api.Shutdown(ctx)
@@ -153,12 +172,13 @@ func (d *direct) close() {
 	_ = d.conn.Close()
 }
 
-type directClient struct {
+// client answers what the server asks of its client.
+type client struct {
 	protocol.UnimplementedClient
-	d *direct
+	d *Client
 }
 
-func (c *directClient) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagnosticsParams) error {
+func (c *client) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagnosticsParams) error {
 	select {
 	case c.d.published <- string(p.URI):
 	default:
@@ -166,7 +186,7 @@ func (c *directClient) PublishDiagnostics(_ context.Context, p *protocol.Publish
 	return nil
 }
 
-func (c *directClient) Progress(_ context.Context, p *protocol.ProgressParams) error {
+func (c *client) Progress(_ context.Context, p *protocol.ProgressParams) error {
 	var v struct {
 		Kind string `json:"kind"`
 	}
@@ -188,11 +208,11 @@ func (c *directClient) Progress(_ context.Context, p *protocol.ProgressParams) e
 	return nil
 }
 
-func (c *directClient) WorkDoneProgressCreate(context.Context, *protocol.WorkDoneProgressCreateParams) error {
+func (c *client) WorkDoneProgressCreate(context.Context, *protocol.WorkDoneProgressCreateParams) error {
 	return nil
 }
 
-func (c *directClient) Configuration(_ context.Context, p *protocol.ConfigurationParams) ([]protocol.LSPAny, error) {
+func (c *client) Configuration(_ context.Context, p *protocol.ConfigurationParams) ([]protocol.LSPAny, error) {
 	out := make([]protocol.LSPAny, len(p.Items))
 	for i := range out {
 		out[i] = protocol.LSPAny("null")
@@ -200,10 +220,10 @@ func (c *directClient) Configuration(_ context.Context, p *protocol.Configuratio
 	return out, nil
 }
 
-func (c *directClient) RegisterCapability(context.Context, *protocol.RegistrationParams) error {
+func (c *client) RegisterCapability(context.Context, *protocol.RegistrationParams) error {
 	return nil
 }
-func (c *directClient) LogMessage(context.Context, *protocol.LogMessageParams) error { return nil }
-func (c *directClient) ShowMessage(context.Context, *protocol.ShowMessageParams) error {
+func (c *client) LogMessage(context.Context, *protocol.LogMessageParams) error { return nil }
+func (c *client) ShowMessage(context.Context, *protocol.ShowMessageParams) error {
 	return nil
 }
