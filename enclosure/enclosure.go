@@ -118,6 +118,23 @@ func CheckPort(port int) error {
 	return nil
 }
 
+// CheckSignal is a container handle's first step in Signal: sig must be
+// a syscall.Signal (else an error wrapping ErrNotSupported), and the
+// process must not have exited (done closed), which is an error that says
+// so rather than a signal sent to nothing.
+func CheckSignal(sig os.Signal, done <-chan struct{}) (syscall.Signal, error) {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return 0, fmt.Errorf("signal %v: %w", sig, ErrNotSupported)
+	}
+	select {
+	case <-done:
+		return 0, fmt.Errorf("signal %v: the process has exited", sig)
+	default:
+	}
+	return s, nil
+}
+
 // Stop ends p as os/exec's Cancel and WaitDelay do: it sends sig (SIGTERM
 // when nil; closing stdin is the caller's first step where the process
 // ends on EOF), waits up to grace for the process to exit, then kills it

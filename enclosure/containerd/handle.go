@@ -231,14 +231,9 @@ const callTimeout = 10 * time.Second
 // itself, so no second exec carries it (as "relay signal" must for
 // Docker).
 func (h *handle) Signal(sig os.Signal) error {
-	s, ok := sig.(syscall.Signal)
-	if !ok {
-		return fmt.Errorf("signal %v: %w", sig, enclosure.ErrNotSupported)
-	}
-	select {
-	case <-h.done:
-		return fmt.Errorf("signal %v: the process has exited", sig)
-	default:
+	s, err := enclosure.CheckSignal(sig, h.done)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := h.c.d.ctx(context.Background())
 	defer cancel()

@@ -65,14 +65,9 @@ const signalTimeout = 10 * time.Second
 // the relay's grace. Those three go in the relay's stdin; SIGINT and any
 // other by an exec of "relay signal".
 func (h *handle) Signal(sig os.Signal) error {
-	s, ok := sig.(syscall.Signal)
-	if !ok {
-		return fmt.Errorf("signal %v: %w", sig, enclosure.ErrNotSupported)
-	}
-	select {
-	case <-h.Done():
-		return fmt.Errorf("signal %v: the process has exited", sig)
-	default:
+	s, err := enclosure.CheckSignal(sig, h.Done())
+	if err != nil {
+		return err
 	}
 	h.signalled.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)

@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -69,14 +68,9 @@ const signalTimeout = 10 * time.Second
 // in the relay's stdin, which spares an exec through the API server;
 // SIGINT and any other go by an exec of "relay signal".
 func (h *handle) Signal(sig os.Signal) error {
-	s, ok := sig.(syscall.Signal)
-	if !ok {
-		return fmt.Errorf("signal %v: %w", sig, enclosure.ErrNotSupported)
-	}
-	select {
-	case <-h.Done():
-		return fmt.Errorf("signal %v: the process has exited", sig)
-	default:
+	s, err := enclosure.CheckSignal(sig, h.Done())
+	if err != nil {
+		return err
 	}
 	h.signalled.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
