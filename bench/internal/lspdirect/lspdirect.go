@@ -121,6 +121,8 @@ func (d *Client) Request(ctx context.Context, action, path string, line, col int
 		_, err = d.api.Definition(ctx, &protocol.DefinitionParams{TextDocumentPositionParams: pos})
 	case "references":
 		_, err = d.api.References(ctx, &protocol.ReferenceParams{TextDocumentPositionParams: pos, Context: protocol.ReferenceContext{IncludeDeclaration: true}})
+	default:
+		return 0, fmt.Errorf("action %q: the client sends definition or references", action)
 	}
 	return time.Since(start), err
 }

@@ -1,0 +1,54 @@
+package lspdirect
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// The client drives a real gopls: a definition and a references request
+// are answered, and a write is published.
+func TestClientAgainstGopls(t *testing.T) {
+	if _, err := exec.LookPath("gopls"); err != nil {
+		t.Fatalf("gopls is not on PATH (scripts/setup installs it): %v", err)
+	}
+	dir := t.TempDir()
+	src := "package a\n\nfunc F() {}\n\nfunc G() { F() }\n"
+	for name, body := range map[string]string{"go.mod": "module example.com/a\n\ngo 1.22\n", "a.go": src} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, dir, dir, "gopls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	path := filepath.Join(dir, "a.go")
+	for _, action := range []string{"references", "definition"} {
+		d, err := c.Request(ctx, action, path, 4, 11) // F in G's body
+		if err != nil || d <= 0 {
+			t.Errorf("%s = %v, %v", action, d, err)
+		}
+	}
+	if _, err := c.Request(ctx, "hover", path, 4, 11); err == nil {
+		t.Error("an action other than definition and references was not refused")
+	}
+	wdir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(wdir, "go.mod"), []byte("module example.com/w\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Start(ctx, wdir, wdir, "gopls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if d, err := w.Write(ctx, filepath.Join(wdir, "w.go"), "package w\n\nvar X int = \"no\"\n"); err != nil || d <= 0 {
+		t.Errorf("Write = %v, %v; want the time to gopls's publish", d, err)
+	}
+}
