@@ -39,6 +39,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -67,6 +68,8 @@ const batch = 20
 // The lsp query: references of Errorf in orchestrator/result.go, as
 // bench/lsp asks them.
 const (
+	// workspace is where every container mounts this repository.
+	workspace  = "/workspace"
 	refsFile   = "orchestrator/result.go"
 	refsFind   = "func Errorf("
 	refsSymbol = "Errorf"
@@ -118,7 +121,7 @@ func run(starts, rounds, queries, launches int, image string) error {
 		return err
 	}
 	id, err := dockertest.Run("run", "-d", "--network", "none",
-		"-v", root+":/workspace", "-v", work+":/bench", "-v", modcache+":/root/go/pkg/mod:ro",
+		"-v", root+":"+workspace, "-v", work+":/bench", "-v", modcache+":/root/go/pkg/mod:ro",
 		"-e", "GOPROXY=off", "-e", "GOFLAGS=-mod=readonly",
 		"--label", enclosure.ConversationLabel+"=bench-enclosure", image, "sleep", "infinity")
 	if err != nil {
@@ -217,12 +220,15 @@ func run(starts, rounds, queries, launches int, image string) error {
 	if err != nil {
 		return err
 	}
-	line := 0
+	line, col := 0, 0 // line 1-based (the tool's), col 0-based (LSP's)
 	for i, l := range strings.Split(string(text), "\n") {
 		if strings.Contains(l, refsFind) {
-			line = i + 1
+			line, col = i+1, strings.Index(l, refsSymbol)
 			break
 		}
+	}
+	if line == 0 {
+		return fmt.Errorf("%s has no line with %q: point refsFile and refsFind at a function that is still there", refsFile, refsFind)
 	}
 	refs := map[string]any{"action": "references", "file": refsFile, "line": line, "symbol": refsSymbol}
 	lspRuns := make([]string, len(places))
@@ -266,7 +272,7 @@ func run(starts, rounds, queries, launches int, image string) error {
 	// -i in the Docker container (the stream Berth's docker driver reads
 	// through the Engine API, without the relay), each by a minimal
 	// client, alternating.
-	noBerth, err := directReferences(srv.ctx, id, root, line, strings.Index(lineOf(text, line), refsSymbol), queries)
+	noBerth, err := directReferences(srv.ctx, id, root, line, col, queries)
 	if err != nil {
 		return err
 	}
@@ -325,23 +331,14 @@ func run(starts, rounds, queries, launches int, image string) error {
 	return nil
 }
 
-// lineOf is text's line n (1-based).
-func lineOf(text []byte, n int) string {
-	lines := strings.Split(string(text), "\n")
-	if n < 1 || n > len(lines) {
-		return ""
-	}
-	return lines[n-1]
-}
-
 // directReferences times the references query (line 1-based, col 0-based)
 // on two gopls processes of their own, alternating: one in the Docker
-// container id, started with docker exec -i (the workspace at
-// /workspace), and one on the host. It returns their times in that
+// container id, started with docker exec -i (the repository at
+// workspace), and one on the host. It returns their times in that
 // order.
 func directReferences(ctx context.Context, id, root string, line, col, n int) ([2][]time.Duration, error) {
 	var times [2][]time.Duration
-	in, err := lspdirect.Start(ctx, "/workspace", root, dockertest.Bin, "exec", "-i", "-w", "/workspace", id, "gopls")
+	in, err := lspdirect.Start(ctx, workspace, root, dockertest.Bin, "exec", "-i", "-w", workspace, id, "gopls")
 	if err != nil {
 		return times, err
 	}
@@ -351,13 +348,13 @@ func directReferences(ctx context.Context, id, root string, line, col, n int) ([
 		return times, err
 	}
 	defer on.Close()
-	clients := [2]*lspdirect.Client{in, on}
-	paths := [2]string{"/workspace/" + refsFile, filepath.Join(root, refsFile)}
+	clients, names := [2]*lspdirect.Client{in, on}, [2]string{"docker exec", "host"}
+	paths := [2]string{path.Join(workspace, refsFile), filepath.Join(root, refsFile)}
 	for round := -5; round < n; round++ { // five warm-up rounds
 		for i, c := range clients {
 			d, err := c.Request(ctx, "references", paths[i], line-1, col)
 			if err != nil {
-				return times, fmt.Errorf("direct references (%s): %w", []string{"docker exec", "host"}[i], err)
+				return times, fmt.Errorf("direct references (%s): %w", names[i], err)
 			}
 			if round >= 0 {
 				times[i] = append(times[i], d)
@@ -383,7 +380,7 @@ func startContainerd(image, root, work, modcache string) (string, error) {
 		return "type=bind,src=" + src + ",dst=" + dst + ",options=rbind:" + mode
 	}
 	_, err := containerdtest.Ctr("run", "-d", "--label", enclosure.ConversationLabel+"=bench-enclosure",
-		"--mount", bind(root, "/workspace", "rw"), "--mount", bind(work, "/bench", "rw"), "--mount", bind(modcache, "/root/go/pkg/mod", "ro"),
+		"--mount", bind(root, workspace, "rw"), "--mount", bind(work, "/bench", "rw"), "--mount", bind(modcache, "/root/go/pkg/mod", "ro"),
 		"--env", "GOPROXY=off", "--env", "GOFLAGS=-mod=readonly",
 		containerdtest.Ref(image), id, "sleep", "infinity")
 	if err != nil {
@@ -404,7 +401,7 @@ func startPod(rel *relay.Binary, image, root, work, modcache string) (*kubetest.
 	}
 	id, err := kube.StartPod(kubetest.Pod{
 		Name: "bench-enclosure", Image: image, Conversation: "bench-enclosure",
-		Workdir: "/", SubPath: strings.TrimPrefix(root, "/"), MountPath: "/workspace",
+		Workdir: "/", SubPath: strings.TrimPrefix(root, "/"), MountPath: workspace,
 		More:        []kubetest.Mount{{SubPath: strings.TrimPrefix(work, "/"), MountPath: "/bench"}},
 		DockerFlags: []string{"-v", modcache + ":/root/go/pkg/mod:ro", "-e", "GOPROXY=off", "-e", "GOFLAGS=-mod=readonly"},
 	})

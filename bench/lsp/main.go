@@ -2,9 +2,9 @@
 // same definition and references requests on this repository, sent
 // through Berth's harness protocol (the real orchestrator binary over
 // stdio, the client from orchestrator/rpc, the lsp tool, gopls) and sent
-// straight to a second gopls by a minimal client (bench/internal/lspdirect), alternating
-// so both stay equally warm. It prints medians, their ratio and the added
-// time two ways:
+// straight to a second gopls by a minimal client (bench/internal/lspdirect),
+// alternating so both stay equally warm. It prints medians, their ratio and
+// the added time two ways:
 //
 //   - added: the median of the pair differences. Two gopls processes
 //     answer, so their own variance (a references query takes 4 to 10ms,

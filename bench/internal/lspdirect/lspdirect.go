@@ -7,11 +7,13 @@ package lspdirect
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator/lsp"
 )
 
@@ -50,8 +53,15 @@ type pipes struct {
 // opens are read. The server gets Berth's client capabilities and its
 // catalog's initialization options: the same work Berth asks of it.
 func Start(ctx context.Context, root, local string, argv ...string) (*Client, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("lspdirect.Start: no command: give the server's argv, such as gopls")
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = local
+	// What the server (or docker exec, for a container gone) says goes
+	// into the error of a start that fails.
+	stderr := enclosure.NewTail(4096)
+	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -76,11 +86,13 @@ func Start(ctx context.Context, root, local string, argv ...string) (*Client, er
 		"initializationOptions": map[string]any{"diagnosticsDelay": "0s"}, // as Berth's catalog entry
 	}
 	var raw jsonrpc2.RawMessage
-	if _, err := d.conn.Call(ctx, protocol.MethodInitialize, params, &raw); err != nil {
-		return nil, fmt.Errorf("direct %s: initialize: %w", argv[0], err)
+	_, err = d.conn.Call(ctx, protocol.MethodInitialize, params, &raw)
+	if err == nil {
+		err = d.api.Initialized(ctx, &protocol.InitializedParams{})
 	}
-	if err := d.api.Initialized(ctx, &protocol.InitializedParams{}); err != nil {
-		return nil, err
+	if err != nil {
+		d.end()
+		return nil, fmt.Errorf("%s: initialize: %w (its stderr: %q)", strings.Join(argv, " "), err, stderr.String())
 	}
 	return d, nil
 }
@@ -110,6 +122,8 @@ func (d *Client) Request(ctx context.Context, action, path string, line, col int
 		select { // as Berth does, references wait for the initial load
 		case <-d.loaded:
 		case <-time.After(2 * time.Minute):
+		case <-ctx.Done():
+			return 0, ctx.Err()
 		}
 	}
 	pos := protocol.TextDocumentPositionParams{TextDocument: protocol.TextDocumentIdentifier{URI: uri.File(path)},
@@ -169,6 +183,13 @@ func (d *Client) Close() {
 	defer cancel()
 	_ = d.api.Shutdown(ctx)
 	_ = d.api.Exit(ctx)
+	d.end()
+}
+
+// end kills the command and closes the connection. Through docker exec,
+// that ends the CLI; a server inside that ignored exit lives until its
+// container goes, which bench/enclosure removes at its end.
+func (d *Client) end() {
 	_ = d.cmd.Process.Kill()
 	_ = d.cmd.Wait()
 	_ = d.conn.Close()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -38,6 +39,13 @@ func TestClientAgainstGopls(t *testing.T) {
 	}
 	if _, err := c.Request(ctx, "hover", path, 4, 11); err == nil {
 		t.Error("an action other than definition and references was not refused")
+	}
+	// A server that cannot start says why, and is not left running.
+	if _, err := Start(ctx, dir, dir, "sh", "-c", "echo no such server >&2; exit 3"); err == nil || !strings.Contains(err.Error(), "no such server") {
+		t.Errorf("Start of a command that exits = %v, want an error with its stderr", err)
+	}
+	if _, err := Start(ctx, dir, dir); err == nil || !strings.Contains(err.Error(), "give the server's argv") {
+		t.Errorf("Start with no command = %v, want an error saying what to give", err)
 	}
 	wdir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(wdir, "go.mod"), []byte("module example.com/w\n\ngo 1.22\n"), 0o644); err != nil {

@@ -12,8 +12,8 @@ import (
 // them (or the engine's client that demultiplexes them) to the process's
 // reader. It buffers up to max bytes, as an OS pipe does, so that a
 // reader of stdout is not held up by a stderr nobody has read yet; a full
-// pipe makes the writer wait. Once the reader closes it,
-// writes are dropped, so the other stream keeps flowing.
+// pipe makes the writer wait. Once the reader closes it, writes are
+// dropped, so the other stream keeps flowing.
 type Pipe struct {
 	mu      sync.Mutex
 	cond    sync.Cond
