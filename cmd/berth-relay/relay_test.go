@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
@@ -163,6 +164,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"bad stdin mode", []string{"run", "--stdin", "lines", "--", "true"}, 125, "--stdin is raw, framed or inherit"},
 		{"env without =", []string{"run", "--env", "GREETING", "--", "true"}, 125, `--env "GREETING" is not KEY=VALUE`},
 		{"env without a name", []string{"run", "--env", "=hi", "--", "true"}, 125, `--env "=hi" is not KEY=VALUE`},
+		{"connect with inherit", []string{"run", "--connect", "/x.sock", "--stdin", "inherit", "--", "true"}, 125, "--connect gives PROG a socket"},
+		{"connect without a token", []string{"run", "--connect", "/x.sock", "--", "true"}, 125, "no token in $BERTH_RELAY_TOKEN"},
 		{"missing dir", []string{"run", "--dir", "/no/such/dir", "--", "true"}, 126, "the working directory /no/such/dir: no such file or directory"},
 		{"unknown mode", []string{"launch"}, 125, `unknown mode "launch"`},
 	} {
@@ -220,6 +223,70 @@ func TestRunPassesStdioThrough(t *testing.T) {
 	if code != 0 || rest != "" || p.stderr.String() != "to-stderr\n" {
 		t.Fatalf("exit %d, rest %q, stderr %q", code, rest, p.stderr)
 	}
+}
+
+// TestRunConnect: with --connect, PROG's stdin and stdout are the socket
+// (no pipe of the relay's between), the relay's stdin still carries its
+// signals and its EOF, and the token is gone from PROG's environment. A
+// socket path longer than an address holds is reached too, and a socket
+// nobody listens on fails the relay before PROG runs.
+func TestRunConnect(t *testing.T) {
+	short := t.TempDir()
+	long := filepath.Join(short, strings.Repeat("d", 60), strings.Repeat("e", 60))
+	if err := os.MkdirAll(long, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, dir := range map[string]string{"short path": short, "long path": long} {
+		t.Run(name, func(t *testing.T) {
+			tag := client.NewTag()
+			l, err := client.ListenStdio(dir, tag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			sock := filepath.Join(dir, l.Name)
+			prog := `readlink /proc/self/fd/0 /proc/self/fd/1; echo "token=${BERTH_RELAY_TOKEN:-none}"; cat; echo after-eof`
+			cmd := exec.Command(relayBin, client.RunArgs("", client.RunOptions{Stdin: client.StdinFramed, Connect: sock}, "sh", "-c", prog)[1:]...)
+			cmd.Env = append(os.Environ(), l.Env())
+			p := start(t, cmd)
+			conn, err := l.Accept(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the socket's name is still there after Accept: %v", err)
+			}
+			r := bufio.NewReader(conn)
+			for i := 0; i < 2; i++ {
+				if l, _ := r.ReadString('\n'); !strings.HasPrefix(l, "socket:[") {
+					t.Fatalf("PROG's fd %d is %q, not the socket", i, l)
+				}
+			}
+			if l, _ := r.ReadString('\n'); l != "token=none\n" {
+				t.Fatalf("PROG's environment: %q", l)
+			}
+			io.WriteString(conn, "through the socket\n")
+			conn.CloseWrite() // PROG reads EOF; the relay's stdin stays open
+			rest, _ := io.ReadAll(r)
+			if string(rest) != "through the socket\nafter-eof\n" {
+				t.Fatalf("read %q", rest)
+			}
+			p.stdin.Close()
+			if code, out := p.wait(t); code != 0 || out != "" {
+				t.Fatalf("exit %d, the relay's stdout %q, stderr %q", code, out, p.stderr)
+			}
+		})
+	}
+	t.Run("nobody listens", func(t *testing.T) {
+		cmd := exec.Command(relayBin, "run", "--connect", filepath.Join(short, "none.sock"), "--", "sh", "-c", "echo ran")
+		cmd.Env = append(os.Environ(), wire.EnvToken+"=x")
+		p := start(t, cmd)
+		code, out := p.wait(t)
+		if code != wire.ExitRelayFailed || out != "" || !strings.Contains(p.stderr.String(), "--connect") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, p.stderr)
+		}
+	})
 }
 
 func TestRunKillsTheTreeOnStdinEOF(t *testing.T) {

@@ -32,8 +32,11 @@ type runFlags struct {
 	grace time.Duration
 	stdin string
 	tag   string
-	dir   string   // PROG's working directory ("": the relay's)
-	env   []string // KEY=VALUE added to PROG's environment, in order
+	dir   string // PROG's working directory ("": the relay's)
+	// connect is a unix socket to give PROG as its stdin and stdout
+	// ("": the relay's stdout, and its stdin as --stdin says).
+	connect string
+	env     []string // KEY=VALUE added to PROG's environment, in order
 }
 
 func parseRunFlags(args []string) (runFlags, []string, error) {
@@ -44,6 +47,7 @@ func parseRunFlags(args []string) (runFlags, []string, error) {
 	fs.StringVar(&f.stdin, "stdin", wire.StdinRaw, "")
 	fs.StringVar(&f.tag, "tag", "", "")
 	fs.StringVar(&f.dir, "dir", "", "")
+	fs.StringVar(&f.connect, "connect", "", "")
 	fs.Func("env", "", func(kv string) error {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			return fmt.Errorf("--env %q is not KEY=VALUE", kv)
@@ -57,6 +61,9 @@ func parseRunFlags(args []string) (runFlags, []string, error) {
 	if f.stdin != wire.StdinRaw && f.stdin != wire.StdinFramed && f.stdin != wire.StdinInherit {
 		return f, nil, errors.New("--stdin is raw, framed or inherit, not " + f.stdin)
 	}
+	if f.connect != "" && f.stdin == wire.StdinInherit {
+		return f, nil, errors.New("--connect gives PROG a socket as its stdin: use --stdin framed or raw for the relay's own, not inherit")
+	}
 	if f.grace < 0 {
 		return f, nil, errors.New("--grace must not be negative")
 	}
@@ -69,6 +76,7 @@ type runner struct {
 	flags runFlags
 	child int // PROG's pid, which is also its process group id
 	in    *childInput
+	sock  *os.File // --connect's socket, PROG's stdin and stdout; nil without
 
 	leaderDone chan struct{} // closed when PROG has been reaped; code is set
 	code       int
@@ -107,6 +115,16 @@ func runMode(args []string) int {
 	}
 
 	r := &runner{flags: flags, leaderDone: make(chan struct{}), allDone: make(chan struct{})}
+	if flags.connect != "" {
+		// Before PROG is looked up, so that a relay that could not
+		// connect fails with ExitRelayFailed and nothing else has run.
+		fd, err := connectStdio(flags.connect, os.Getenv(wire.EnvToken))
+		if err != nil {
+			return fail("run: --connect %s: %v", flags.connect, err)
+		}
+		r.sock = os.NewFile(uintptr(fd), flags.connect)
+	}
+	_ = os.Unsetenv(wire.EnvToken)
 	if code := r.start(argv); code != 0 {
 		return code
 	}
@@ -166,8 +184,14 @@ func (r *runner) start(argv []string) int {
 		fail("run: %v", err)
 		return code
 	}
+	if r.sock != nil {
+		// PROG alone holds the socket: its exit is the caller's EOF.
+		// What the relay's stdin carries for PROG is dropped.
+		defer r.sock.Close()
+		return r.forkExec(path, argv, r.sock, r.sock, &childInput{})
+	}
 	if r.flags.stdin == wire.StdinInherit {
-		if code := r.forkExec(path, argv, os.Stdin, &childInput{}); code != 0 {
+		if code := r.forkExec(path, argv, os.Stdin, os.Stdout, &childInput{}); code != 0 {
 			return code
 		}
 		// PROG's stdin is PROG's alone: a caller writing after PROG closed
@@ -180,19 +204,19 @@ func (r *runner) start(argv []string) int {
 		return fail("run: stdin pipe: %v", err)
 	}
 	defer pr.Close()
-	if code := r.forkExec(path, argv, pr, &childInput{f: pw}); code != 0 {
+	if code := r.forkExec(path, argv, pr, os.Stdout, &childInput{f: pw}); code != 0 {
 		pw.Close()
 		return code
 	}
 	return 0
 }
 
-// forkExec starts PROG with stdin as its stdin; in is what the relay
-// writes to it (nothing when PROG inherits the relay's).
-func (r *runner) forkExec(path string, argv []string, stdin *os.File, in *childInput) int {
+// forkExec starts PROG with stdin and stdout; in is what the relay
+// writes to PROG's stdin (nothing when PROG has the relay's, or a socket).
+func (r *runner) forkExec(path string, argv []string, stdin, stdout *os.File, in *childInput) int {
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   os.Environ(),
-		Files: []uintptr{stdin.Fd(), os.Stdout.Fd(), os.Stderr.Fd()},
+		Files: []uintptr{stdin.Fd(), stdout.Fd(), os.Stderr.Fd()},
 		// PROG dies with the relay even if the relay is SIGKILLed.
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	})

@@ -24,7 +24,7 @@ type childInput struct {
 }
 
 func (c *childInput) Write(p []byte) (int, error) {
-	if !c.closed.Load() {
+	if c.f != nil && !c.closed.Load() {
 		if _, err := c.f.Write(p); err != nil {
 			c.Close()
 		}
@@ -34,7 +34,8 @@ func (c *childInput) Write(p []byte) (int, error) {
 
 // Close closes PROG's stdin, so PROG reads EOF. Safe to call more than
 // once and while a Write is blocked (that Write then fails). Without f
-// (PROG inherited the relay's stdin) there is nothing to close.
+// (PROG inherited the relay's stdin, or has a socket) there is nothing to
+// close, and writes are dropped.
 func (c *childInput) Close() error {
 	c.once.Do(func() {
 		c.closed.Store(true)

@@ -1,6 +1,7 @@
 // Package relay is the client side of Berth's relay (cmd/berth-relay): it
 // finds the relay binary Berth ships, tells its version and architecture,
-// and builds the command lines of the relay's modes. Every enclosure
+// builds the command lines of the relay's modes, and listens for a
+// program's stdio on a socket (StdioListener, Sockets). Every enclosure
 // driver runs its processes under the relay, so that nothing a run starts
 // outlives it; the container drivers also install it into the container
 // (each with its engine's copy API) at InstallPath.
@@ -142,6 +143,10 @@ type RunOptions struct {
 	// Dir ends the run with exit code 126, the reason on stderr.
 	Dir string
 	Env []string
+	// Connect is a unix socket, as the enclosure sees it, that the relay
+	// connects to and gives the program as its stdin and stdout (see
+	// StdioListener); empty: the relay's own stdio.
+	Connect string
 }
 
 // RunArgs is the command line that runs prog with args under the relay at
@@ -162,6 +167,9 @@ func RunArgs(relayPath string, o RunOptions, prog string, args ...string) []stri
 	}
 	for _, kv := range o.Env {
 		argv = append(argv, "--env", kv)
+	}
+	if o.Connect != "" {
+		argv = append(argv, "--connect", o.Connect)
 	}
 	argv = append(argv, "--", prog)
 	return append(argv, args...)

@@ -1,6 +1,6 @@
 // Package wire is the contract between berth-relay and the code that runs
-// it: run's stdin modes, the header of a framed stdin, the line dial
-// writes once connected, and the exit codes of the relay's own failures.
+// it: run's stdin modes, the header of a framed stdin, the token of run
+// --connect, the line dial writes once connected, and the exit codes of the relay's own failures.
 // Both sides import these from here, so they cannot drift apart. It
 // imports nothing, so the relay binary stays small.
 package wire
@@ -31,6 +31,12 @@ const (
 	// not a length: no frame is that long.
 	SignalFrame = 1 << 31
 )
+
+// EnvToken names the variable that gives "berth-relay run --connect" the
+// token it writes first on the socket, then a newline, so that the
+// listener can tell the relay it started from any other process that
+// found the socket. The relay removes it from the program's environment.
+const EnvToken = "BERTH_RELAY_TOKEN"
 
 // ReadyLine is the line "berth-relay dial --ready" writes to its stderr
 // once it is connected.

@@ -1,0 +1,271 @@
+package relay
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/berth-dev/berth/enclosure/relay/wire"
+)
+
+// StdioListener is Berth's end of "run --connect": a unix socket in a
+// directory that Berth and the enclosure both see (the workdir's bind
+// mount), through which the program's stdin and stdout pass straight
+// between Berth and the program, with no engine between them (an exec's
+// stream passes each message through the engine and its shim: see the
+// README's "Beside containers" for what that costs). The socket's name is
+// in the directory only from Listen to Accept: it is removed as soon as
+// the relay connected, or at Close.
+type StdioListener struct {
+	l     *net.UnixListener
+	dir   *os.File // held while the socket is reached through it
+	path  string   // the socket as Berth sees it
+	Name  string   // its name in the directory
+	token string
+
+	once sync.Once
+	err  error
+}
+
+// maxSunPath is the longest path a unix socket's address holds.
+const maxSunPath = 107
+
+// ListenStdio listens on a new socket in dir, a directory as Berth sees
+// it; tag names it, so that the socket of one run is told from another's.
+// The socket is writable by every user, since the enclosure's may not be
+// Berth's: the token keeps any other process from passing for the relay.
+func ListenStdio(dir, tag string) (*StdioListener, error) {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	s := &StdioListener{Name: "." + tag + ".sock", token: hex.EncodeToString(b)}
+	s.path = filepath.Join(dir, s.Name)
+	addr := s.path
+	if len(addr) > maxSunPath {
+		// Too long for an address: reach it through the directory.
+		d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return nil, err
+		}
+		s.dir = d
+		addr = "/proc/self/fd/" + strconv.Itoa(int(d.Fd())) + "/" + s.Name
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	if err != nil {
+		if s.dir != nil {
+			s.dir.Close()
+		}
+		return nil, err
+	}
+	// The name is removed by Close, through the path that stays right.
+	l.SetUnlinkOnClose(false)
+	s.l = l
+	if err := os.Chmod(s.path, 0o666); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Env is the variable to give the relay, KEY=VALUE.
+func (s *StdioListener) Env() string { return wire.EnvToken + "=" + s.token }
+
+// acceptWait bounds Accept when ctx has no earlier deadline: the relay
+// connects before it starts the program, at once.
+const acceptWait = 30 * time.Second
+
+// tokenWait bounds the read of a connection's token.
+const tokenWait = 2 * time.Second
+
+// ErrNotConnected is Accept's error when ended closed first: the relay
+// exited without connecting (it could not reach the socket).
+var ErrNotConnected = errors.New("the relay exited without connecting to its stdio socket")
+
+// Accept returns the relay's connection: the first whose first line is
+// the token (any other is closed). It gives up when ended is closed (the
+// relay's exec ended) and nothing connected before, or when ctx is done;
+// it removes the socket's name either way. The connection's writes are
+// the program's stdin, its reads the program's stdout; CloseWrite closes
+// the program's stdin.
+func (s *StdioListener) Accept(ctx context.Context, ended <-chan struct{}) (*net.UnixConn, error) {
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(ctx, acceptWait)
+	defer cancel()
+	var (
+		mu  sync.Mutex
+		why error
+	)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		var err error
+		select {
+		case <-ended:
+			err = ErrNotConnected
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-done:
+			return
+		}
+		mu.Lock()
+		why = err
+		mu.Unlock()
+		_ = s.l.SetDeadline(time.Unix(1, 0)) // wakes AcceptUnix
+	}()
+	drained := false
+	for {
+		conn, err := s.l.AcceptUnix()
+		if err == nil {
+			if s.check(conn) {
+				return conn, nil
+			}
+			conn.Close()
+			continue
+		}
+		mu.Lock()
+		reason := why
+		mu.Unlock()
+		if reason == nil {
+			return nil, fmt.Errorf("accepting on %s: %w", s.path, err)
+		}
+		if reason == ErrNotConnected && !drained {
+			// A relay that connected and then ended (its program not
+			// found) is in the backlog before its exec ends: take it.
+			drained = true
+			_ = s.l.SetDeadline(time.Now().Add(drainWait))
+			continue
+		}
+		return nil, reason
+	}
+}
+
+// drainWait bounds the last look for a connection once the relay ended;
+// one made is already queued.
+const drainWait = 20 * time.Millisecond
+
+// check reads conn's first line and says whether it is the token.
+func (s *StdioListener) check(conn *net.UnixConn) bool {
+	_ = conn.SetReadDeadline(time.Now().Add(tokenWait))
+	got := make([]byte, len(s.token)+1)
+	if _, err := io.ReadFull(conn, got); err != nil {
+		return false
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	want := []byte(s.token + "\n")
+	return subtle.ConstantTimeCompare(got, want) == 1
+}
+
+// Close stops listening and removes the socket's name. Safe to call more
+// than once.
+func (s *StdioListener) Close() error {
+	s.once.Do(func() {
+		s.err = s.l.Close()
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) && s.err == nil {
+			s.err = err
+		}
+		if s.dir != nil {
+			s.dir.Close()
+		}
+	})
+	return s.err
+}
+
+// SocketStdin is the program's stdin through its socket: Close closes
+// the program's stdin (a half-close) and leaves its stdout open.
+func SocketStdin(conn *net.UnixConn) io.WriteCloser { return socketStdin{conn} }
+
+type socketStdin struct{ *net.UnixConn }
+
+func (s socketStdin) Close() error { return s.CloseWrite() }
+
+// SocketStdout is the program's stdout through its socket, read directly
+// (no copy in between). Its end, or a close of the socket by its owner
+// (a process lost with its engine), is EOF; at EOF the socket is closed,
+// as reading a pipe to EOF releases it.
+func SocketStdout(conn *net.UnixConn) io.Reader { return socketStdout{conn} }
+
+type socketStdout struct{ conn *net.UnixConn }
+
+func (s socketStdout) Read(b []byte) (int, error) {
+	n, err := s.conn.Read(b)
+	if err != nil {
+		s.conn.Close()
+		err = io.EOF
+	}
+	return n, err
+}
+
+// Sockets is one container's choice of stdio: through a socket where a
+// start's directory is shared, until a relay could not connect to one
+// (the container's view of the directory is not Berth's, as with a file
+// system shared through a VM), after which every start uses the exec's
+// stream.
+type Sockets struct {
+	Off   bool   // the configuration says exec: never a socket
+	Where string // the container, for the log: "docker container NAME"
+	Key   string // the configuration key that turns sockets off
+	Log   *slog.Logger
+
+	failed atomic.Bool
+}
+
+// Listen returns the socket of a start in dir (as the container sees
+// it), or nil when the exec's stream is to carry stdio: sockets are off,
+// dir is not in a mount Berth sees (berthPath fails), or Berth cannot
+// make the socket there.
+func (s *Sockets) Listen(dir, tag string, berthPath func(string) (string, error)) *StdioListener {
+	if s.Off || dir == "" || s.failed.Load() {
+		return nil
+	}
+	berthDir, err := berthPath(dir)
+	if err != nil {
+		return nil
+	}
+	l, err := ListenStdio(berthDir, tag)
+	if err != nil {
+		s.Log.Debug("no stdio socket; using the exec's stream", "container", s.Where, "dir", berthDir, "err", err)
+		return nil
+	}
+	return l
+}
+
+// Accept waits for the relay of a start to connect to l. ended is closed
+// when the exec has ended, and wait then gives its exit code. An error
+// wrapping ErrNotConnected means the relay could not connect (it ended
+// with ExitRelayFailed): the socket is given up for the container, with
+// a log line, and the caller starts the process again without one. Any
+// other error is the start's: the caller kills the process.
+func (s *Sockets) Accept(ctx context.Context, l *StdioListener, ended <-chan struct{}, wait func() (int, error)) (*net.UnixConn, error) {
+	conn, err := l.Accept(ctx, ended)
+	if !errors.Is(err, ErrNotConnected) {
+		return conn, err
+	}
+	code, werr := wait()
+	switch {
+	case werr != nil:
+		return nil, werr // the container stopped, or its engine went
+	case code == wire.ExitRelayFailed:
+		if !s.failed.Swap(true) {
+			s.Log.Info("a relay could not connect to its stdio socket; this container's processes use the exec's stream from now on ("+s.Key+": exec skips the attempt)",
+				"container", s.Where, "socket", l.path)
+		}
+		return nil, fmt.Errorf("%s: %w", s.Where, err)
+	}
+	return nil, fmt.Errorf("the relay ended (exit %d) before it connected to its stdio socket", code)
+}
+
+// GivenUp says whether a relay in this container could not connect.
+func (s *Sockets) GivenUp() bool { return s.failed.Load() }
