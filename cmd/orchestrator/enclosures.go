@@ -29,6 +29,11 @@ type dockerConfig struct {
 	// --network none, no privileges) or netns (Berth enters the
 	// container's network namespace: root on the engine's host).
 	Dial string `yaml:"dial"`
+	// Stdio is how a process's stdin and stdout travel: socket (a unix
+	// socket in its working directory, which Berth sees through the
+	// workdir's mount; the exec's stream where it cannot) or exec (the
+	// exec's stream, through the engine).
+	Stdio string `yaml:"stdio"`
 }
 
 // containerdConfig is the "containerd" section: how Berth reaches
@@ -40,13 +45,19 @@ type containerdConfig struct {
 	// Namespace holds the containers: default, or k8s.io (CRI); Docker's
 	// own (moby) is refused, its containers are the docker driver's.
 	Namespace string `yaml:"namespace"`
+	// Stdio is how a process's stdin and stdout travel: socket or exec,
+	// as docker.stdio.
+	Stdio string `yaml:"stdio"`
 }
 
 func defaultContainerdConfig() containerdConfig {
-	return containerdConfig{Address: containerd.DefaultAddress, Namespace: containerd.DefaultNamespace}
+	return containerdConfig{Address: containerd.DefaultAddress, Namespace: containerd.DefaultNamespace, Stdio: containerd.StdioSocket}
 }
 
 func (c *containerdConfig) check() error {
+	if c.Stdio != containerd.StdioSocket && c.Stdio != containerd.StdioExec {
+		return fmt.Errorf("containerd.stdio %q: use %s or %s", c.Stdio, containerd.StdioSocket, containerd.StdioExec)
+	}
 	if !filepath.IsAbs(c.Address) {
 		return fmt.Errorf("containerd.address %q: use the absolute path of containerd's socket, such as %s", c.Address, containerd.DefaultAddress)
 	}
@@ -124,7 +135,9 @@ type pathMapEntry struct {
 	Host  string `yaml:"host"`  // the same directory on the engine's host
 }
 
-func defaultDockerConfig() dockerConfig { return dockerConfig{Dial: docker.DialRelay} }
+func defaultDockerConfig() dockerConfig {
+	return dockerConfig{Dial: docker.DialRelay, Stdio: docker.StdioSocket}
+}
 
 func defaultEnclosureConfig() enclosureConfig {
 	return enclosureConfig{Auto: []string{docker.Name}, HostFallback: true, PathMap: []pathMapEntry{}}
@@ -133,6 +146,9 @@ func defaultEnclosureConfig() enclosureConfig {
 func (c *dockerConfig) check() error {
 	if c.Dial != docker.DialRelay && c.Dial != docker.DialNetns {
 		return fmt.Errorf("docker.dial %q: use %s or %s", c.Dial, docker.DialRelay, docker.DialNetns)
+	}
+	if c.Stdio != docker.StdioSocket && c.Stdio != docker.StdioExec {
+		return fmt.Errorf("docker.stdio %q: use %s or %s", c.Stdio, docker.StdioSocket, docker.StdioExec)
 	}
 	return docker.CheckHost(c.Host)
 }
@@ -164,11 +180,11 @@ func enclosures(cfg *config, log *slog.Logger) *enclosure.Lookup {
 	}
 	d := docker.New(docker.Options{
 		Host: cfg.Docker.Host, User: cfg.Docker.User, Dial: cfg.Docker.Dial,
-		PathMap: pathMap, Log: log,
+		Stdio: cfg.Docker.Stdio, PathMap: pathMap, Log: log,
 	})
 	cd := containerd.New(containerd.Options{
 		Address: cfg.Containerd.Address, Namespace: cfg.Containerd.Namespace,
-		PathMap: pathMap, Log: log,
+		Stdio: cfg.Containerd.Stdio, PathMap: pathMap, Log: log,
 	})
 	ko := cfg.Kubernetes.options()
 	ko.Log = log

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	pathpkg "path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +32,7 @@ type container struct {
 	mounts   mounts.Table // host paths -> the container's
 	self     mounts.Table // host paths -> Berth's own; nil: the same
 	dial     string
+	sockets  *relay.Sockets // how stdin and stdout travel
 
 	found sync.Map // LookPath's answers: name -> path
 
@@ -83,9 +86,11 @@ func (c *container) LookPath(ctx context.Context, name string) (string, error) {
 	return p, nil
 }
 
-// Start runs cmd under the relay in an exec: stdin framed (closing it
-// closes the program's stdin; dropping the connection ends the run),
-// stdout and stderr split.
+// Start runs cmd under the relay in an exec: the relay's stdin framed
+// (dropping the connection ends the run), stderr in the exec's stream.
+// stdin and stdout go through a socket in cmd.Dir where Berth sees that
+// directory too (docker.stdio: socket), else in the exec's stream as
+// well: closing stdin closes the program's stdin either way.
 func (c *container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
 	path := cmd.Path
 	if !strings.Contains(path, "/") {
@@ -96,8 +101,28 @@ func (c *container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Pro
 		path = p
 	}
 	tag := relay.NewTag()
-	argv := relay.RunArgs(c.relay, relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag}, path, cmd.Args...)
-	execID, hj, err := c.exec(ctx, argv, cmd.Env, cmd.Dir, true)
+	if l := c.sockets.Listen(cmd.Dir, tag, c.HostPath); l != nil {
+		p, err := c.start(ctx, path, tag, cmd, l)
+		if !errors.Is(err, relay.ErrNotConnected) {
+			return p, err
+		}
+	}
+	return c.start(ctx, path, tag, cmd, nil)
+}
+
+// start starts the relay's exec, with stdio through l when given. It
+// returns an error wrapping relay.ErrNotConnected when the relay ended
+// without connecting to l.
+func (c *container) start(ctx context.Context, path, tag string, cmd enclosure.Cmd, l *relay.StdioListener) (enclosure.Process, error) {
+	opts := relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag}
+	env := cmd.Env
+	if l != nil {
+		defer l.Close()
+		opts.Connect = pathpkg.Join(cmd.Dir, l.Name)
+		env = append(slices.Clip(env), l.Env())
+	}
+	argv := relay.RunArgs(c.relay, opts, path, cmd.Args...)
+	execID, hj, err := c.exec(ctx, argv, env, cmd.Dir, true)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +130,25 @@ func (c *container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Pro
 		hj.Close()
 		return nil, fmt.Errorf("docker container %s: starting %s in %q: %w", c.name, path, cmd.Dir, err)
 	}
-	return newHandle(c, execID, tag, hj, cmd.Stderr), nil
+	h := newHandle(c, execID, tag, hj, cmd.Stderr, l != nil)
+	if l == nil {
+		return h, nil
+	}
+	// The exit code of a relay that did not connect is read only once
+	// the handle knows it has no socket.
+	conn, err := c.sockets.Accept(ctx, l, h.streamEnded, func() (int, error) {
+		h.attach(nil)
+		return h.Wait()
+	})
+	h.attach(conn)
+	if err != nil {
+		if !errors.Is(err, relay.ErrNotConnected) {
+			_ = h.Kill()
+			err = fmt.Errorf("docker container %s: starting %s in %q: %w", c.name, path, cmd.Dir, err)
+		}
+		return nil, err
+	}
+	return h, nil
 }
 
 // started waits until the engine has started the exec, or failed to (a

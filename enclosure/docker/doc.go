@@ -21,6 +21,13 @@
 // Tty: false, since a TTY merges stdout and stderr and rewrites newlines,
 // breaking Content-Length framing.
 //
+// A process started in a directory that Berth sees too (the workdir's
+// bind mount) gets its stdin and stdout over a unix socket there
+// (docker.stdio: socket, relay.StdioListener), straight between Berth
+// and the program; the exec's stream then carries stderr, the relay's
+// signals and the run's end. Elsewhere, or where the relay cannot reach
+// the socket, the exec's stream carries stdin and stdout too.
+//
 // Dial reaches a port on the container's loopback through an exec of
 // "relay dial" (dial.go), which works with --network none and needs no
 // privileges; a Berth that runs as root on the engine's host can instead

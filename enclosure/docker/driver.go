@@ -32,6 +32,18 @@ const (
 	DialNetns = "netns"
 )
 
+// How a process's stdin and stdout travel (docker.stdio).
+const (
+	// StdioSocket passes them through a unix socket in the process's
+	// working directory, which Berth and the container both see (the
+	// workdir's bind mount): no engine between Berth and the program.
+	// Where the directory is not shared or the socket cannot be made or
+	// reached, the exec's stream carries them instead. The default.
+	StdioSocket = "socket"
+	// StdioExec passes them in the exec's stream, through the engine.
+	StdioExec = "exec"
+)
+
 // Options configure the driver.
 type Options struct {
 	// Host is the engine's address (docker.host), such as
@@ -43,6 +55,8 @@ type Options struct {
 	User string
 	// Dial is DialRelay (default) or DialNetns.
 	Dial string
+	// Stdio is StdioSocket (default) or StdioExec.
+	Stdio string
 	// PathMap is enclosure.path_map: for a Berth that runs in a container
 	// of its own, each entry's Source is a host path and its Destination
 	// the same directory as Berth sees it. Empty: Berth's own container's
@@ -85,6 +99,9 @@ var _ enclosure.Driver = (*Driver)(nil)
 func New(o Options) *Driver {
 	if o.Dial == "" {
 		o.Dial = DialRelay
+	}
+	if o.Stdio == "" {
+		o.Stdio = StdioSocket
 	}
 	if o.Relay == nil {
 		o.Relay = relay.Find
@@ -205,6 +222,7 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 		self:   self,
 		dial:   d.opts.Dial,
 	}
+	c.sockets = &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: "docker container " + c.name, Key: "docker.stdio", Log: d.opts.Log}
 	if c.relay, err = d.install(ctx, c, bin, info); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -20,13 +21,23 @@ import (
 
 // handle is one process started with exec under the relay. Its owner
 // goroutine (wait) splits the exec's stream into stdout and stderr, then
-// reads the exit code and closes done.
+// reads the exit code and closes done. With a stdio socket, stdout comes
+// from the socket instead, and the exec's stream carries stderr alone.
 type handle struct {
 	c      *container
 	execID string
 	tag    string
 	hj     client.HijackedResponse
-	stdin  *relay.FrameWriter
+	frames *relay.FrameWriter // the relay's stdin: signals, and stdin without a socket
+	stdin  io.WriteCloser
+
+	// streamEnded is closed when the exec's stream has ended.
+	streamEnded chan struct{}
+	// attached is closed once Start has given a socket handle its
+	// connection (nil when none came); nil without a socket.
+	attached   chan struct{}
+	attachOnce sync.Once
+	conn       *net.UnixConn
 	*pipe.Output
 
 	killed atomic.Bool
@@ -43,14 +54,43 @@ var _ enclosure.Process = (*handle)(nil)
 // wait on a full pipe.
 const outputBytes = 256 << 10
 
-func newHandle(c *container, execID, tag string, hj client.HijackedResponse, stderr io.Writer) *handle {
+// newHandle owns the exec's stream from here. With socket set, stdin and
+// stdout come with attach.
+func newHandle(c *container, execID, tag string, hj client.HijackedResponse, stderr io.Writer, socket bool) *handle {
 	h := &handle{
 		c: c, execID: execID, tag: tag, hj: hj,
-		stdin:  relay.NewFrameWriter(hj.Conn),
-		Output: pipe.NewOutput(outputBytes, stderr),
+		frames:      relay.NewFrameWriter(hj.Conn),
+		streamEnded: make(chan struct{}),
+		Output:      pipe.NewOutput(outputBytes, stderr),
+	}
+	h.stdin = h.frames
+	if socket {
+		h.attached = make(chan struct{})
 	}
 	go h.wait()
 	return h
+}
+
+// attach gives a socket handle its connection (nil: none came): stdin
+// writes to it, and Stdout reads it.
+// Only the first call counts.
+func (h *handle) attach(conn *net.UnixConn) {
+	h.attachOnce.Do(func() {
+		if conn != nil {
+			h.conn = conn
+			h.stdin = relay.SocketStdin(conn)
+		}
+		close(h.attached)
+	})
+}
+
+// Stdout is the program's stdout: its socket, or the exec's stream as
+// the owner goroutine splits it.
+func (h *handle) Stdout() io.Reader {
+	if h.conn != nil {
+		return relay.SocketStdout(h.conn)
+	}
+	return h.Output.Stdout()
 }
 
 // Pid is 0: the relay's pid inside the container is not the engine's.
@@ -72,7 +112,7 @@ func (h *handle) Signal(sig os.Signal) error {
 	h.signalled.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 	defer cancel()
-	return relay.SendSignal(ctx, h.stdin, h.c.run, h.c.relay, h.tag, s, "docker container "+h.c.name)
+	return relay.SendSignal(ctx, h.frames, h.c.run, h.c.relay, h.tag, s, "docker container "+h.c.name)
 }
 
 // Kill ends the process and everything it started: the relay sends the
@@ -100,9 +140,15 @@ const exitWait = 30 * time.Second
 
 func (h *handle) wait() {
 	stdout, stderr := h.Writers()
+	if h.attached != nil {
+		stdout = io.Discard // the relay writes nothing there; the program has the socket
+	}
 	_, err := stdcopy.StdCopy(stdout, stderr, h.hj.Reader)
 	h.hj.Close()
-	h.CloseWrite()
+	close(h.streamEnded)
+	if h.attached == nil {
+		h.CloseWrite()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), exitWait)
 	defer cancel()
 	var waitErr error
@@ -130,5 +176,22 @@ func (h *handle) wait() {
 	if waitErr == nil && err != nil && !h.killed.Load() {
 		waitErr = fmt.Errorf("docker container %s: the process's output stream broke: %v", h.c.name, err)
 	}
+	if h.attached != nil {
+		h.socketEnd(ierr != nil)
+		h.CloseWrite()
+	}
 	h.End(code, waitErr)
+}
+
+// socketEnd closes the socket of a process lost with the engine, which
+// may still run: its reader sees EOF. Otherwise the program's exit ended
+// the socket, and its reader closes it at EOF.
+func (h *handle) socketEnd(lost bool) {
+	if h.attached == nil {
+		return
+	}
+	<-h.attached
+	if h.conn != nil && lost {
+		h.conn.Close()
+	}
 }

@@ -135,85 +135,128 @@ func assertStopped(t *testing.T, call string, err error, name string) {
 	}
 }
 
-func TestIssue13Item2StartSplitsStreamsAndReportsExitCodes(t *testing.T) {
+// stdios are the two ways a process's stdin and stdout travel: the
+// exec's stream (a start with no directory Berth shares), and the socket
+// in the working directory (a start in the workdir's mount).
+var stdios = []struct{ name, dir string }{{"exec stream", ""}, {"socket", "/workspace"}}
+
+// forEachStdio runs test once per stdio path, with a container that
+// mounts a workdir at /workspace; start checks that the path taken is the
+// one named.
+func forEachStdio(t *testing.T, test func(t *testing.T, c *container, dir string, id string)) {
 	wd := workdir(t)
 	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
 	c := attach(t, newDriver(t, Options{}), id)
-	ctx := context.Background()
-	p, err := c.Start(ctx, enclosure.Cmd{
-		Path: "sh", Args: []string{"-c", `read x; echo "got $x in $PWD as $FOO"; echo to-stderr >&2; cat; echo after-eof; exit 3`},
-		Env: []string{"FOO=bar"}, Dir: "/workspace",
+	for _, s := range stdios {
+		t.Run(s.name, func(t *testing.T) { test(t, c, s.dir, id) })
+	}
+}
+
+// assertStdio fails the test when p's stdio did not take the path dir
+// asks for (a socket in a directory Berth shares, else the exec's stream).
+func assertStdio(t *testing.T, p enclosure.Process, socket bool) {
+	t.Helper()
+	if got := p.(*handle).conn != nil; got != socket {
+		t.Fatalf("stdio through a socket: %v; want %v", got, socket)
+	}
+}
+
+func TestIssue13Item2StartSplitsStreamsAndReportsExitCodes(t *testing.T) {
+	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
+		ctx := context.Background()
+		socket := dir != ""
+		if !socket {
+			dir = "/" // a directory Berth does not share: the exec's stream
+		}
+		p, err := c.Start(ctx, enclosure.Cmd{
+			Path: "sh", Args: []string{"-c", `read x; echo "got $x in $PWD as $FOO"; echo to-stderr >&2; cat; echo after-eof; exit 3`},
+			Env: []string{"FOO=bar"}, Dir: dir,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertStdio(t, p, socket)
+		io.WriteString(p.Stdin(), "hello\nmore\n")
+		p.Stdin().Close() // the program reads EOF and goes on: stdin is framed
+		out, _ := io.ReadAll(p.Stdout())
+		errOut, _ := io.ReadAll(p.Stderr())
+		code, err := p.Wait()
+		if want := "got hello in " + dir + " as bar\nmore\nafter-eof\n"; string(out) != want || string(errOut) != "to-stderr\n" || code != 3 || err != nil {
+			t.Fatalf("stdout %q, stderr %q, exit %d, %v", out, errOut, code, err)
+		}
+
+		// Cmd.Stderr takes the stderr instead of a pipe; the container's
+		// own environment (PATH, GOTOOLCHAIN) is kept.
+		var stderr strings.Builder
+		p, err = c.Start(ctx, enclosure.Cmd{Path: "sh", Args: []string{"-c", `echo "$GOTOOLCHAIN"; echo oops >&2`}, Stderr: &stderr, Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Stderr() != nil {
+			t.Fatal("Stderr() is not nil with Cmd.Stderr set")
+		}
+		out, _ = io.ReadAll(p.Stdout())
+		if code, err := p.Wait(); code != 0 || err != nil || string(out) != "local\n" || stderr.String() != "oops\n" {
+			t.Fatalf("stdout %q, stderr %q, exit %d, %v", out, stderr.String(), code, err)
+		}
+
+		if _, err := c.Start(ctx, enclosure.Cmd{Path: "no-such-program", Dir: dir}); !errors.Is(err, enclosure.ErrNotFound) {
+			t.Fatalf("a missing program: %v", err)
+		}
+		// A program that vanished after LookPath found it: the relay
+		// connected, then could not start it (exit 127), which is the
+		// program's end, not a socket that failed.
+		c.found.Store("gone-program", "/no/such/gone-program")
+		p, err = c.Start(ctx, enclosure.Cmd{Path: "gone-program", Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, _ := p.Wait(); code != 127 || c.sockets.GivenUp() {
+			t.Fatalf("a vanished program: exit %d, sockets given up %v", code, c.sockets.GivenUp())
+		}
+		dockertest.OnlySleep(t, id)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(p.Stdin(), "hello\nmore\n")
-	p.Stdin().Close() // the program reads EOF and goes on: stdin is framed
-	out, _ := io.ReadAll(p.Stdout())
-	errOut, _ := io.ReadAll(p.Stderr())
-	code, err := p.Wait()
-	if string(out) != "got hello in /workspace as bar\nmore\nafter-eof\n" || string(errOut) != "to-stderr\n" || code != 3 || err != nil {
-		t.Fatalf("stdout %q, stderr %q, exit %d, %v", out, errOut, code, err)
-	}
-
-	// Cmd.Stderr takes the stderr instead of a pipe; the container's
-	// own environment (PATH, GOTOOLCHAIN) is kept.
-	var stderr strings.Builder
-	p, err = c.Start(ctx, enclosure.Cmd{Path: "sh", Args: []string{"-c", `echo "$GOTOOLCHAIN"; echo oops >&2`}, Stderr: &stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Stderr() != nil {
-		t.Fatal("Stderr() is not nil with Cmd.Stderr set")
-	}
-	out, _ = io.ReadAll(p.Stdout())
-	if code, err := p.Wait(); code != 0 || err != nil || string(out) != "local\n" || stderr.String() != "oops\n" {
-		t.Fatalf("stdout %q, stderr %q, exit %d, %v", out, stderr.String(), code, err)
-	}
-
-	if _, err := c.Start(ctx, enclosure.Cmd{Path: "no-such-program"}); !errors.Is(err, enclosure.ErrNotFound) {
-		t.Fatalf("a missing program: %v", err)
-	}
-	dockertest.OnlySleep(t, id)
 }
 
 // Kill ends the program and what it started, in its group or not.
 func TestIssue13Item2KillLeavesNothing(t *testing.T) {
-	wd := workdir(t)
-	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
-	c := attach(t, newDriver(t, Options{}), id)
-	p := startTree(t, c)
-	p.Kill()
-	<-p.Done()
-	if code, _ := p.Wait(); code != -1 {
-		t.Errorf("exit code after Kill %d, want -1", code)
-	}
-	dockertest.OnlySleep(t, id)
-	if err := p.Kill(); err != nil {
-		t.Fatalf("a second Kill: %v", err)
-	}
+	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
+		p := startTree(t, c, dir)
+		p.Kill()
+		<-p.Done()
+		if code, _ := p.Wait(); code != -1 {
+			t.Errorf("exit code after Kill %d, want -1", code)
+		}
+		dockertest.OnlySleep(t, id)
+		if err := p.Kill(); err != nil {
+			t.Fatalf("a second Kill: %v", err)
+		}
+	})
 }
 
 // Dropping the exec's connection without Kill (Berth's end of it gone)
 // ends the run too: the relay reads its stdin's EOF.
 func TestIssue13Item2DroppedConnectionLeavesNothing(t *testing.T) {
-	wd := workdir(t)
-	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
-	c := attach(t, newDriver(t, Options{}), id)
-	p := startTree(t, c)
-	p.(*handle).hj.Close()
-	<-p.Done()
-	dockertest.OnlySleep(t, id)
+	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
+		p := startTree(t, c, dir)
+		p.(*handle).hj.Close()
+		<-p.Done()
+		if _, err := io.ReadAll(p.Stdout()); err != nil {
+			t.Fatalf("stdout after the drop: %v", err)
+		}
+		dockertest.OnlySleep(t, id)
+	})
 }
 
 // startTree starts a program that leaves a child in its group and one in
 // a session of its own, and waits until both run.
-func startTree(t *testing.T, c *container) enclosure.Process {
+func startTree(t *testing.T, c *container, dir string) enclosure.Process {
 	t.Helper()
-	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", `sleep 601 & setsid sleep 602 & echo ready; wait`}})
+	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", `sleep 601 & setsid sleep 602 & echo ready; wait`}, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
+	assertStdio(t, p, dir != "")
 	if l, err := bufio.NewReader(p.Stdout()).ReadString('\n'); l != "ready\n" {
 		t.Fatalf("read %q, %v", l, err)
 	}
@@ -232,28 +275,28 @@ func startTree(t *testing.T, c *container) enclosure.Process {
 // Signal reaches the program through the relay: SIGINT interrupts a
 // program that traps it, which lives on.
 func TestIssue13Item2SignalReachesTheProgram(t *testing.T) {
-	wd := workdir(t)
-	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
-	c := attach(t, newDriver(t, Options{}), id)
-	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", `trap 'echo interrupted' INT; echo ready; while :; do sleep 0.05; done`}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(p.Stdout())
-	if l, _ := r.ReadString('\n'); l != "ready\n" {
-		t.Fatalf("read %q", l)
-	}
-	if err := p.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if l, _ := r.ReadString('\n'); l != "interrupted\n" {
-		t.Fatalf("after SIGINT read %q", l)
-	}
-	enclosure.Stop(p, nil, 5*time.Second)
-	if err := p.Signal(syscall.SIGINT); err == nil {
-		t.Fatal("Signal after exit did not fail")
-	}
-	dockertest.OnlySleep(t, id)
+	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
+		p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", `trap 'echo interrupted' INT; echo ready; while :; do sleep 0.05; done`}, Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertStdio(t, p, dir != "")
+		r := bufio.NewReader(p.Stdout())
+		if l, _ := r.ReadString('\n'); l != "ready\n" {
+			t.Fatalf("read %q", l)
+		}
+		if err := p.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if l, _ := r.ReadString('\n'); l != "interrupted\n" {
+			t.Fatalf("after SIGINT read %q", l)
+		}
+		enclosure.Stop(p, nil, 5*time.Second)
+		if err := p.Signal(syscall.SIGINT); err == nil {
+			t.Fatal("Signal after exit did not fail")
+		}
+		dockertest.OnlySleep(t, id)
+	})
 }
 
 // SIGTERM goes in the relay's stdin, with no exec; when that stream is
@@ -362,18 +405,25 @@ func (p *engineProxy) stop() {
 func TestIssue13Item2DoneClosesAfterKillWhenTheEngineIsGone(t *testing.T) {
 	wd := workdir(t)
 	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
-	proxy := newEngineProxy(t)
-	c := attach(t, newDriver(t, Options{Host: proxy.host()}), id)
-	p := startTree(t, c)
-	proxy.stop()
-	p.Kill()
-	<-p.Done()
-	if _, err := p.Wait(); !errors.Is(err, enclosure.ErrUnavailable) {
-		t.Fatalf("Wait after the engine went away: %v", err)
-	}
-	dockertest.OnlySleep(t, id)
-	if _, err := c.Start(context.Background(), enclosure.Cmd{Path: "/bin/true"}); !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), "did not answer") {
-		t.Fatalf("Start without an engine: %v", err)
+	for _, s := range stdios {
+		t.Run(s.name, func(t *testing.T) {
+			proxy := newEngineProxy(t)
+			c := attach(t, newDriver(t, Options{Host: proxy.host()}), id)
+			p := startTree(t, c, s.dir)
+			proxy.stop()
+			p.Kill()
+			<-p.Done()
+			if _, err := p.Wait(); !errors.Is(err, enclosure.ErrUnavailable) {
+				t.Fatalf("Wait after the engine went away: %v", err)
+			}
+			if _, err := io.ReadAll(p.Stdout()); err != nil {
+				t.Fatalf("stdout after the engine went away: %v", err)
+			}
+			dockertest.OnlySleep(t, id)
+			if _, err := c.Start(context.Background(), enclosure.Cmd{Path: "/bin/true", Dir: s.dir}); !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), "did not answer") {
+				t.Fatalf("Start without an engine: %v", err)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,114 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/docker/dockertest"
+	"github.com/berth-dev/berth/enclosure/mounts"
+)
+
+// fdKinds starts, in dir, a program that prints what its stdin and stdout
+// are ("socket" or "pipe") and its user id, then echoes its stdin, and
+// returns the kinds and the echo.
+func fdKinds(t *testing.T, c *container, dir string) (kinds, echo string) {
+	t.Helper()
+	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Dir: dir,
+		Args: []string{"-c", `for fd in 0 1; do k=$(readlink /proc/$$/fd/$fd); printf '%s ' "${k%%:*}"; done; id -u; cat`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(p.Stdout())
+	kinds, _ = r.ReadString('\n')
+	io.WriteString(p.Stdin(), "echoed")
+	p.Stdin().Close()
+	rest, _ := io.ReadAll(r)
+	if code, err := p.Wait(); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	return strings.TrimSpace(kinds), string(rest)
+}
+
+// assertNoSocketLeft fails when a stdio socket's name is still in dir.
+func assertNoSocketLeft(t *testing.T, dir string) {
+	t.Helper()
+	matches, _ := filepath.Glob(filepath.Join(dir, ".berth-*"))
+	if len(matches) != 0 {
+		t.Fatalf("left in the workdir: %v", matches)
+	}
+}
+
+// docker.stdio socket (the default): a process started in the workdir's
+// mount, or below it, has the socket as its stdin and stdout, as the
+// container's default user or docker.user; one started elsewhere, or
+// with docker.stdio exec, has the exec's pipes. The socket's name is
+// gone from the workdir once the program is connected.
+func TestIssue13Item9StdioThroughASocketInTheWorkdir(t *testing.T) {
+	wd := workdir(t)
+	if err := os.MkdirAll(filepath.Join(wd, "sub", "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Another user than Berth's must reach the directory: the socket
+	// itself is writable by all.
+	if err := os.Chmod(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	for _, c := range []struct {
+		name  string
+		opts  Options
+		dir   string
+		kinds string
+	}{
+		{"the workdir", Options{}, "/workspace", "socket socket 0"},
+		{"below it", Options{}, "/workspace/sub/dir", "socket socket 0"},
+		{"docker.user", Options{User: "65534"}, "/workspace", "socket socket 65534"},
+		{"a directory Berth does not see", Options{}, "/tmp", "pipe pipe 0"},
+		{"docker.stdio exec", Options{Stdio: StdioExec}, "/workspace", "pipe pipe 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cont := attach(t, newDriver(t, c.opts), id)
+			kinds, echo := fdKinds(t, cont, c.dir)
+			if kinds != c.kinds || echo != "echoed" {
+				t.Fatalf("stdin, stdout and uid %q, echo %q; want %q", kinds, echo, c.kinds)
+			}
+			assertNoSocketLeft(t, wd)
+			assertNoSocketLeft(t, filepath.Join(wd, "sub", "dir"))
+		})
+	}
+	dockertest.OnlySleep(t, id)
+}
+
+// Where Berth's view of the directory is not the container's (here an
+// enclosure.path_map that points Berth elsewhere, as a file system shared
+// through a VM would), the relay cannot connect: the start goes on in the
+// exec's stream, a log line says why, and the container's next starts do
+// not try again.
+func TestIssue13Item9StdioFallsBackWhenTheRelayCannotConnect(t *testing.T) {
+	wd, elsewhere := workdir(t), workdir(t)
+	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	var log strings.Builder
+	d := newDriver(t, Options{
+		PathMap: mounts.Table{{Source: wd, Destination: elsewhere}},
+		Log:     slog.New(slog.NewTextHandler(&log, nil)),
+	})
+	c := attach(t, d, id)
+	for i := 0; i < 2; i++ {
+		if kinds, echo := fdKinds(t, c, "/workspace"); kinds != "pipe pipe 0" || echo != "echoed" {
+			t.Fatalf("start %d: stdin, stdout and uid %q, echo %q", i, kinds, echo)
+		}
+	}
+	if !c.sockets.GivenUp() || strings.Count(log.String(), "could not connect to its stdio socket") != 1 || !strings.Contains(log.String(), "docker.stdio: exec") {
+		t.Fatalf("sockets given up: %v; log %q", c.sockets.GivenUp(), log.String())
+	}
+	assertNoSocketLeft(t, wd)
+	assertNoSocketLeft(t, elsewhere)
+	dockertest.OnlySleep(t, id)
+}
