@@ -3,9 +3,12 @@ package containerd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	pathpkg "path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -29,6 +32,8 @@ type container struct {
 	relay  string       // the relay's path inside
 	mounts mounts.Table // host paths -> the container's
 	self   mounts.Table // host paths -> Berth's own; nil: the same
+	// sockets is how stdin and stdout travel.
+	sockets *relay.Sockets
 
 	found sync.Map // LookPath's answers: name -> path
 }
@@ -157,8 +162,10 @@ func (c *container) LookPath(ctx context.Context, name string) (string, error) {
 }
 
 // Start runs cmd under the relay in an exec: stdin framed (closing it
-// closes the program's stdin; closing the FIFO ends the run), stdout and
-// stderr on FIFOs of their own.
+// closes the program's stdin; closing the FIFO ends the run), stderr on
+// a FIFO of its own. stdin and stdout go through a socket in cmd.Dir
+// where Berth sees that directory too (containerd.stdio: socket), else
+// on FIFOs as well.
 func (c *container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
 	path := cmd.Path
 	if !strings.Contains(path, "/") {
@@ -168,8 +175,37 @@ func (c *container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Pro
 		}
 		path = p
 	}
+	if l := c.sockets.Listen(cmd.Dir, relay.NewTag(), c.HostPath); l != nil {
+		p, err := c.startSocket(ctx, path, cmd, l)
+		if !errors.Is(err, relay.ErrNotConnected) {
+			return p, err
+		}
+	}
 	argv := relay.RunArgs(c.relay, relay.RunOptions{Stdin: relay.StdinFramed}, path, cmd.Args...)
 	return c.exec(ctx, execSpec{argv: argv, env: cmd.Env, dir: cmd.Dir, stdin: stdinFramed, stderr: cmd.Stderr})
+}
+
+// startSocket starts the relay's exec with stdio through l. It returns an
+// error wrapping relay.ErrNotConnected when the relay ended without
+// connecting to l.
+func (c *container) startSocket(ctx context.Context, path string, cmd enclosure.Cmd, l *relay.StdioListener) (enclosure.Process, error) {
+	defer l.Close()
+	argv := relay.RunArgs(c.relay, relay.RunOptions{Stdin: relay.StdinFramed, Connect: pathpkg.Join(cmd.Dir, l.Name)}, path, cmd.Args...)
+	h, err := c.exec(ctx, execSpec{argv: argv, env: append(slices.Clip(cmd.Env), l.Env()), dir: cmd.Dir, stdin: stdinFramed, stderr: cmd.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	conn, err := c.sockets.Accept(ctx, l, h.exited, h.Wait)
+	if err != nil {
+		if !errors.Is(err, relay.ErrNotConnected) {
+			_ = h.Kill()
+			err = fmt.Errorf("containerd container %s: starting %s in %q: %w", c.id, path, cmd.Dir, err)
+		}
+		return nil, err
+	}
+	h.conn = conn
+	h.stdin = relay.SocketStdin(conn)
+	return h, nil
 }
 
 // Dial connects to a TCP port on the container's loopback through an exec

@@ -19,8 +19,11 @@
 // Every process runs under Berth's relay (cmd/berth-relay), as with
 // Docker. containerd has no copy API, so the relay is the image's own
 // (baked in at relay.InstallPath) or streamed through an exec of sh
-// (install.go). An exec's stdio are FIFOs between Berth and the task's
-// shim, not a connection through containerd, so:
+// (install.go). A process started in a directory Berth sees too gets
+// its stdin and stdout over a unix socket there (containerd.stdio:
+// socket), as with Docker. An exec's other stdio (all of it without a
+// socket) are FIFOs between Berth and the task's shim, not a connection
+// through containerd, so:
 //
 //   - stdin is closed with CloseIO right after the exec started (earlier
 //     is lost, since the shim opens the FIFO at start): the shim then

@@ -42,6 +42,18 @@ const (
 // same path as Berth.
 const DefaultFIFODir = "/run/containerd/fifo"
 
+// How a process's stdin and stdout travel (containerd.stdio).
+const (
+	// StdioSocket passes them through a unix socket in the process's
+	// working directory, which Berth and the container both see (the
+	// workdir's bind mount): no shim between Berth and the program.
+	// Where the directory is not shared, or the socket cannot be made or
+	// reached, the exec's FIFOs carry them instead. The default.
+	StdioSocket = "socket"
+	// StdioExec passes them in the exec's FIFOs, through the shim.
+	StdioExec = "exec"
+)
+
 // Options configure the driver.
 type Options struct {
 	// Address is containerd's socket (containerd.address); empty:
@@ -60,6 +72,9 @@ type Options struct {
 	// the same directory as Berth sees it. Empty: Berth's paths are the
 	// host's.
 	PathMap mounts.Table
+	// Stdio is StdioSocket (default) or StdioExec: how a process's stdin
+	// and stdout travel (containerd.stdio).
+	Stdio string
 	// Relay returns the relay to install; nil: relay.Find.
 	Relay func() (*relay.Binary, error)
 	// Log receives what the driver decides on its own (where the relay
@@ -326,6 +341,7 @@ func (d *Driver) load(ctx context.Context, cli *client.Client, id string) (*cont
 		mounts: mountTable(spec.Mounts),
 		self:   d.opts.PathMap,
 	}
+	c.sockets = &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: "containerd container " + id, Key: "containerd.stdio", Log: d.opts.Log}
 	if c.task, err = c.runningTask(cctx); err != nil {
 		return nil, err
 	}

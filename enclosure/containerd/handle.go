@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,9 +54,13 @@ type handle struct {
 	stdin  io.WriteCloser // what Stdin returns
 	stdout *stream
 	stderr *stream // nil when execSpec.stderr was given
+	// conn is the program's stdin and stdout with a stdio socket (set by
+	// Start before it returns the handle); nil: the FIFOs.
+	conn *net.UnixConn
 
 	exit     <-chan client.ExitStatus
 	stopWait context.CancelFunc
+	exited   chan struct{} // closed once the exit status is in
 	done     chan struct{}
 	copying  sync.WaitGroup // the copy to execSpec.stderr
 	code     int
@@ -139,7 +144,7 @@ func (c *container) exec(ctx context.Context, s execSpec) (*handle, error) {
 	}
 	h := &handle{
 		c: c, own: own, proc: proc, dio: dio, exit: exit, stopWait: stopWait,
-		done: make(chan struct{}),
+		exited: make(chan struct{}), done: make(chan struct{}),
 	}
 	started = true
 	var stdinErr error
@@ -208,7 +213,12 @@ func (h *handle) Stdin() io.WriteCloser {
 	}
 	return h.stdin
 }
-func (h *handle) Stdout() io.Reader { return h.stdout }
+func (h *handle) Stdout() io.Reader {
+	if h.conn != nil {
+		return relay.SocketStdout(h.conn)
+	}
+	return h.stdout
+}
 func (h *handle) Stderr() io.Reader {
 	if h.stderr == nil {
 		return nil
@@ -272,6 +282,7 @@ const unavailableWait = 2 * time.Minute
 
 func (h *handle) wait() {
 	h.code, h.err = h.exitStatus()
+	close(h.exited)
 	// Deleting the process closes its FIFOs: first what is left in them
 	// goes to memory, and a Cmd.Stderr gets the rest of its copy.
 	h.stdout.drain()

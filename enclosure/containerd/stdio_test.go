@@ -1,0 +1,128 @@
+package containerd
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/mounts"
+)
+
+// fdKinds starts, in dir, a program that prints what its stdin and stdout
+// are ("socket" or "pipe") and its user id, then echoes its stdin, and
+// returns the kinds and the echo.
+func fdKinds(t *testing.T, c *container, dir string) (kinds, echo string) {
+	t.Helper()
+	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Dir: dir,
+		Args: []string{"-c", `for fd in 0 1; do k=$(readlink /proc/$$/fd/$fd); printf '%s ' "${k%%:*}"; done; id -u; cat`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, p.Stderr())
+	r := bufio.NewReader(p.Stdout())
+	kinds, _ = r.ReadString('\n')
+	io.WriteString(p.Stdin(), "echoed")
+	p.Stdin().Close()
+	rest, _ := io.ReadAll(r)
+	if code, err := p.Wait(); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	return strings.TrimSpace(kinds), string(rest)
+}
+
+func assertNoSocketLeft(t *testing.T, dir string) {
+	t.Helper()
+	if matches, _ := filepath.Glob(filepath.Join(dir, ".berth-*")); len(matches) != 0 {
+		t.Fatalf("left in the workdir: %v", matches)
+	}
+}
+
+// containerd.stdio socket (the default): a process started in the
+// workdir's mount has the socket as its stdin and stdout; one started
+// elsewhere, or with containerd.stdio exec, has pipes from the shim.
+// Nothing is left in the workdir, nor of the exec.
+func TestIssue13Item9ContainerdStdioThroughASocketInTheWorkdir(t *testing.T) {
+	wd := workdir(t)
+	if err := os.MkdirAll(filepath.Join(wd, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := run(t, "", fullImage, wd)
+	for _, c := range []struct {
+		name  string
+		opts  Options
+		dir   string
+		kinds string
+	}{
+		{"the workdir", Options{}, "/workspace", "socket socket 0"},
+		{"below it", Options{}, "/workspace/sub", "socket socket 0"},
+		{"a directory Berth does not see", Options{}, "/tmp", "pipe pipe 0"},
+		{"containerd.stdio exec", Options{Stdio: StdioExec}, "/workspace", "pipe pipe 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := newDriver(t, c.opts)
+			cont := attach(t, d, id)
+			kinds, echo := fdKinds(t, cont, c.dir)
+			if kinds != c.kinds || echo != "echoed" {
+				t.Fatalf("stdin, stdout and uid %q, echo %q; want %q", kinds, echo, c.kinds)
+			}
+			assertNoSocketLeft(t, wd)
+			assertNoSocketLeft(t, filepath.Join(wd, "sub"))
+			noFIFOs(t, d, id)
+		})
+	}
+	onlySleep(t, id)
+}
+
+// Kill in socket mode ends the tree, and the socket's reader sees EOF.
+func TestIssue13Item9ContainerdSocketKillLeavesNothing(t *testing.T) {
+	id := run(t, "", fullImage, workdir(t))
+	d := newDriver(t, Options{})
+	c := attach(t, d, id)
+	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "sleep 1000 & sleep 1000 & echo up; wait"}, Dir: "/workspace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.(*handle).conn == nil {
+		t.Fatal("no socket in the workdir")
+	}
+	r := bufio.NewReader(p.Stdout())
+	if line, err := r.ReadString('\n'); err != nil || line != "up\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	p.Kill()
+	<-p.Done()
+	if rest, err := io.ReadAll(r); err != nil || len(rest) != 0 {
+		t.Fatalf("stdout after Kill: %q, %v", rest, err)
+	}
+	onlySleep(t, id)
+	noFIFOs(t, d, id)
+}
+
+// Where the relay cannot reach the socket (Berth's view of the directory
+// is not the container's), the start goes on with FIFOs, a log line says
+// why once, and later starts do not try again.
+func TestIssue13Item9ContainerdStdioFallsBackWhenTheRelayCannotConnect(t *testing.T) {
+	wd, elsewhere := workdir(t), workdir(t)
+	id := run(t, "", fullImage, wd)
+	var log strings.Builder
+	d := newDriver(t, Options{PathMap: mounts.Table{{Source: wd, Destination: elsewhere}}, Log: slog.New(slog.NewTextHandler(&log, nil))})
+	c := attach(t, d, id)
+	for i := 0; i < 2; i++ {
+		if kinds, echo := fdKinds(t, c, "/workspace"); kinds != "pipe pipe 0" || echo != "echoed" {
+			t.Fatalf("start %d: %q, echo %q", i, kinds, echo)
+		}
+	}
+	if !c.sockets.GivenUp() || strings.Count(log.String(), "could not connect to its stdio socket") != 1 || !strings.Contains(log.String(), "containerd.stdio: exec") {
+		t.Fatalf("sockets given up: %v; log %q", c.sockets.GivenUp(), log.String())
+	}
+	assertNoSocketLeft(t, wd)
+	assertNoSocketLeft(t, elsewhere)
+	onlySleep(t, id)
+	noFIFOs(t, d, id)
+}
