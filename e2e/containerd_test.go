@@ -193,3 +193,9 @@ func TestIssue14Item6ContainerdRestart(t *testing.T) {
 func TestIssue14Item6UnmountedWorkdirRefused(t *testing.T) {
 	unmountedWorkdirRefused(t, inContainerd(t, kernelImage).fresh(t), startFamilies(t, containerdSection), "containerd")
 }
+
+// The same in containerd (containerd.stdio: socket).
+func TestIssue13Item9ContainerdKernelStdioIsASocket(t *testing.T) {
+	s := inContainerd(t, fullImage).fresh(t)
+	stdioSocket.check(t, startFamilies(t, stdioSocket, containerdSection), s)
+}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,6 +88,41 @@ func TestIssue13Item8OneContainer(t *testing.T) {
 		t.Errorf("containers before: %v\nduring: %v\nwant only the test's own %s more", before, during, s.Container)
 	}
 }
+
+// A kernel in a container has a socket in the workdir as its stdin and
+// stdout (docker.stdio: socket, the default): the cell reads its own
+// descriptors, docker top shows its relay connecting there, and no
+// socket's name is left in the workdir, each removed once its relay
+// connected.
+func TestIssue13Item9KernelStdioIsASocket(t *testing.T) {
+	runFamily(t, inContainer(kernelImage), stdioSocket)
+}
+
+var stdioSocket = family{name: "stdio socket", config: kernelsSection, check: func(t *testing.T, c *rpc.Client, s *site) {
+	run := s.start(t, c, nil)
+	// The kernel keeps its protocol's descriptors away from a cell's
+	// 0 and 1: one of them is the socket.
+	res := evalCell(t, c, run, "python", "import os\nsorted({os.readlink('/proc/self/fd/'+fd).split(':')[0] for fd in os.listdir('/proc/self/fd') if os.path.exists('/proc/self/fd/'+fd)})")
+	if got := text(res); !strings.Contains(got, "'socket'") {
+		t.Errorf("the kernel's descriptors are %s: none is a socket", got)
+	}
+	if top := strings.Join(s.top(t), "\n"); !strings.Contains(top, " --connect "+s.Inside+"/.berth-") {
+		t.Errorf("no relay in the container connects a socket in the workdir:\n%s", top)
+	}
+	var left []string
+	_ = filepath.WalkDir(s.Dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), ".berth-") {
+			left = append(left, path)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("stdio sockets left in the workdir: %v", left)
+	}
+	if err := c.StopRun(testCtx(t), run); err != nil {
+		t.Fatal(err)
+	}
+}}
 
 func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
 
