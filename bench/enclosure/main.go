@@ -36,6 +36,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -255,9 +256,12 @@ func run(starts, rounds, queries, launches int, image string) error {
 			return fmt.Errorf("references differ:\n%s:\n%s\nhost:\n%s", p.name, answers[i], answers[host])
 		}
 	}
+	// In a random order each round, so that no place always follows
+	// another.
 	queryTimes := make([][]time.Duration, len(places))
 	for range queries {
-		for i, p := range places {
+		for _, i := range rand.Perm(len(places)) {
+			p := places[i]
 			d, _, err := srv.call(lspRuns[i], "lsp", refs)
 			if err != nil {
 				return fmt.Errorf("%s references: %w", p.name, err)
@@ -272,7 +276,7 @@ func run(starts, rounds, queries, launches int, image string) error {
 	// -i in the Docker container (the stream Berth's docker driver reads
 	// through the Engine API, without the relay), each by a minimal
 	// client, alternating.
-	noBerth, err := directReferences(srv.ctx, id, root, line, col, queries)
+	noBerth, err := directReferences(srv.ctx, rel, id, root, line, col, queries)
 	if err != nil {
 		return err
 	}
@@ -322,37 +326,47 @@ func run(starts, rounds, queries, launches int, image string) error {
 	row("debug launch to first breakpoint", launchTimes, "", nil)
 	// What the engine and the container add with no Berth in the way,
 	// and Berth's share of what the Docker container added above.
-	dc, dh := stats.Median(noBerth[0]), stats.Median(noBerth[1])
+	de, ds, dh := stats.Median(noBerth[0]), stats.Median(noBerth[1]), stats.Median(noBerth[2])
 	fmt.Printf("%-34s %-11s %11s %11s %7.2fx %10s   (gopls over docker exec -i against gopls on the host's pipes: the floor of the exec stream and the container)\n",
-		"lsp references, no Berth", "docker", stats.MS(dc), stats.MS(dh), float64(dc)/float64(dh), stats.MS(dc-dh))
+		"lsp references, no Berth", "docker exec", stats.MS(de), stats.MS(dh), float64(de)/float64(dh), stats.MS(de-dh))
+	fmt.Printf("%-34s %-11s %11s %11s %7.2fx %10s   (gopls under the relay with a socket in the workdir, as docker.stdio socket: the floor of the container itself)\n",
+		"lsp references, no Berth", "socket", stats.MS(ds), stats.MS(dh), float64(ds)/float64(dh), stats.MS(ds-dh))
 	berthAdded := stats.Median(queryTimes[0]) - mh
-	fmt.Printf("%-34s %-11s %47s   (what Berth in the Docker container added, less what the same container adds without Berth)\n",
-		"lsp references, Berth's share", "docker", stats.MS(berthAdded-(dc-dh)))
+	fmt.Printf("%-34s %-11s %47s   (what Berth in the Docker container added, less what the same container adds to gopls over a socket without Berth)\n",
+		"lsp references, Berth's share", "docker", stats.MS(berthAdded-(ds-dh)))
 	return nil
 }
 
 // directReferences times the references query (line 1-based, col 0-based)
-// on two gopls processes of their own, alternating: one in the Docker
-// container id, started with docker exec -i (the repository at
-// workspace), and one on the host. It returns their times in that
-// order.
-func directReferences(ctx context.Context, id, root string, line, col, n int) ([2][]time.Duration, error) {
-	var times [2][]time.Duration
+// on three gopls processes of their own, in a random order each round:
+// two in the Docker container id, one started with docker exec -i (the
+// repository at workspace) and one that the relay (rel's copy in the
+// container) gives a socket in the workdir as its stdin and stdout,
+// as Berth's docker.stdio socket does; and one on the host. It returns
+// their times in that order.
+func directReferences(ctx context.Context, rel *relay.Binary, id, root string, line, col, n int) ([3][]time.Duration, error) {
+	var times [3][]time.Duration
 	in, err := lspdirect.Start(ctx, workspace, root, dockertest.Bin, "exec", "-i", "-w", workspace, id, "gopls")
 	if err != nil {
 		return times, err
 	}
 	defer in.Close()
+	sock, end, err := socketGopls(ctx, rel, id, root)
+	if err != nil {
+		return times, err
+	}
+	defer end()
+	defer sock.Close()
 	on, err := lspdirect.Start(ctx, root, root, "gopls")
 	if err != nil {
 		return times, err
 	}
 	defer on.Close()
-	clients, names := [2]*lspdirect.Client{in, on}, [2]string{"docker exec", "host"}
-	paths := [2]string{path.Join(workspace, refsFile), filepath.Join(root, refsFile)}
+	clients, names := [3]*lspdirect.Client{in, sock, on}, [3]string{"docker exec", "socket", "host"}
+	paths := [3]string{path.Join(workspace, refsFile), path.Join(workspace, refsFile), filepath.Join(root, refsFile)}
 	for round := -5; round < n; round++ { // five warm-up rounds
-		for i, c := range clients {
-			d, err := c.Request(ctx, "references", paths[i], line-1, col)
+		for _, i := range rand.Perm(len(clients)) {
+			d, err := clients[i].Request(ctx, "references", paths[i], line-1, col)
 			if err != nil {
 				return times, fmt.Errorf("direct references (%s): %w", names[i], err)
 			}
@@ -362,6 +376,42 @@ func directReferences(ctx context.Context, id, root string, line, col, n int) ([
 		}
 	}
 	return times, nil
+}
+
+// socketGopls starts gopls in the Docker container id under the relay,
+// with a socket in the workdir (root, mounted at workspace) as its stdin
+// and stdout, and initializes it. end ends the exec (the relay reads its
+// stdin's EOF and ends gopls).
+func socketGopls(ctx context.Context, rel *relay.Binary, id, root string) (*lspdirect.Client, func(), error) {
+	l, err := relay.ListenStdio(root, relay.NewTag())
+	if err != nil {
+		return nil, nil, err
+	}
+	defer l.Close()
+	argv := relay.RunArgs(relay.InstallPath(rel.Version), relay.RunOptions{Stdin: relay.StdinRaw, Connect: path.Join(workspace, l.Name)}, "gopls")
+	cmd := exec.Command(dockertest.Bin, append([]string{"exec", "-i", "-w", workspace, "-e", l.Env(), id}, argv...)...)
+	stdin, err := cmd.StdinPipe() // held open: its EOF ends the run
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	end := func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	}
+	conn, err := l.Accept(ctx, nil)
+	if err != nil {
+		end()
+		return nil, nil, fmt.Errorf("gopls over a socket: %w", err)
+	}
+	c, err := lspdirect.StartConn(ctx, workspace, root, conn)
+	if err != nil {
+		end()
+		return nil, nil, err
+	}
+	return c, end, nil
 }
 
 // startContainerd starts the containerd container as a harness makes one

@@ -27,7 +27,7 @@ import (
 
 // Client is a minimal LSP client of its own server.
 type Client struct {
-	cmd     *exec.Cmd
+	kill    func() // ends the server Start started; nil for StartConn
 	root    string // the module root as the server sees it
 	local   string // the same directory here
 	opened  map[string]bool
@@ -73,8 +73,26 @@ func Start(ctx context.Context, root, local string, argv ...string) (*Client, er
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	d := &Client{cmd: cmd, root: root, local: local, opened: map[string]bool{}, published: make(chan string, 1024), loaded: make(chan struct{}), active: map[string]bool{}}
-	_, d.conn, d.api = protocol.NewClient(context.Background(), &client{d: d}, jsonrpc2.NewHeaderStream(pipes{stdout, stdin}))
+	d, err := start(ctx, root, local, pipes{stdout, stdin}, func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (its stderr: %q)", strings.Join(argv, " "), err, stderr.String())
+	}
+	return d, nil
+}
+
+// StartConn initializes a server that is already running at the far end
+// of conn (a socket its stdio is attached to), as Start does; closing the
+// client closes conn.
+func StartConn(ctx context.Context, root, local string, conn io.ReadWriteCloser) (*Client, error) {
+	return start(ctx, root, local, conn, nil)
+}
+
+func start(ctx context.Context, root, local string, stream io.ReadWriteCloser, kill func()) (*Client, error) {
+	d := &Client{kill: kill, root: root, local: local, opened: map[string]bool{}, published: make(chan string, 1024), loaded: make(chan struct{}), active: map[string]bool{}}
+	_, d.conn, d.api = protocol.NewClient(context.Background(), &client{d: d}, jsonrpc2.NewHeaderStream(stream))
 	var pid any = os.Getpid()
 	if root != local {
 		pid = nil // as Berth sends it to a server in a container: its pid means nothing there
@@ -86,13 +104,13 @@ func Start(ctx context.Context, root, local string, argv ...string) (*Client, er
 		"initializationOptions": map[string]any{"diagnosticsDelay": "0s"}, // as Berth's catalog entry
 	}
 	var raw jsonrpc2.RawMessage
-	_, err = d.conn.Call(ctx, protocol.MethodInitialize, params, &raw)
+	_, err := d.conn.Call(ctx, protocol.MethodInitialize, params, &raw)
 	if err == nil {
 		err = d.api.Initialized(ctx, &protocol.InitializedParams{})
 	}
 	if err != nil {
 		d.end()
-		return nil, fmt.Errorf("%s: initialize: %w (its stderr: %q)", strings.Join(argv, " "), err, stderr.String())
+		return nil, fmt.Errorf("initialize: %w", err)
 	}
 	return d, nil
 }
@@ -190,8 +208,9 @@ func (d *Client) Close() {
 // that ends the CLI; a server inside that ignored exit lives until its
 // container goes, which bench/enclosure removes at its end.
 func (d *Client) end() {
-	_ = d.cmd.Process.Kill()
-	_ = d.cmd.Wait()
+	if d.kill != nil {
+		d.kill()
+	}
 	_ = d.conn.Close()
 }
 
