@@ -72,8 +72,7 @@ func newHandle(c *container, execID, tag string, hj client.HijackedResponse, std
 }
 
 // attach gives a socket handle its connection (nil: none came): stdin
-// writes to it, and Stdout reads it.
-// Only the first call counts.
+// writes to it, and Stdout reads it. Only the first call counts.
 func (h *handle) attach(conn *net.UnixConn) {
 	h.attachOnce.Do(func() {
 		if conn != nil {
