@@ -87,16 +87,21 @@ func main() {
 	starts := flag.Int("starts", 7, "kernel starts per place")
 	rounds := flag.Int("rounds", 200, "1+1 round trips per place")
 	queries := flag.Int("queries", 100, "lsp references per place")
+	servers := flag.Int("servers", 3, "language servers per place, asked in turn")
 	launches := flag.Int("launches", 7, "debug launches per place")
 	image := flag.String("image", "berth/full:dev", "the container's image (scripts/images builds it)")
 	flag.Parse()
-	if err := run(*starts, *rounds, *queries, *launches, *image); err != nil {
+	if *servers < 1 {
+		fmt.Fprintln(os.Stderr, "bench/enclosure: -servers must be at least 1")
+		os.Exit(2)
+	}
+	if err := run(*starts, *rounds, *queries, *servers, *launches, *image); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/enclosure:", err)
 		os.Exit(1)
 	}
 }
 
-func run(starts, rounds, queries, launches int, image string) error {
+func run(starts, rounds, queries, servers, launches int, image string) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
@@ -232,22 +237,30 @@ func run(starts, rounds, queries, launches int, image string) error {
 		return fmt.Errorf("%s has no line with %q: point refsFile and refsFind at a function that is still there", refsFile, refsFind)
 	}
 	refs := map[string]any{"action": "references", "file": refsFile, "line": line, "symbol": refsSymbol}
-	lspRuns := make([]string, len(places))
+	// servers runs (each with its own gopls) per place, since one gopls
+	// process can answer a few tenths of a millisecond faster or slower
+	// than another of the same build on the same workspace: queries go
+	// to each in turn, and the medians are over all of them.
+	lspRuns := make([][]string, len(places))
 	answers := make([]string, len(places))
 	for i, p := range places {
-		if lspRuns[i], err = srv.start(p, root, "lsp"); err != nil {
-			return err
-		}
-		// Until gopls has loaded the workspace: a cold load in a
-		// container on a loaded machine outlasts lsp.load_timeout, or
-		// the request's own timeout.
-		for try := 1; ; try++ {
-			_, answers[i], err = srv.call(lspRuns[i], "lsp", refs)
-			if err == nil && !strings.Contains(answers[i], "had not finished loading") {
-				break
+		for range servers {
+			run, err := srv.start(p, root, "lsp")
+			if err != nil {
+				return err
 			}
-			if try == 5 {
-				return fmt.Errorf("%s references (warm-up, 5 tries): %v: %s", p.name, err, answers[i])
+			lspRuns[i] = append(lspRuns[i], run)
+			// Until gopls has loaded the workspace: a cold load in a
+			// container on a loaded machine outlasts lsp.load_timeout,
+			// or the request's own timeout.
+			for try := 1; ; try++ {
+				_, answers[i], err = srv.call(run, "lsp", refs)
+				if err == nil && !strings.Contains(answers[i], "had not finished loading") {
+					break
+				}
+				if try == 5 {
+					return fmt.Errorf("%s references (warm-up, 5 tries): %v: %s", p.name, err, answers[i])
+				}
 			}
 		}
 	}
@@ -259,10 +272,10 @@ func run(starts, rounds, queries, launches int, image string) error {
 	// In a random order each round, so that no place always follows
 	// another.
 	queryTimes := make([][]time.Duration, len(places))
-	for range queries {
+	for q := range queries {
 		for _, i := range rand.Perm(len(places)) {
 			p := places[i]
-			d, _, err := srv.call(lspRuns[i], "lsp", refs)
+			d, _, err := srv.call(lspRuns[i][q%servers], "lsp", refs)
 			if err != nil {
 				return fmt.Errorf("%s references: %w", p.name, err)
 			}
@@ -276,7 +289,7 @@ func run(starts, rounds, queries, launches int, image string) error {
 	// -i in the Docker container (the stream Berth's docker driver reads
 	// through the Engine API, without the relay), each by a minimal
 	// client, alternating.
-	noBerth, err := directReferences(srv.ctx, rel, id, root, line, col, queries)
+	noBerth, err := directReferences(srv.ctx, rel, id, root, line, col, queries, servers)
 	if err != nil {
 		return err
 	}
@@ -296,8 +309,8 @@ func run(starts, rounds, queries, launches int, image string) error {
 		}
 	}
 
-	fmt.Printf("containers (%s; docker exec, containerd's task exec and the Kubernetes exec subresource through the API-server stand-in, through Berth's relay) against the host, medians; %d kernel starts, %d round trips, %d references, %d launches each\n\n",
-		image, starts, rounds, queries, launches)
+	fmt.Printf("containers (%s; docker exec, containerd's task exec and the Kubernetes exec subresource through the API-server stand-in, through Berth's relay) against the host, medians; %d kernel starts, %d round trips, %d references (over %d language servers), %d launches each\n\n",
+		image, starts, rounds, queries, servers, launches)
 	fmt.Printf("%-34s %-11s %11s %11s %8s %10s   %s\n", "", "in", "container", "host", "ratio", "added", "target")
 	// row prints a line per container: its median, the host's, the ratio,
 	// what the container added, and the verdict on target.
@@ -338,35 +351,41 @@ func run(starts, rounds, queries, launches int, image string) error {
 }
 
 // directReferences times the references query (line 1-based, col 0-based)
-// on three gopls processes of their own, in a random order each round:
-// two in the Docker container id, one started with docker exec -i (the
+// on three kinds of gopls processes of their own, servers of each, in a
+// random order each round: two in the Docker container id, one started with docker exec -i (the
 // repository at workspace) and one that the relay (rel's copy in the
 // container) gives a socket in the workdir as its stdin and stdout,
 // as Berth's docker.stdio socket does; and one on the host. It returns
 // their times in that order.
-func directReferences(ctx context.Context, rel *relay.Binary, id, root string, line, col, n int) ([3][]time.Duration, error) {
+func directReferences(ctx context.Context, rel *relay.Binary, id, root string, line, col, n, servers int) ([3][]time.Duration, error) {
 	var times [3][]time.Duration
-	in, err := lspdirect.Start(ctx, workspace, root, dockertest.Bin, "exec", "-i", "-w", workspace, id, "gopls")
-	if err != nil {
-		return times, err
+	var clients [3][]*lspdirect.Client
+	for range servers {
+		in, err := lspdirect.Start(ctx, workspace, root, dockertest.Bin, "exec", "-i", "-w", workspace, id, "gopls")
+		if err != nil {
+			return times, err
+		}
+		defer in.Close()
+		sock, end, err := socketGopls(ctx, rel, id, root)
+		if err != nil {
+			return times, err
+		}
+		defer end()
+		defer sock.Close()
+		on, err := lspdirect.Start(ctx, root, root, "gopls")
+		if err != nil {
+			return times, err
+		}
+		defer on.Close()
+		for i, c := range []*lspdirect.Client{in, sock, on} {
+			clients[i] = append(clients[i], c)
+		}
 	}
-	defer in.Close()
-	sock, end, err := socketGopls(ctx, rel, id, root)
-	if err != nil {
-		return times, err
-	}
-	defer end()
-	defer sock.Close()
-	on, err := lspdirect.Start(ctx, root, root, "gopls")
-	if err != nil {
-		return times, err
-	}
-	defer on.Close()
-	clients, names := [3]*lspdirect.Client{in, sock, on}, [3]string{"docker exec", "socket", "host"}
+	names := [3]string{"docker exec", "socket", "host"}
 	paths := [3]string{path.Join(workspace, refsFile), path.Join(workspace, refsFile), filepath.Join(root, refsFile)}
-	for round := -5; round < n; round++ { // five warm-up rounds
+	for round := -5 * servers; round < n; round++ { // five warm-up rounds each
 		for _, i := range rand.Perm(len(clients)) {
-			d, err := clients[i].Request(ctx, "references", paths[i], line-1, col)
+			d, err := clients[i][(round+5*servers)%servers].Request(ctx, "references", paths[i], line-1, col)
 			if err != nil {
 				return times, fmt.Errorf("direct references (%s): %w", names[i], err)
 			}
