@@ -87,7 +87,7 @@ func main() {
 	starts := flag.Int("starts", 7, "kernel starts per place")
 	rounds := flag.Int("rounds", 200, "1+1 round trips per place")
 	queries := flag.Int("queries", 100, "lsp references per place")
-	servers := flag.Int("servers", 3, "language servers per place, asked in turn")
+	servers := flag.Int("servers", 1, "language servers per place, asked in turn (more smooths one process's own speed, on a machine with the cores for them)")
 	launches := flag.Int("launches", 7, "debug launches per place")
 	image := flag.String("image", "berth/full:dev", "the container's image (scripts/images builds it)")
 	flag.Parse()
@@ -240,7 +240,9 @@ func run(starts, rounds, queries, servers, launches int, image string) error {
 	// servers runs (each with its own gopls) per place, since one gopls
 	// process can answer a few tenths of a millisecond faster or slower
 	// than another of the same build on the same workspace: queries go
-	// to each in turn, and the medians are over all of them.
+	// to each in turn, and the medians are over all of them. On 2 cores
+	// more than one per place (3 kinds of direct clients and 4 places,
+	// each loading the module) makes the machine itself the noise.
 	lspRuns := make([][]string, len(places))
 	answers := make([]string, len(places))
 	for i, p := range places {

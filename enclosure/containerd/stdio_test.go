@@ -12,36 +12,8 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/mounts"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
-
-// fdKinds starts, in dir, a program that prints what its stdin and stdout
-// are ("socket" or "pipe") and its user id, then echoes its stdin, and
-// returns the kinds and the echo.
-func fdKinds(t *testing.T, c *container, dir string) (kinds, echo string) {
-	t.Helper()
-	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Dir: dir,
-		Args: []string{"-c", `for fd in 0 1; do k=$(readlink /proc/$$/fd/$fd); printf '%s ' "${k%%:*}"; done; id -u; cat`}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, p.Stderr())
-	r := bufio.NewReader(p.Stdout())
-	kinds, _ = r.ReadString('\n')
-	io.WriteString(p.Stdin(), "echoed")
-	p.Stdin().Close()
-	rest, _ := io.ReadAll(r)
-	if code, err := p.Wait(); code != 0 || err != nil {
-		t.Fatalf("exit %d, %v", code, err)
-	}
-	return strings.TrimSpace(kinds), string(rest)
-}
-
-func assertNoSocketLeft(t *testing.T, dir string) {
-	t.Helper()
-	if matches, _ := filepath.Glob(filepath.Join(dir, ".berth-*")); len(matches) != 0 {
-		t.Fatalf("left in the workdir: %v", matches)
-	}
-}
 
 // containerd.stdio socket (the default): a process started in the
 // workdir's mount has the socket as its stdin and stdout; one started
@@ -67,12 +39,12 @@ func TestIssue13Item9ContainerdStdioThroughASocketInTheWorkdir(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			d := newDriver(t, c.opts)
 			cont := attach(t, d, id)
-			kinds, echo := fdKinds(t, cont, c.dir)
+			kinds, echo := relaytest.StdioKinds(t, cont, c.dir)
 			if kinds != c.kinds || echo != "echoed" {
 				t.Fatalf("stdin, stdout and uid %q, echo %q; want %q", kinds, echo, c.kinds)
 			}
-			assertNoSocketLeft(t, wd)
-			assertNoSocketLeft(t, filepath.Join(wd, "sub"))
+			relaytest.NoSocketLeft(t, wd)
+			relaytest.NoSocketLeft(t, filepath.Join(wd, "sub"))
 			noFIFOs(t, d, id)
 		})
 	}
@@ -114,15 +86,15 @@ func TestIssue13Item9ContainerdStdioFallsBackWhenTheRelayCannotConnect(t *testin
 	d := newDriver(t, Options{PathMap: mounts.Table{{Source: wd, Destination: elsewhere}}, Log: slog.New(slog.NewTextHandler(&log, nil))})
 	c := attach(t, d, id)
 	for i := 0; i < 2; i++ {
-		if kinds, echo := fdKinds(t, c, "/workspace"); kinds != "pipe pipe 0" || echo != "echoed" {
+		if kinds, echo := relaytest.StdioKinds(t, c, "/workspace"); kinds != "pipe pipe 0" || echo != "echoed" {
 			t.Fatalf("start %d: %q, echo %q", i, kinds, echo)
 		}
 	}
 	if !c.sockets.GivenUp() || strings.Count(log.String(), "could not connect to its stdio socket") != 1 || !strings.Contains(log.String(), "containerd.stdio: exec") {
 		t.Fatalf("sockets given up: %v; log %q", c.sockets.GivenUp(), log.String())
 	}
-	assertNoSocketLeft(t, wd)
-	assertNoSocketLeft(t, elsewhere)
+	relaytest.NoSocketLeft(t, wd)
+	relaytest.NoSocketLeft(t, elsewhere)
 	onlySleep(t, id)
 	noFIFOs(t, d, id)
 }
