@@ -32,7 +32,7 @@ import (
 // the relay connected, or at Close.
 type StdioListener struct {
 	l     *net.UnixListener
-	dir   *os.File // held while the socket is reached through it
+	dir   *os.File // the directory, opened once (O_PATH)
 	path  string   // the socket as Berth sees it
 	Name  string   // its name in the directory
 	token string
@@ -41,43 +41,59 @@ type StdioListener struct {
 	err  error
 }
 
-// maxSunPath is the longest path a unix socket's address holds.
-const maxSunPath = 107
-
 // ListenStdio listens on a new socket in dir, a directory as Berth sees
 // it; tag names it, so that the socket of one run is told from another's.
 // The socket is writable by every user, since the enclosure's may not be
 // Berth's: the token keeps any other process from passing for the relay.
+//
+// The directory is shared with the container, whose processes may swap
+// what is in it at any moment, so every step goes through one descriptor
+// of it, opened first: the bind, the chmod (of what is there only if it
+// is a socket, never through a symlink) and the removal. Nothing Berth
+// does here can reach a file outside dir.
 func ListenStdio(dir, tag string) (*StdioListener, error) {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	s := &StdioListener{Name: "." + tag + ".sock", token: hex.EncodeToString(b)}
 	s.path = filepath.Join(dir, s.Name)
-	addr := s.path
-	if len(addr) > maxSunPath {
-		// Too long for an address: reach it through the directory.
-		d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_PATH|unix.O_DIRECTORY, 0)
-		if err != nil {
-			return nil, err
-		}
-		s.dir = d
-		addr = "/proc/self/fd/" + strconv.Itoa(int(d.Fd())) + "/" + s.Name
-	}
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
-		if s.dir != nil {
-			s.dir.Close()
-		}
 		return nil, err
 	}
-	// The name is removed by Close, through the path that stays right.
-	l.SetUnlinkOnClose(false)
+	s.dir = d
+	// Through the descriptor: the directory stays the one opened, and the
+	// address stays short, however long dir is.
+	addr := "/proc/self/fd/" + strconv.Itoa(int(d.Fd())) + "/" + s.Name
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	l.SetUnlinkOnClose(false) // Close removes it, through the descriptor
 	s.l = l
-	if err := os.Chmod(s.path, 0o666); err != nil {
+	if err := s.chmod(); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// chmod makes the socket writable by all: what is at its name, opened
+// without following a symlink, and only if it is a socket.
+func (s *StdioListener) chmod() error {
+	fd, err := unix.Openat(int(s.dir.Fd()), s.Name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return fmt.Errorf("%s is no longer the socket Berth made", s.path)
+	}
+	return unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), 0o666)
 }
 
 // Env is the variable to give the relay, KEY=VALUE.
@@ -168,17 +184,16 @@ func (s *StdioListener) check(conn *net.UnixConn) bool {
 	return subtle.ConstantTimeCompare(got, want) == 1
 }
 
-// Close stops listening and removes the socket's name. Safe to call more
+// Close stops listening and removes the socket's name (in the directory
+// it was made in, whatever has become of the path). Safe to call more
 // than once.
 func (s *StdioListener) Close() error {
 	s.once.Do(func() {
 		s.err = s.l.Close()
-		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) && s.err == nil {
+		if err := unix.Unlinkat(int(s.dir.Fd()), s.Name, 0); err != nil && !errors.Is(err, unix.ENOENT) && s.err == nil {
 			s.err = err
 		}
-		if s.dir != nil {
-			s.dir.Close()
-		}
+		s.dir.Close()
 	})
 	return s.err
 }
