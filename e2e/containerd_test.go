@@ -195,7 +195,7 @@ func TestIssue14Item6UnmountedWorkdirRefused(t *testing.T) {
 }
 
 // The same in containerd (containerd.stdio: socket).
-func TestIssue13Item9ContainerdKernelStdioIsASocket(t *testing.T) {
+func TestIssue14Item6KernelStdioIsASocket(t *testing.T) {
 	s := inContainerd(t, fullImage).fresh(t)
 	stdioSocket.check(t, startFamilies(t, stdioSocket, containerdSection), s)
 }

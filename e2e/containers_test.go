@@ -94,7 +94,7 @@ func TestIssue13Item8OneContainer(t *testing.T) {
 // descriptors, docker top shows its relay connecting there, and no
 // socket's name is left in the workdir, each removed once its relay
 // connected.
-func TestIssue13Item9KernelStdioIsASocket(t *testing.T) {
+func TestIssue13Item8KernelStdioIsASocket(t *testing.T) {
 	runFamily(t, inContainer(kernelImage), stdioSocket)
 }
 
