@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
@@ -36,14 +37,17 @@ type server struct {
 	ws      *workspace.Root     // the workdir, to resolve the paths the server names (locate)
 	encl    enclosure.Enclosure // where it runs: maps paths both ways
 	proc    enclosure.Process
-	conn    jsonrpc2.Conn
-	api     protocol.Server
-	caps    protocol.ServerCapabilities
-	enc     encoding
-	stderr  *ring
-	started time.Time
-	exited  chan struct{}    // closed when the process has exited
-	metrics *metrics.Metrics // nil in tests that build a server by hand
+	// inflight counts the requests being sent to it (call), so that a
+	// reload lets them finish before it closes the server.
+	inflight atomic.Int32
+	conn     jsonrpc2.Conn
+	api      protocol.Server
+	caps     protocol.ServerCapabilities
+	enc      encoding
+	stderr   *ring
+	started  time.Time
+	exited   chan struct{}    // closed when the process has exited
+	metrics  *metrics.Metrics // nil in tests that build a server by hand
 
 	docs   docStore
 	diags  diagStore
@@ -444,6 +448,8 @@ func (s *server) waitGone(d time.Duration) bool {
 // server answers that the content changed under it or that it cancelled
 // the request itself.
 func (s *server) call(ctx context.Context, method string, f func(ctx context.Context) error) error {
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, s.conf.RequestTimeout)
 		start := time.Now()
@@ -534,6 +540,16 @@ func (s *server) close() {
 	enclosure.StopFunc(s.proc, nil, grace)
 	<-s.exited
 	_ = s.conn.Close()
+}
+
+// drain waits, up to d, until no request is being sent to the server: a
+// reload closes the old server only then, so that a query already on
+// its way is answered rather than cut off.
+func (s *server) drain(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for s.inflight.Load() > 0 && time.Now().Before(deadline) && s.alive() {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // closeGrace is how long a server that was told to exit has to do so

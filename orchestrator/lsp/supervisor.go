@@ -197,6 +197,10 @@ func (sv *supervisor) noteCrash(sl *slot, srv *server) {
 	sv.metrics.SessionEnded(metrics.KindLSP, sv.run.Enclosure.Driver(), metrics.ReasonCrashed)
 }
 
+// reloadDrain bounds how long a reload lets the requests already sent to
+// a server finish before it closes the server.
+const reloadDrain = 5 * time.Second
+
 // reload ends the servers whose root and name match (all of them when
 // keep is nil) and starts them again at once, resetting their crash count.
 func (sv *supervisor) reload(ctx context.Context, keep func(slotKey) bool) ([]*slot, error) {
@@ -225,6 +229,7 @@ func (sv *supervisor) reload(ctx context.Context, keep func(slotKey) bool) ([]*s
 		sl.srv, sl.err = nil, nil
 		sv.mu.Unlock()
 		if old != nil && old.alive() && !old.isClosing() {
+			old.drain(reloadDrain)
 			old.close()
 			sv.metrics.SessionEnded(metrics.KindLSP, sv.run.Enclosure.Driver(), metrics.ReasonStopped)
 		}
