@@ -186,9 +186,6 @@ func (h *handle) wait() {
 // may still run: its reader sees EOF. Otherwise the program's exit ended
 // the socket, and its reader closes it at EOF.
 func (h *handle) socketEnd(lost bool) {
-	if h.attached == nil {
-		return
-	}
 	<-h.attached
 	if h.conn != nil && lost {
 		h.conn.Close()

@@ -279,7 +279,7 @@ func (s *Sockets) Accept(ctx context.Context, l *StdioListener, ended <-chan str
 		}
 		return nil, fmt.Errorf("%s: %w", s.Where, err)
 	}
-	return nil, fmt.Errorf("the relay ended (exit %d) before it connected to its stdio socket", code)
+	return nil, fmt.Errorf("the relay ended (exit %d) before it connected to its stdio socket %s: the process's stderr (lsp status, the server log) says why; %s: exec starts it without the socket", code, l.path, s.Key)
 }
 
 // GivenUp says whether a relay in this container could not connect.

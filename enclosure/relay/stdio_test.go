@@ -133,3 +133,39 @@ func TestStdioListenerInAReadOnlyDirectory(t *testing.T) {
 		t.Fatal("listening in a directory that cannot hold the socket did not fail")
 	}
 }
+
+// A stranger that connects first and sends nothing holds Accept up for
+// the token's wait only (2 s), then is closed, and the relay behind it is
+// taken.
+func TestStdioListenerDropsASilentStrangerAfterTheTokenWait(t *testing.T) {
+	dir, err := os.MkdirTemp("", "s") // short: the test's name would overflow the address
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	l, err := relay.ListenStdio(dir, relay.NewTag())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	silent, err := net.Dial("unix", filepath.Join(dir, l.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	relayEnd := dialStdio(t, dir, l, token(l))
+	start := time.Now()
+	conn, err := l.Accept(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if took := time.Since(start); took < 1500*time.Millisecond || took > 5*time.Second {
+		t.Errorf("Accept took %v behind a silent stranger; want the token's wait, 2s", took)
+	}
+	io.WriteString(relayEnd, "x")
+	relayEnd.(*net.UnixConn).CloseWrite()
+	if b, _ := io.ReadAll(conn); string(b) != "x" {
+		t.Fatalf("read %q from the relay's connection", b)
+	}
+}

@@ -3,6 +3,7 @@ package relaytest
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -38,5 +39,21 @@ func NoSocketLeft(t *testing.T, dir string) {
 	t.Helper()
 	if matches, _ := filepath.Glob(filepath.Join(dir, ".berth-*")); len(matches) != 0 {
 		t.Fatalf("left in the workdir: %v", matches)
+	}
+}
+
+// FellBack checks a container whose relays cannot reach their socket in
+// dir: two starts there both run on the exec's pipes, the container gave
+// sockets up (givenUp), and log holds one line saying so that names key,
+// the configuration key that skips the attempt.
+func FellBack(t *testing.T, enc enclosure.Enclosure, dir string, givenUp func() bool, log fmt.Stringer, key string) {
+	t.Helper()
+	for i := 0; i < 2; i++ {
+		if kinds, echo := StdioKinds(t, enc, dir); kinds != "pipe pipe 0" || echo != "echoed" {
+			t.Fatalf("start %d: stdin, stdout and uid %q, echo %q; want the exec's pipes", i, kinds, echo)
+		}
+	}
+	if !givenUp() || strings.Count(log.String(), "could not connect to its stdio socket") != 1 || !strings.Contains(log.String(), key+": exec") {
+		t.Fatalf("sockets given up: %v; log %q", givenUp(), log.String())
 	}
 }
