@@ -31,7 +31,7 @@
 //
 // Each place's gopls cache is filled by a gopls of its own, stopped
 // before the timed ones start (-cold skips this): a gopls that fills its
-// cache itself stays 1-2 ms slower a query, container or not, and a
+// cache itself answers more slowly afterwards, container or not, and a
 // fresh container's cache is empty where the host's is full.
 //
 //	go run ./bench/enclosure [-starts 7] [-rounds 200] [-queries 100] [-servers 1] [-launches 7] [-cold] [-image berth/full:dev]
@@ -251,9 +251,11 @@ func run(starts, rounds, queries, servers, launches int, image string, cold bool
 	// each loading the module) makes the machine itself the noise.
 	//
 	// A gopls that fills its own file cache (~/.cache/gopls) while it
-	// loads answers more slowly for the rest of its life than one that
-	// finds the cache full: on this repository, 1-2 ms a references query
-	// on the host alone (GOPLSCACHE empty against the host's own cache).
+	// loads answers more slowly afterwards than one that found the cache
+	// full: on this repository, 0.7-1.6 ms more a references query on the
+	// host alone (GOPLSCACHE empty against the host's own cache), and
+	// 1.9-2.9 ms more as a fresh container's first gopls against the
+	// host's (README, "Give gopls a cache that outlives the container").
 	// A fresh container's cache is empty and the host's is full, so
 	// unless -cold each place first runs a gopls of its own to fill its
 	// cache and stops it, and the timed servers start as a second
