@@ -4,6 +4,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -57,4 +59,29 @@ func connectStdio(path, token string) (int, error) {
 		msg = msg[n:]
 	}
 	return fd, nil
+}
+
+// maxToken bounds the token line --token-stdin reads.
+const maxToken = 256
+
+// readToken reads the first line of f, a byte at a time so that nothing
+// after it is taken from what follows (the framed stdin), and returns it
+// without its newline.
+func readToken(f *os.File) (string, error) {
+	var line []byte
+	b := make([]byte, 1)
+	for len(line) < maxToken {
+		n, err := f.Read(b)
+		if n == 1 {
+			if b[0] == '\n' {
+				return string(line), nil
+			}
+			line = append(line, b[0])
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("stdin ended before the token's line: %w", err)
+		}
+	}
+	return "", fmt.Errorf("no newline in the first %d bytes of stdin: the token is one line", maxToken)
 }

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -166,6 +167,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"env without a name", []string{"run", "--env", "=hi", "--", "true"}, 125, `--env "=hi" is not KEY=VALUE`},
 		{"connect with inherit", []string{"run", "--connect", "/x.sock", "--stdin", "inherit", "--", "true"}, 125, "--connect gives PROG a socket"},
 		{"connect without a token", []string{"run", "--connect", "/x.sock", "--", "true"}, 125, "no token in $BERTH_RELAY_TOKEN"},
+		{"token-stdin without connect", []string{"run", "--token-stdin", "--", "true"}, 125, "--token-stdin is --connect's token"},
 		{"missing dir", []string{"run", "--dir", "/no/such/dir", "--", "true"}, 126, "the working directory /no/such/dir: no such file or directory"},
 		{"unknown mode", []string{"launch"}, 125, `unknown mode "launch"`},
 	} {
@@ -278,6 +280,48 @@ func TestRunConnect(t *testing.T) {
 			}
 		})
 	}
+	// An exec API without an environment (Kubernetes') gives the token
+	// as the first line of the relay's stdin; the frames that follow
+	// still reach the relay.
+	t.Run("token on stdin", func(t *testing.T) {
+		l, err := client.ListenStdio(short, client.NewTag())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		argv := client.RunArgs("", client.RunOptions{Stdin: client.StdinFramed, Connect: filepath.Join(short, l.Name), TokenStdin: true}, "sh", "-c", `readlink /proc/self/fd/1; echo "token=${BERTH_RELAY_TOKEN:-none}"; exec cat`)
+		if !slices.Contains(argv, "--token-stdin") || slices.ContainsFunc(argv, func(a string) bool { return strings.Contains(a, strings.TrimSpace(l.TokenLine())) }) {
+			t.Fatalf("the command line %q: want --token-stdin and no token", argv)
+		}
+		p := start(t, exec.Command(relayBin, argv[1:]...))
+		io.WriteString(p.stdin, l.TokenLine())
+		conn, err := l.Accept(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		r := bufio.NewReader(conn)
+		if k, _ := r.ReadString('\n'); !strings.HasPrefix(k, "socket:[") {
+			t.Fatalf("PROG's stdout is %q, not the socket", k)
+		}
+		if e, _ := r.ReadString('\n'); e != "token=none\n" {
+			t.Fatalf("PROG's environment: %q", e)
+		}
+		if err := client.NewFrameWriter(p.stdin).Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code, out := p.wait(t); code != 128+int(syscall.SIGTERM) || out != "" {
+			t.Fatalf("exit %d, the relay's stdout %q, stderr %q; want PROG ended by the framed SIGTERM", code, out, p.stderr)
+		}
+	})
+	t.Run("stdin ends before the token", func(t *testing.T) {
+		p := startRelay(t, "run", "--connect", filepath.Join(short, "none.sock"), "--token-stdin", "--", "sh", "-c", "echo ran")
+		io.WriteString(p.stdin, "no newline")
+		p.stdin.Close()
+		if code, out := p.wait(t); code != wire.ExitRelayFailed || out != "" || !strings.Contains(p.stderr.String(), "stdin ended before the token's line") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, p.stderr)
+		}
+	})
 	t.Run("nobody listens", func(t *testing.T) {
 		cmd := exec.Command(relayBin, "run", "--connect", filepath.Join(short, "none.sock"), "--", "sh", "-c", "echo ran")
 		cmd.Env = append(os.Environ(), wire.EnvToken+"=x")

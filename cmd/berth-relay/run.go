@@ -36,7 +36,12 @@ type runFlags struct {
 	// connect is a unix socket to give PROG as its stdin and stdout
 	// ("": the relay's stdout, and its stdin as --stdin says).
 	connect string
-	env     []string // KEY=VALUE added to PROG's environment, in order
+	// tokenStdin: --connect's token is the first line of the relay's
+	// stdin, not $BERTH_RELAY_TOKEN (an exec API that takes no
+	// environment would otherwise put it on the command line, which every
+	// process in the container can read).
+	tokenStdin bool
+	env        []string // KEY=VALUE added to PROG's environment, in order
 }
 
 func parseRunFlags(args []string) (runFlags, []string, error) {
@@ -48,6 +53,7 @@ func parseRunFlags(args []string) (runFlags, []string, error) {
 	fs.StringVar(&f.tag, "tag", "", "")
 	fs.StringVar(&f.dir, "dir", "", "")
 	fs.StringVar(&f.connect, "connect", "", "")
+	fs.BoolVar(&f.tokenStdin, "token-stdin", false, "")
 	fs.Func("env", "", func(kv string) error {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			return fmt.Errorf("--env %q is not KEY=VALUE", kv)
@@ -63,6 +69,9 @@ func parseRunFlags(args []string) (runFlags, []string, error) {
 	}
 	if f.connect != "" && f.stdin == wire.StdinInherit {
 		return f, nil, errors.New("--connect gives PROG a socket as its stdin: use --stdin framed or raw for the relay's own, not inherit")
+	}
+	if f.tokenStdin && f.connect == "" {
+		return f, nil, errors.New("--token-stdin is --connect's token: give --connect too")
 	}
 	if f.grace < 0 {
 		return f, nil, errors.New("--grace must not be negative")
@@ -118,7 +127,14 @@ func runMode(args []string) int {
 	if flags.connect != "" {
 		// Before PROG is looked up, so that a relay that could not
 		// connect fails with ExitRelayFailed and nothing else has run.
-		fd, err := connectStdio(flags.connect, os.Getenv(wire.EnvToken))
+		token := os.Getenv(wire.EnvToken)
+		if flags.tokenStdin {
+			var err error
+			if token, err = readToken(os.Stdin); err != nil {
+				return fail("run: --token-stdin: %v", err)
+			}
+		}
+		fd, err := connectStdio(flags.connect, token)
 		if err != nil {
 			return fail("run: --connect %s: %v", flags.connect, err)
 		}

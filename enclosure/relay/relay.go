@@ -147,6 +147,11 @@ type RunOptions struct {
 	// connects to and gives the program as its stdin and stdout (see
 	// StdioListener); empty: the relay's own stdio.
 	Connect string
+	// TokenStdin has the relay read Connect's token as the first line of
+	// its stdin (StdioListener.TokenLine, written before anything else)
+	// rather than from its environment: for an exec API that takes no
+	// environment, where it would otherwise be on the command line.
+	TokenStdin bool
 }
 
 // RunArgs is the command line that runs prog with args under the relay at
@@ -170,6 +175,9 @@ func RunArgs(relayPath string, o RunOptions, prog string, args ...string) []stri
 	}
 	if o.Connect != "" {
 		argv = append(argv, "--connect", o.Connect)
+	}
+	if o.TokenStdin {
+		argv = append(argv, "--token-stdin")
 	}
 	argv = append(argv, "--", prog)
 	return append(argv, args...)

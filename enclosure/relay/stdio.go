@@ -99,6 +99,10 @@ func (s *StdioListener) chmod() error {
 // Env is the variable to give the relay, KEY=VALUE.
 func (s *StdioListener) Env() string { return wire.EnvToken + "=" + s.token }
 
+// TokenLine is what to write first to the stdin of a relay run with
+// RunOptions.TokenStdin.
+func (s *StdioListener) TokenLine() string { return s.token + "\n" }
+
 // acceptWait bounds Accept when ctx has no earlier deadline: the relay
 // connects before it starts the program, at once.
 const acceptWait = 30 * time.Second
