@@ -81,6 +81,7 @@ func defaultConfig() config {
 		Enclosure:  defaultEnclosureConfig(),
 		Docker:     defaultDockerConfig(),
 		Containerd: defaultContainerdConfig(),
+		Kubernetes: defaultKubernetesConfig(),
 	}
 }
 

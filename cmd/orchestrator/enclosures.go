@@ -81,6 +81,11 @@ type kubernetesConfig struct {
 	// WorkspaceVolume is the volume the workspace is on, mounted by the
 	// pod and by Berth.
 	WorkspaceVolume workspaceVolume `yaml:"workspace_volume"`
+	// Stdio is how a process's stdin and stdout travel: socket (a unix
+	// socket in its working directory on the workspace volume, where
+	// Berth sees it and can reach it; the exec's stream otherwise) or
+	// exec (the exec's stream, through the API server and the kubelet).
+	Stdio string `yaml:"stdio"`
 }
 
 // workspaceVolume is kubernetes.workspace_volume: a volume's name alone
@@ -106,10 +111,14 @@ func (w *workspaceVolume) UnmarshalYAML(n *yaml.Node) error {
 	return n.Decode((*plain)(w))
 }
 
+func defaultKubernetesConfig() kubernetesConfig {
+	return kubernetesConfig{Stdio: kubernetes.StdioSocket}
+}
+
 func (c *kubernetesConfig) options() kubernetes.Options {
 	return kubernetes.Options{
 		Kubeconfig: c.Kubeconfig, Namespace: c.Namespace, Container: c.Container, Sidecar: c.Sidecar,
-		Workspace: kubernetes.Volume{Name: c.WorkspaceVolume.Name, Path: c.WorkspaceVolume.Path},
+		Workspace: kubernetes.Volume{Name: c.WorkspaceVolume.Name, Path: c.WorkspaceVolume.Path}, Stdio: c.Stdio,
 	}
 }
 

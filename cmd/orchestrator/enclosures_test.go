@@ -88,6 +88,7 @@ func TestIssue13Item2EnclosureKeyErrorsNameTheProblem(t *testing.T) {
 	for text, want := range map[string]string{
 		"docker:\n  dial: carrier-pigeon\n":                  `docker.dial "carrier-pigeon": use relay or netns`,
 		"docker:\n  stdio: tty\n":                            `docker.stdio "tty": use socket or exec`,
+		"kubernetes:\n  stdio: tty\n":                        `kubernetes.stdio "tty": use socket or exec`,
 		"docker:\n  host: not-an-address\n":                  `docker.host "not-an-address"`,
 		"enclosure:\n  auto: [podman]\n":                     `enclosure.auto: unknown driver "podman"`,
 		"enclosure:\n  path_map: [{berth: rel, host: /x}]\n": "enclosure.path_map[0]",

@@ -23,8 +23,15 @@
 // (relay signal) for SIGINT or a stalled stream; the relay is the image's
 // own or streamed in through an exec of sh (install.go), since there is no
 // archive API. The exec API has no working directory or environment
-// either: when a Cmd has them, the relay starts sh to set them and exec
-// the program (runArgs).
+// either: the relay sets them itself, with no shell (runArgs).
+//
+// A process started in the workspace volume gets its stdin and stdout
+// over a unix socket there (kubernetes.stdio: socket, relay.Sockets),
+// which Berth reads and writes directly; the socket's token is the first
+// line of the relay's stdin, since the exec takes no environment and a
+// command line is readable by every process in the pod. Where Berth does
+// not see the directory, or the relay cannot reach the socket (a volume
+// mounted on another node), the exec's stream carries them.
 //
 // Dial (dial.go) port-forwards, with a connection of its own per Dial,
 // since one failed forward closes the whole session; a Berth that is a

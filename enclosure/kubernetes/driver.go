@@ -30,6 +30,19 @@ import (
 // enclosure.auto.
 const Name = "kubernetes"
 
+// How a process's stdin and stdout travel (kubernetes.stdio).
+const (
+	// StdioSocket passes them through a unix socket in the process's
+	// working directory, which Berth sees too through the workspace
+	// volume (a sidecar in the pod, or a volume on the same node); where
+	// it does not, or the relay cannot reach the socket, the exec's
+	// stream carries them.
+	StdioSocket = "socket"
+	// StdioExec passes them in the exec's stream, through the API server
+	// and the kubelet.
+	StdioExec = "exec"
+)
+
 // Options configure the driver.
 type Options struct {
 	// Kubeconfig is kubernetes.kubeconfig, a kubeconfig file. Empty:
@@ -52,6 +65,8 @@ type Options struct {
 	// Workspace is kubernetes.workspace_volume: the volume the workspace
 	// is on, mounted both in the sandbox pod and by Berth.
 	Workspace Volume
+	// Stdio is kubernetes.stdio, StdioSocket (default) or StdioExec.
+	Stdio string
 	// Self is Berth's own pod, "namespace/name", when it runs in one;
 	// empty: found from $POD_NAMESPACE/$POD_NAME, else, in a cluster, from
 	// the host name and the service account's namespace.
@@ -92,6 +107,9 @@ func (o Options) Check() error {
 		if f.value != "" && !filepath.IsAbs(f.value) {
 			return fmt.Errorf("%s %q: use an absolute path: %w", f.key, f.value, enclosure.ErrInvalidConfig)
 		}
+	}
+	if o.Stdio != "" && o.Stdio != StdioSocket && o.Stdio != StdioExec {
+		return fmt.Errorf("kubernetes.stdio %q: use %s or %s: %w", o.Stdio, StdioSocket, StdioExec, enclosure.ErrInvalidConfig)
 	}
 	if o.Workspace.Path != "" && o.Workspace.Name == "" {
 		return fmt.Errorf("kubernetes.workspace_volume.path %q without a name: set kubernetes.workspace_volume.name to the volume's name in the pod's spec: %w", o.Workspace.Path, enclosure.ErrInvalidConfig)
@@ -135,6 +153,9 @@ func New(o Options) *Driver {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Stdio == "" {
+		o.Stdio = StdioSocket
 	}
 	d := &Driver{opts: o, findRelay: sync.OnceValues(o.Relay)}
 	d.client = sync.OnceValues(d.connect)
@@ -260,6 +281,7 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 		return nil, err
 	}
 	p.crossing = d.crossing(p, k)
+	p.sockets = &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: "kubernetes pod " + p.String(), Key: "kubernetes.stdio", Log: d.opts.Log}
 	p.sidecar = d.opts.Sidecar || d.self() == ns+"/"+name
 	bin, err := d.findRelay()
 	if err != nil {

@@ -3,7 +3,9 @@ package kubernetes
 import (
 	"context"
 	"io"
+	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,12 +21,21 @@ import (
 // handle is one process started through the exec subresource under the
 // relay. Its owner goroutine (wait) holds the exec's stream until it
 // ends, then reads the exit code from the stream's error and closes done.
+// With a stdio socket, stdin and stdout go through the socket, and the
+// exec's stream carries stderr, signals and the end of the run.
 type handle struct {
 	p      *pod
 	tag    string
-	stdinR *io.PipeReader // what the exec's stream reads
-	stdinW *io.PipeWriter // closed: the relay reads EOF and ends the run
-	stdin  *relay.FrameWriter
+	stdinR *io.PipeReader     // what the exec's stream reads
+	stdinW *io.PipeWriter     // closed: the relay reads EOF and ends the run
+	frames *relay.FrameWriter // the relay's stdin: signals, and stdin without a socket
+	stdin  io.WriteCloser
+
+	// attached is closed once Start has given a socket handle its
+	// connection (nil when none came); nil without a socket.
+	attached   chan struct{}
+	attachOnce sync.Once
+	conn       *net.UnixConn
 	*pipe.Output
 
 	streamed context.Context    // done once the stream has ended
@@ -45,14 +56,42 @@ const outputBytes = 256 << 10
 
 // start opens the exec of argv and returns its handle at once: the stream
 // is the owner goroutine's, so an exec the API server refuses (the pod
-// deleted meanwhile) ends the process with the reason in Wait.
-func (p *pod) start(argv []string, tag string, stderr io.Writer) *handle {
+// deleted meanwhile) ends the process with the reason in Wait. token,
+// when set, is a stdio socket's token line, the first thing the relay
+// reads; stdin and stdout then come with attach.
+func (p *pod) start(argv []string, tag string, stderr io.Writer, token string) *handle {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &handle{p: p, tag: tag, Output: pipe.NewOutput(outputBytes, stderr), streamed: ctx, cancel: cancel}
 	h.stdinR, h.stdinW = io.Pipe()
-	h.stdin = relay.NewFrameWriter(h.stdinW)
-	go h.wait(ctx, argv)
+	h.frames = relay.NewFrameWriter(h.stdinW)
+	h.stdin = h.frames
+	var stdin io.Reader = h.stdinR
+	if token != "" {
+		h.attached = make(chan struct{})
+		stdin = io.MultiReader(strings.NewReader(token), h.stdinR)
+	}
+	go h.wait(ctx, argv, stdin)
 	return h
+}
+
+// attach gives a socket handle its connection (nil: none came): stdin
+// writes to it, and Stdout reads it. Only the first call counts.
+func (h *handle) attach(conn *net.UnixConn) {
+	h.attachOnce.Do(func() {
+		if conn != nil {
+			h.conn = conn
+			h.stdin = relay.SocketStdin(conn)
+		}
+		close(h.attached)
+	})
+}
+
+// Stdout is the program's stdout: its socket, or the exec's stream.
+func (h *handle) Stdout() io.Reader {
+	if h.conn != nil {
+		return relay.SocketStdout(h.conn)
+	}
+	return h.Output.Stdout()
 }
 
 // Pid is 0: the relay's pid inside the container is not known outside.
@@ -75,7 +114,7 @@ func (h *handle) Signal(sig os.Signal) error {
 	h.signalled.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 	defer cancel()
-	return relay.SendSignal(ctx, h.stdin, h.p.run, h.p.relay, h.tag, s, h.p.String())
+	return relay.SendSignal(ctx, h.frames, h.p.run, h.p.relay, h.tag, s, h.p.String())
 }
 
 // exitWait bounds the wait, once Kill closed stdin, for the stream to end
@@ -107,15 +146,21 @@ func (h *handle) Kill() error {
 	return nil
 }
 
-func (h *handle) wait(ctx context.Context, argv []string) {
+func (h *handle) wait(ctx context.Context, argv []string, stdin io.Reader) {
 	defer h.cancel()
 	stdout, stderr := h.Writers()
-	protocol, err := h.p.stream(ctx, argv, remotecommand.StreamOptions{Stdin: h.stdinR, Stdout: stdout, Stderr: stderr})
+	if h.attached != nil {
+		stdout = io.Discard // the relay writes nothing there; the program has the socket
+	}
+	protocol, err := h.p.stream(ctx, argv, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	h.protocol = protocol
+	h.cancel() // streamed is done: a start waiting for its socket learns the relay ended
 	// Writes to stdin now fail rather than wait for a reader, and the
 	// client's copy of stdin ends.
 	_ = h.stdinW.Close()
-	h.CloseWrite()
+	if h.attached == nil {
+		h.CloseWrite()
+	}
 	var waitErr error
 	code, ok := exitCode(err)
 	switch {
@@ -135,5 +180,20 @@ func (h *handle) wait(ctx context.Context, argv []string) {
 			}
 		}
 	}
+	if h.attached != nil {
+		h.socketEnd(!ok && !h.killed.Load())
+		h.CloseWrite()
+	}
 	h.End(code, waitErr)
+}
+
+// socketEnd closes the socket of a process whose stream broke (the API
+// server or the kubelet went), which may still run: its reader sees EOF.
+// Otherwise the program's exit ended the socket, and its reader closes
+// it at EOF.
+func (h *handle) socketEnd(lost bool) {
+	<-h.attached
+	if h.conn != nil && lost {
+		h.conn.Close()
+	}
 }

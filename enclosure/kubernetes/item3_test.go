@@ -138,16 +138,20 @@ func TestIssue16Item3DirAndEnvNeedNoShell(t *testing.T) {
 // Kill ends the program and everything it started, though closing the
 // exec's stream alone would not; Signal interrupts through the relay.
 func TestIssue16Item3KillAndSignalThroughTheRelay(t *testing.T) {
-	s := standIn(t)
-	id := runPod(t, s, kubetest.Pod{})
-	p := attach(t, newDriver(t, s, Options{}), id)
+	forEachStdio(t, func(t *testing.T, s *kubetest.Server, p *pod, id, dir string) {
+		killAndSignal(t, s, p, id, dir)
+	})
+}
+
+func killAndSignal(t *testing.T, s *kubetest.Server, p *pod, id, dir string) {
 	cid := s.ContainerID(id, "sandbox")
 	for _, refuse := range []bool{false, true} {
 		s.RefuseWebSockets(refuse)
-		proc, err := p.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "sleep 1000 & echo started; wait"}})
+		proc, err := p.Start(context.Background(), enclosure.Cmd{Path: "sh", Dir: dir, Args: []string{"-c", "sleep 1000 & echo started; wait"}})
 		if err != nil {
 			t.Fatal(err)
 		}
+		assertStdio(t, proc, dir != "")
 		if line, _ := bufio.NewReader(proc.Stdout()).ReadString('\n'); line != "started\n" {
 			t.Fatalf("first line %q", line)
 		}
@@ -164,10 +168,11 @@ func TestIssue16Item3KillAndSignalThroughTheRelay(t *testing.T) {
 		}
 		dockertest.OnlySleep(t, cid)
 
-		proc, err = p.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", `trap 'echo interrupted; exit 7' INT; echo ready; while :; do sleep 0.1; done`}})
+		proc, err = p.Start(context.Background(), enclosure.Cmd{Path: "sh", Dir: dir, Args: []string{"-c", `trap 'echo interrupted; exit 7' INT; echo ready; while :; do sleep 0.1; done`}})
 		if err != nil {
 			t.Fatal(err)
 		}
+		assertStdio(t, proc, dir != "")
 		r := bufio.NewReader(proc.Stdout())
 		if line, _ := r.ReadString('\n'); line != "ready\n" {
 			t.Fatalf("first line %q", line)
@@ -186,13 +191,15 @@ func TestIssue16Item3KillAndSignalThroughTheRelay(t *testing.T) {
 // A pod deleted while a process runs in it ends the process with an
 // error that says so (ErrGone), and a new start says so too.
 func TestIssue16Item3PodDeletedMidCall(t *testing.T) {
-	s := standIn(t)
-	id := runPod(t, s, kubetest.Pod{})
-	p := attach(t, newDriver(t, s, Options{}), id)
-	proc, err := p.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "echo started; sleep 1000"}})
+	forEachStdio(t, podDeletedMidCall)
+}
+
+func podDeletedMidCall(t *testing.T, s *kubetest.Server, p *pod, id, dir string) {
+	proc, err := p.Start(context.Background(), enclosure.Cmd{Path: "sh", Dir: dir, Args: []string{"-c", "echo started; sleep 1000"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	assertStdio(t, proc, dir != "")
 	if line, _ := bufio.NewReader(proc.Stdout()).ReadString('\n'); line != "started\n" {
 		t.Fatalf("first line %q", line)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	pathpkg "path"
 	"slices"
 	"strings"
 	"sync"
@@ -28,7 +29,8 @@ type pod struct {
 	container string
 	relay     string // the relay's path inside
 	crossing  crossing
-	sidecar   bool // Berth is in the same pod: Dial uses loopback
+	sidecar   bool           // Berth is in the same pod: Dial uses loopback
+	sockets   *relay.Sockets // how stdin and stdout travel
 
 	found sync.Map // LookPath's answers: name -> path
 }
@@ -151,7 +153,9 @@ func (p *pod) LookPath(ctx context.Context, name string) (string, error) {
 
 // Start runs cmd under the relay in an exec: stdin framed (closing it
 // closes the program's stdin; closing the stream ends the run), stdout
-// and stderr apart. The exec's stream is opened by the process's owner,
+// and stderr apart. stdin and stdout go through a socket in cmd.Dir
+// where Berth sees that directory too (kubernetes.stdio: socket), else
+// in the exec's stream as well. The exec's stream is opened by the process's owner,
 // so Start reads the pod first: one deleted or stopped is Start's error,
 // as it is the other drivers'.
 func (p *pod) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
@@ -167,10 +171,47 @@ func (p *pod) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, 
 		path = lp
 	}
 	tag := relay.NewTag()
-	// The exec API takes no working directory or environment: the relay
-	// sets them.
-	argv := relay.RunArgs(p.relay, relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag, Dir: cmd.Dir, Env: cmd.Env}, path, cmd.Args...)
-	return p.start(argv, tag, cmd.Stderr), nil
+	if l := p.sockets.Listen(cmd.Dir, tag, p.HostPath); l != nil {
+		h, err := p.startSocket(ctx, path, tag, cmd, l)
+		if !errors.Is(err, relay.ErrNotConnected) {
+			return h, err
+		}
+	}
+	return p.start(p.runArgs(path, tag, cmd, ""), tag, cmd.Stderr, ""), nil
+}
+
+// runArgs is the relay's command line for cmd. The exec API takes no
+// working directory or environment: the relay sets them. With connect
+// (a socket's name in cmd.Dir), the relay gives the program that socket
+// as its stdin and stdout, and reads the socket's token first on its own
+// stdin: on the command line every process in the pod could read it.
+func (p *pod) runArgs(path, tag string, cmd enclosure.Cmd, connect string) []string {
+	o := relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag, Dir: cmd.Dir, Env: cmd.Env}
+	if connect != "" {
+		o.Connect, o.TokenStdin = pathpkg.Join(cmd.Dir, connect), true
+	}
+	return relay.RunArgs(p.relay, o, path, cmd.Args...)
+}
+
+// startSocket starts cmd with its stdin and stdout through l. It returns
+// an error wrapping relay.ErrNotConnected when the relay ended without
+// connecting (the container's view of the directory is not Berth's).
+func (p *pod) startSocket(ctx context.Context, path, tag string, cmd enclosure.Cmd, l *relay.StdioListener) (enclosure.Process, error) {
+	defer l.Close()
+	h := p.start(p.runArgs(path, tag, cmd, l.Name), tag, cmd.Stderr, l.TokenLine())
+	conn, err := p.sockets.Accept(ctx, l, h.streamed.Done(), func() (int, error) {
+		h.attach(nil)
+		return h.Wait()
+	})
+	h.attach(conn)
+	if err != nil {
+		if !errors.Is(err, relay.ErrNotConnected) {
+			_ = h.Kill()
+			err = fmt.Errorf("%s: starting %s in %q: %w", p, path, cmd.Dir, err)
+		}
+		return nil, err
+	}
+	return h, nil
 }
 
 // runTimeout bounds a command run to its end: the relay's short modes,
