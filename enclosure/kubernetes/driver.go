@@ -281,7 +281,7 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 		return nil, err
 	}
 	p.crossing = d.crossing(p, k)
-	p.sockets = &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: "kubernetes pod " + p.String(), Key: "kubernetes.stdio", Log: d.opts.Log}
+	p.sockets = &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: "kubernetes " + p.String(), Key: "kubernetes.stdio", Log: d.opts.Log}
 	p.sidecar = d.opts.Sidecar || d.self() == ns+"/"+name
 	bin, err := d.findRelay()
 	if err != nil {

@@ -181,16 +181,16 @@ func (h *handle) wait(ctx context.Context, argv []string, stdin io.Reader) {
 		}
 	}
 	if h.attached != nil {
-		h.socketEnd(!ok && !h.killed.Load())
+		h.socketEnd(!ok)
 		h.CloseWrite()
 	}
 	h.End(code, waitErr)
 }
 
-// socketEnd closes the socket of a process whose stream broke (the API
-// server or the kubelet went), which may still run: its reader sees EOF.
-// Otherwise the program's exit ended the socket, and its reader closes
-// it at EOF.
+// socketEnd closes the socket of a process whose stream broke or was
+// dropped (the API server or the kubelet went, or a Kill whose signal
+// never arrived), which may still run: its reader sees EOF. Otherwise the
+// program's exit ended the socket, and its reader closes it at EOF.
 func (h *handle) socketEnd(lost bool) {
 	<-h.attached
 	if h.conn != nil && lost {

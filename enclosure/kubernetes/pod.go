@@ -207,7 +207,7 @@ func (p *pod) startSocket(ctx context.Context, path, tag string, cmd enclosure.C
 	if err != nil {
 		if !errors.Is(err, relay.ErrNotConnected) {
 			_ = h.Kill()
-			err = fmt.Errorf("%s: starting %s in %q: %w", p, path, cmd.Dir, err)
+			err = fmt.Errorf("kubernetes %s: starting %s in %q: %w", p, path, cmd.Dir, err)
 		}
 		return nil, err
 	}
