@@ -322,6 +322,13 @@ func TestRunConnect(t *testing.T) {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, p.stderr)
 		}
 	})
+	t.Run("a token line past the limit", func(t *testing.T) {
+		p := startRelay(t, "run", "--connect", filepath.Join(short, "none.sock"), "--token-stdin", "--", "sh", "-c", "echo ran")
+		io.WriteString(p.stdin, strings.Repeat("t", maxToken+1)+"\n")
+		if code, out := p.wait(t); code != wire.ExitRelayFailed || out != "" || !strings.Contains(p.stderr.String(), "no newline in the first 256 bytes") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, p.stderr)
+		}
+	})
 	t.Run("nobody listens", func(t *testing.T) {
 		cmd := exec.Command(relayBin, "run", "--connect", filepath.Join(short, "none.sock"), "--", "sh", "-c", "echo ran")
 		cmd.Env = append(os.Environ(), wire.EnvToken+"=x")
