@@ -33,11 +33,7 @@ type handle struct {
 
 	// streamEnded is closed when the exec's stream has ended.
 	streamEnded chan struct{}
-	// attached is closed once Start has given a socket handle its
-	// connection (nil when none came); nil without a socket.
-	attached   chan struct{}
-	attachOnce sync.Once
-	conn       *net.UnixConn
+	socket      *relay.SocketStdio // nil without a socket
 	*pipe.Output
 
 	killed atomic.Bool
@@ -65,29 +61,26 @@ func newHandle(c *container, execID, tag string, hj client.HijackedResponse, std
 	}
 	h.stdin = h.frames
 	if socket {
-		h.attached = make(chan struct{})
+		h.socket = relay.NewSocketStdio()
 	}
 	go h.wait()
 	return h
 }
 
 // attach gives a socket handle its connection (nil: none came): stdin
-// writes to it, and Stdout reads it. Only the first call counts.
+// writes to it, and Stdout reads it. A connection comes at most once.
 func (h *handle) attach(conn *net.UnixConn) {
-	h.attachOnce.Do(func() {
-		if conn != nil {
-			h.conn = conn
-			h.stdin = relay.SocketStdin(conn)
-		}
-		close(h.attached)
-	})
+	if conn != nil {
+		h.stdin = relay.SocketStdin(conn)
+	}
+	h.socket.Attach(conn)
 }
 
 // Stdout is the program's stdout: its socket, or the exec's stream as
 // the owner goroutine splits it.
 func (h *handle) Stdout() io.Reader {
-	if h.conn != nil {
-		return relay.SocketStdout(h.conn)
+	if conn := h.socket.Conn(); conn != nil {
+		return relay.SocketStdout(conn)
 	}
 	return h.Output.Stdout()
 }
@@ -139,13 +132,13 @@ const exitWait = 30 * time.Second
 
 func (h *handle) wait() {
 	stdout, stderr := h.Writers()
-	if h.attached != nil {
+	if h.socket != nil {
 		stdout = io.Discard // the relay writes nothing there; the program has the socket
 	}
 	_, err := stdcopy.StdCopy(stdout, stderr, h.hj.Reader)
 	h.hj.Close()
 	close(h.streamEnded)
-	if h.attached == nil {
+	if h.socket == nil {
 		h.CloseWrite()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), exitWait)
@@ -175,19 +168,9 @@ func (h *handle) wait() {
 	if waitErr == nil && err != nil && !h.killed.Load() {
 		waitErr = fmt.Errorf("docker container %s: the process's output stream broke: %v", h.c.name, err)
 	}
-	if h.attached != nil {
-		h.socketEnd(ierr != nil)
+	if h.socket != nil {
+		h.socket.End(ierr != nil)
 		h.CloseWrite()
 	}
 	h.End(code, waitErr)
-}
-
-// socketEnd closes the socket of a process lost with the engine, which
-// may still run: its reader sees EOF. Otherwise the program's exit ended
-// the socket, and its reader closes it at EOF.
-func (h *handle) socketEnd(lost bool) {
-	<-h.attached
-	if h.conn != nil && lost {
-		h.conn.Close()
-	}
 }

@@ -31,11 +31,7 @@ type handle struct {
 	frames *relay.FrameWriter // the relay's stdin: signals, and stdin without a socket
 	stdin  io.WriteCloser
 
-	// attached is closed once Start has given a socket handle its
-	// connection (nil when none came); nil without a socket.
-	attached   chan struct{}
-	attachOnce sync.Once
-	conn       *net.UnixConn
+	socket *relay.SocketStdio // nil without a socket
 	*pipe.Output
 
 	streamed context.Context    // done once the stream has ended
@@ -67,7 +63,7 @@ func (p *pod) start(argv []string, tag string, stderr io.Writer, token string) *
 	h.stdin = h.frames
 	var stdin io.Reader = h.stdinR
 	if token != "" {
-		h.attached = make(chan struct{})
+		h.socket = relay.NewSocketStdio()
 		stdin = io.MultiReader(strings.NewReader(token), h.stdinR)
 	}
 	go h.wait(ctx, argv, stdin)
@@ -75,21 +71,18 @@ func (p *pod) start(argv []string, tag string, stderr io.Writer, token string) *
 }
 
 // attach gives a socket handle its connection (nil: none came): stdin
-// writes to it, and Stdout reads it. Only the first call counts.
+// writes to it, and Stdout reads it. A connection comes at most once.
 func (h *handle) attach(conn *net.UnixConn) {
-	h.attachOnce.Do(func() {
-		if conn != nil {
-			h.conn = conn
-			h.stdin = relay.SocketStdin(conn)
-		}
-		close(h.attached)
-	})
+	if conn != nil {
+		h.stdin = relay.SocketStdin(conn)
+	}
+	h.socket.Attach(conn)
 }
 
 // Stdout is the program's stdout: its socket, or the exec's stream.
 func (h *handle) Stdout() io.Reader {
-	if h.conn != nil {
-		return relay.SocketStdout(h.conn)
+	if conn := h.socket.Conn(); conn != nil {
+		return relay.SocketStdout(conn)
 	}
 	return h.Output.Stdout()
 }
@@ -149,7 +142,7 @@ func (h *handle) Kill() error {
 func (h *handle) wait(ctx context.Context, argv []string, stdin io.Reader) {
 	defer h.cancel()
 	stdout, stderr := h.Writers()
-	if h.attached != nil {
+	if h.socket != nil {
 		stdout = io.Discard // the relay writes nothing there; the program has the socket
 	}
 	protocol, err := h.p.stream(ctx, argv, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
@@ -158,7 +151,7 @@ func (h *handle) wait(ctx context.Context, argv []string, stdin io.Reader) {
 	// Writes to stdin now fail rather than wait for a reader, and the
 	// client's copy of stdin ends.
 	_ = h.stdinW.Close()
-	if h.attached == nil {
+	if h.socket == nil {
 		h.CloseWrite()
 	}
 	var waitErr error
@@ -180,20 +173,9 @@ func (h *handle) wait(ctx context.Context, argv []string, stdin io.Reader) {
 			}
 		}
 	}
-	if h.attached != nil {
-		h.socketEnd(!ok)
+	if h.socket != nil {
+		h.socket.End(!ok)
 		h.CloseWrite()
 	}
 	h.End(code, waitErr)
-}
-
-// socketEnd closes the socket of a process whose stream broke or was
-// dropped (the API server or the kubelet went, or a Kill whose signal
-// never arrived), which may still run: its reader sees EOF. Otherwise the
-// program's exit ended the socket, and its reader closes it at EOF.
-func (h *handle) socketEnd(lost bool) {
-	<-h.attached
-	if h.conn != nil && lost {
-		h.conn.Close()
-	}
 }

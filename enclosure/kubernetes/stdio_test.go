@@ -122,7 +122,7 @@ func forEachStdio(t *testing.T, test func(t *testing.T, s *kubetest.Server, p *p
 // for.
 func assertStdio(t *testing.T, p enclosure.Process, socket bool) {
 	t.Helper()
-	if got := p.(*handle).conn != nil; got != socket {
+	if got := p.(*handle).socket.Conn() != nil; got != socket {
 		t.Fatalf("stdio through a socket: %v; want %v", got, socket)
 	}
 }

@@ -227,6 +227,50 @@ func (s socketStdout) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// SocketStdio is the stdin and stdout of a process whose start offered a
+// stdio socket: the connection comes after the exec has begun (Attach,
+// from the start, with nil when the relay did not connect), and the
+// handle's owner goroutine, once the exec's stream has ended, waits for
+// it (End).
+type SocketStdio struct {
+	attached chan struct{}
+	once     sync.Once
+	conn     *net.UnixConn
+}
+
+// NewSocketStdio returns one waiting for Attach.
+func NewSocketStdio() *SocketStdio { return &SocketStdio{attached: make(chan struct{})} }
+
+// Attach gives the connection (nil: none came). Only the first call
+// counts.
+func (s *SocketStdio) Attach(conn *net.UnixConn) {
+	s.once.Do(func() {
+		s.conn = conn
+		close(s.attached)
+	})
+}
+
+// Conn is the connection Attach gave: nil when none came, or on a nil
+// SocketStdio (a start that offered no socket). Call it only after
+// Attach (a start returns after it).
+func (s *SocketStdio) Conn() *net.UnixConn {
+	if s == nil {
+		return nil
+	}
+	return s.conn
+}
+
+// End waits for Attach and, for a process that may still run (lost: its
+// stream broke, or was dropped before it ended), closes the connection,
+// so that its reader sees EOF. Otherwise the program's exit ended the
+// socket, and its reader closes it at EOF.
+func (s *SocketStdio) End(lost bool) {
+	<-s.attached
+	if s.conn != nil && lost {
+		s.conn.Close()
+	}
+}
+
 // Sockets is one container's choice of stdio: through a socket where a
 // start's directory is shared, until a relay could not connect to one
 // (the container's view of the directory is not Berth's, as with a file

@@ -169,3 +169,66 @@ func TestStdioListenerDropsASilentStrangerAfterTheTokenWait(t *testing.T) {
 		t.Fatalf("read %q from the relay's connection", b)
 	}
 }
+
+// SocketStdio: End waits for Attach; a lost process's connection is
+// closed (its reader sees EOF), an ended one's is left to its reader; a
+// start that offered no socket has no connection.
+func TestSocketStdioEnd(t *testing.T) {
+	var none *relay.SocketStdio
+	if none.Conn() != nil {
+		t.Fatal("a nil SocketStdio has a connection")
+	}
+	for _, lost := range []bool{false, true} {
+		ours, theirs, err := unixPair()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := relay.NewSocketStdio()
+		ended := make(chan struct{})
+		go func() { s.End(lost); close(ended) }()
+		select {
+		case <-ended:
+			t.Fatal("End returned before Attach")
+		case <-time.After(50 * time.Millisecond):
+		}
+		s.Attach(ours)
+		<-ended
+		theirs.Write([]byte("x"))
+		_, err = ours.Read(make([]byte, 1))
+		if closed := err != nil; closed != lost {
+			t.Errorf("lost %v: the connection closed: %v (%v)", lost, closed, err)
+		}
+		ours.Close()
+		theirs.Close()
+	}
+	s := relay.NewSocketStdio()
+	s.Attach(nil)
+	s.End(true) // no connection: nothing to close, and no wait
+	if s.Conn() != nil {
+		t.Fatal("a connection after Attach(nil)")
+	}
+}
+
+// unixPair is two connected unix sockets.
+func unixPair() (*net.UnixConn, *net.UnixConn, error) {
+	dir, err := os.MkdirTemp("", "s")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "p"), Net: "unix"})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer l.Close()
+	a, err := net.DialUnix("unix", nil, l.Addr().(*net.UnixAddr))
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := l.AcceptUnix()
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	return b, a, nil
+}
