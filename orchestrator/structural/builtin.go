@@ -40,3 +40,8 @@ var builtins = []builtin{
 	{"tsx", []string{".tsx"}, tsts.LanguageTSX},
 	{"typescript", []string{".ts", ".mts", ".cts"}, tsts.LanguageTypescript},
 }
+
+// alsoReads are extensions of another language's files that a language
+// reads as its own too: a C++ project's headers are often .h, which is
+// C's by inference, and either grammar may be the right one.
+var alsoReads = map[string][]string{"cpp": {".h"}}

@@ -11,10 +11,15 @@ import (
 
 // language is one grammar the tools can use.
 type language struct {
-	name       string
+	name string
+	// extensions are its files' endings, each with the dot; the first
+	// language to list one is the one inferred for it.
 	extensions []string
-	lang       *sitter.Language // nil when unavailable
-	ladder     []scaffold
+	// reads are the extensions whose files it parses: its own and the
+	// ones in alsoReads.
+	reads  []string
+	lang   *sitter.Language // nil when unavailable
+	ladder []scaffold
 	// unavailable says why an optional grammar could not be loaded.
 	unavailable string
 	// sigil is how a placeholder identifier starts: "$" in PHP, where
@@ -88,10 +93,26 @@ func (ls *languages) add(l *language) {
 		l.sigil = "$"
 	}
 	l.terminator = terminators[l.name]
+	for _, e := range append(append([]string(nil), l.extensions...), alsoReads[l.name]...) {
+		l.reads = append(l.reads, strings.ToLower(e))
+	}
 	ls.byName[l.name] = l
 	for _, e := range l.extensions {
 		ls.byExt[strings.ToLower(e)] = l
 	}
+}
+
+// readers are the languages that read files with extension ext (with
+// its dot), sorted by name.
+func (ls *languages) readers(ext string) []string {
+	var out []string
+	for _, l := range ls.byName {
+		if l.owns("x" + ext) {
+			out = append(out, l.name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // names lists the language ids, sorted.
@@ -105,7 +126,10 @@ func (ls *languages) names() []string {
 }
 
 // pick chooses the language: the one named, else the one of the file's
-// extension. isDir says path is a folder, where the name is required.
+// extension. isDir says path is a folder, where the name is required. A
+// file that is another language's by its extension is refused, not
+// parsed as the one named (ast-grep finds nothing there either); a file
+// whose extension no language claims is read as the one named.
 func (ls *languages) pick(name, path string, isDir bool) (*language, error) {
 	var l *language
 	switch {
@@ -113,6 +137,12 @@ func (ls *languages) pick(name, path string, isDir bool) (*language, error) {
 		l = ls.byName[strings.ToLower(name)]
 		if l == nil {
 			return nil, fmt.Errorf("unknown language %q: use one of %s", name, strings.Join(ls.names(), ", "))
+		}
+		ext := strings.ToLower(filepath.Ext(path))
+		if rs := ls.readers(ext); !isDir && len(rs) > 0 && !l.owns(path) {
+			which := strings.Join(rs, " or ")
+			return nil, fmt.Errorf("%s is a %s file by its extension (%s), not %s: nothing was searched. Pass language %s, or leave language out to infer it from the extension",
+				path, which, ext, l.name, which)
 		}
 	case isDir:
 		return nil, fmt.Errorf("language is required when path is a folder: pass one of %s", strings.Join(ls.names(), ", "))
@@ -128,11 +158,12 @@ func (ls *languages) pick(name, path string, isDir bool) (*language, error) {
 	return l, nil
 }
 
-// owns says whether a file belongs to language l by its extension.
+// owns says whether language l reads a file, by its extension: its own
+// extensions and the ones alsoReads gives it.
 func (l *language) owns(path string) bool {
 	ext := strings.ToLower(filepath.Ext(path))
-	for _, e := range l.extensions {
-		if strings.ToLower(e) == ext {
+	for _, e := range l.reads {
+		if e == ext {
 			return true
 		}
 	}

@@ -104,7 +104,7 @@ func (p *Provider) prepare(ctx context.Context, run *orchestrator.Run, path, lan
 		// the open handle, whatever is there by then.
 		return nil, orchestrator.Errorf("%v", workspace.NotRegular(root.Rel(start), st.Mode())), nil
 	}
-	l, err := p.langs.pick(lang, start, st.IsDir())
+	l, err := p.langs.pick(lang, root.Rel(start), st.IsDir())
 	if err != nil {
 		return nil, orchestrator.Errorf("%v", err), nil
 	}

@@ -97,7 +97,8 @@ func (e editTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 			return nil, err
 		}
 		if nt.errors > f.t.errors {
-			flags = append(flags, fmt.Sprintf("  %s: the rewritten file has %d new syntax error(s)%s", f.rel, nt.errors-f.t.errors, firstErrorAt(nt)))
+			n, at := newErrors(f.t, nt, edits)
+			flags = append(flags, fmt.Sprintf("  %s: the rewritten file has %d new syntax error(s), the first at %s", f.rel, n, at))
 		}
 		content := newSrc
 		if f.bom {
@@ -162,13 +163,83 @@ func (e editTool) edits(sc *scope, tp *template, f *fileMatches) (out []edit, dr
 	return out, dropped
 }
 
-// firstErrorAt says where the first syntax error of a tree is.
-func firstErrorAt(t *tree) string {
-	for i := range t.nodes {
-		if t.nodes[i].flags&(fError|fMissing) != 0 {
-			line, col := position(t.src, t.nodes[i].start)
-			return fmt.Sprintf(", the first at %d:%d", line, col)
+// newErrors counts the syntax errors of nt, the tree of old's source
+// with edits made, that old did not have, and says where the first of
+// them is, as line:col. Only the innermost error nodes count: error
+// recovery may wrap much of a file, from 1:1, in an ERROR node around the
+// one it could not parse, and the place to look at is the inner one. An
+// error old had, moved by the edits, is not new. Where an error node
+// begins before the first edit it spans, that edit is where it is.
+func newErrors(old, nt *tree, edits []edit) (count int, at string) {
+	type key struct {
+		start, end uint32
+		kind       uint16
+		flags      uint8
+	}
+	had := map[key]int{}
+	for _, i := range old.innermostErrors() {
+		n := &old.nodes[i]
+		s, ok1 := shifted(n.start, edits)
+		e, ok2 := shifted(n.end, edits)
+		if ok1 && ok2 {
+			had[key{s, e, n.kind, n.flags}]++
 		}
 	}
-	return ""
+	inner := nt.innermostErrors()
+	first := int32(-1)
+	for _, i := range inner {
+		n := &nt.nodes[i]
+		if k := (key{n.start, n.end, n.kind, n.flags}); had[k] > 0 {
+			had[k]--
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		count++
+	}
+	if first < 0 && len(inner) > 0 {
+		// Every error matches one the file had; the count says there are
+		// more, so the edits moved one onto another's place.
+		first = inner[0]
+	}
+	if count == 0 {
+		count = nt.errors - old.errors
+	}
+	if first < 0 {
+		return count, "an unknown place"
+	}
+	n := &nt.nodes[first]
+	off := n.start
+	var delta int64
+	for _, e := range edits {
+		ns := uint32(int64(e.start) + delta)
+		delta += int64(len(e.text)) - int64(e.end-e.start)
+		ne := uint32(int64(e.end) + delta)
+		if ne <= n.start && ns < n.start {
+			continue // wholly before the node
+		}
+		if ns > n.start && ns < n.end {
+			off = ns
+		}
+		break
+	}
+	line, col := position(nt.src, off)
+	return count, fmt.Sprintf("%d:%d", line, col)
+}
+
+// shifted maps an offset of the source before edits to the source after
+// them; an offset inside an edit's replaced text has no counterpart.
+func shifted(off uint32, edits []edit) (uint32, bool) {
+	var delta int64
+	for _, e := range edits {
+		if off <= e.start {
+			break
+		}
+		if off < e.end {
+			return 0, false
+		}
+		delta += int64(len(e.text)) - int64(e.end-e.start)
+	}
+	return uint32(int64(off) + delta), true
 }

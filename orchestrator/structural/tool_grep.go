@@ -31,7 +31,8 @@ func (g grepTool) Spec() orchestrator.Spec {
 			"Whitespace, line breaks and comments do not matter, " +
 			"and nothing inside a string or comment matches. path is a file or folder in the workspace (default: all of it; .gitignore'd and hidden files are skipped, " +
 			"and binary, very large and unreadable ones are skipped and named in the result); " +
-			"language (" + strings.Join(languageIDs(g.p), ", ") + ") is inferred from a file path and required for a folder. " +
+			"language (" + strings.Join(languageIDs(g.p), ", ") + ") is inferred from a file path and required for a folder; " +
+			"a file that is another language's by its extension is refused, not parsed as the one named (a .h file is c or cpp). " +
 			"Returns each match as path:line:col, its first source lines and what each variable captured ($X = …), sorted by path and position, " +
 			"at most max_results (default 50; the result says \"showing K of N\" when there are more).",
 		InputSchema: json.RawMessage(`{

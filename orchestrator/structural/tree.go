@@ -65,6 +65,24 @@ func (t *tree) children(i int32, buf []int32) []int32 {
 	return buf
 }
 
+// innermostErrors lists, in source order, the ERROR and MISSING nodes
+// that hold no other one.
+func (t *tree) innermostErrors() []int32 {
+	var errs []int32
+	for i := range t.nodes {
+		if t.nodes[i].flags&(fError|fMissing) != 0 {
+			errs = append(errs, int32(i))
+		}
+	}
+	var out []int32
+	for k, i := range errs {
+		if k+1 == len(errs) || errs[k+1] >= i+t.nodes[i].size {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // kindName is the grammar's name for node i's kind.
 func (t *tree) kindName(i int32) string { return t.lang.NodeKindForId(t.nodes[i].kind) }
 
