@@ -1,6 +1,10 @@
 package debug
 
-import "time"
+import (
+	"path/filepath"
+	"strings"
+	"time"
+)
 
 // Config is the debug section of the configuration. Every field has a
 // default (DefaultConfig).
@@ -54,6 +58,11 @@ type Adapter struct {
 	// PackageExtension, when set, makes a directory holding files with it a
 	// program (a Go package for delve).
 	PackageExtension string `yaml:"package_extension,omitempty"`
+	// SourceExtensions are the source files whose stored breakpoints the
+	// adapter is sent; the others are held back, and launch says which.
+	// Empty: Extensions and PackageExtension; when those are empty too,
+	// every file's.
+	SourceExtensions []string `yaml:"source_extensions,omitempty"`
 	// Native makes a native executable (ELF) a program of this adapter.
 	Native bool `yaml:"native,omitempty"`
 	// Builds says the launch compiles first, so it waits BuildWait.
@@ -87,7 +96,7 @@ func DefaultConfig() Config {
 				ID: "debugpy", Interpreter: "python", Module: "debugpy",
 				Args: []string{"-m", "debugpy.adapter"}, Transport: "stdio",
 				Markers:    []string{"pyproject.toml", "setup.py", "requirements.txt"},
-				Extensions: []string{".py"}, AdapterID: "python",
+				Extensions: []string{".py"}, SourceExtensions: []string{".py", ".pyw"}, AdapterID: "python",
 				Launch: map[string]any{
 					"type": "python", "console": "internalConsole",
 					"redirectOutput": true, "justMyCode": true,
@@ -97,7 +106,7 @@ func DefaultConfig() Config {
 			{
 				ID: "delve", Executables: []string{"dlv"},
 				Args: []string{"dap", "--listen", "127.0.0.1:0"}, Transport: "tcp",
-				Markers: []string{"go.mod"}, Extensions: []string{".go"}, PackageExtension: ".go",
+				Markers: []string{"go.mod"}, Extensions: []string{".go"}, PackageExtension: ".go", SourceExtensions: []string{".go"},
 				Builds: true, AdapterID: "go",
 				Launch: map[string]any{"mode": "debug", "outputMode": "remote"},
 			},
@@ -105,6 +114,10 @@ func DefaultConfig() Config {
 				ID: "lldb", Executables: []string{"lldb-dap", "lldb-dap-21", "lldb-dap-20", "lldb-dap-19", "lldb-dap-18", "lldb-dap-17"},
 				Transport: "stdio", Markers: []string{"Cargo.toml", "CMakeLists.txt"},
 				Native: true, AdapterID: "lldb-dap",
+				// The languages lldb debugs natively: C, C++, Objective-C,
+				// Rust, Swift, Zig.
+				SourceExtensions: []string{".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp", ".tpp",
+					".m", ".mm", ".rs", ".swift", ".zig"},
 				// lldb turns ASLR off with personality(2), which Docker's
 				// default seccomp profile refuses: the launch failed in
 				// every container ("personality set failed"). The
@@ -116,8 +129,30 @@ func DefaultConfig() Config {
 			{
 				ID: "dart", Executables: []string{"dart"}, Args: []string{"debug_adapter"},
 				Transport: "stdio", Markers: []string{"pubspec.yaml"},
-				Extensions: []string{".dart"}, AdapterID: "dart", Launch: map[string]any{},
+				Extensions: []string{".dart"}, SourceExtensions: []string{".dart"}, AdapterID: "dart", Launch: map[string]any{},
 			},
 		},
 	}
+}
+
+// takes says whether the adapter is sent the breakpoints of file, by its
+// extension (SourceExtensions).
+func (a *Adapter) takes(file string) bool {
+	exts := a.SourceExtensions
+	if len(exts) == 0 {
+		exts = a.Extensions
+		if a.PackageExtension != "" {
+			exts = append(append([]string(nil), exts...), a.PackageExtension)
+		}
+	}
+	if len(exts) == 0 {
+		return true
+	}
+	ext := strings.TrimPrefix(filepath.Ext(file), ".")
+	for _, e := range exts {
+		if strings.EqualFold(strings.TrimPrefix(e, "."), ext) {
+			return true
+		}
+	}
+	return false
 }

@@ -88,7 +88,8 @@ func listenPort(ctx context.Context, proc enclosure.Process, rest io.Writer) (in
 }
 
 // handshake runs initialize → launch/attach (its response not awaited) →
-// initialized → setBreakpoints for every stored file and the exception
+// initialized → setBreakpoints for every stored file in the adapter's
+// languages (the others are kept in heldBack) and the exception
 // breakpoints → configurationDone → the launch/attach response, in
 // whichever order the adapter sends it. wait bounds the steps the program
 // start may hold up (a build, for delve).
@@ -149,14 +150,25 @@ func (s *session) handshake(ctx context.Context, command string, args map[string
 		files = append(files, f)
 	}
 	sort.Strings(files)
+	held := map[string][]int{}
 	for _, f := range files {
 		if len(bps[f]) == 0 {
+			continue
+		}
+		if !s.adapter.takes(f) {
+			// Another language's file: debugpy would call a C line
+			// verified, lldb list a Python one as unverified, delve
+			// fail to find a file its build never saw.
+			held[f] = bps[f]
 			continue
 		}
 		if err := s.setBreakpoints(ctx, f, bps[f]); err != nil {
 			return err
 		}
 	}
+	s.mu.Lock()
+	s.heldBack = held
+	s.mu.Unlock()
 	if filters := s.exceptionFilters(); filters != nil {
 		rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestWait)
 		_, err := s.c.call(rctx, &dap.SetExceptionBreakpointsRequest{

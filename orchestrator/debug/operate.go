@@ -172,6 +172,14 @@ func (p *Provider) breakpoints(ctx context.Context, run *orchestrator.Run, c *co
 		}
 		return b.String(), nil
 	}
+	if !s.adapter.takes(abs) {
+		what := fmt.Sprintf("stored %s in %s", text.Count(len(lines), "breakpoint"), root.Rel(abs))
+		if len(lines) == 0 {
+			what = "cleared the breakpoints of " + root.Rel(abs)
+		}
+		return fmt.Sprintf("%s; not sent to the running %s session, which does not debug %s files: a launch of a program in their language sets them",
+			what, s.adapter.ID, extOf(abs)), nil
+	}
 	if err := s.setBreakpoints(ctx, abs, lines); err != nil {
 		return "", err
 	}
@@ -376,23 +384,52 @@ func (p *Provider) terminate(c *conversation) string {
 	return fmt.Sprintf("terminated %s (%s) after %s; the program and the adapter are stopped", s.program, s.adapter.ID, age)
 }
 
-// writeBreakpoints adds the adapter's answer for every file to b.
+// writeBreakpoints adds the adapter's answer for every file to b, and
+// the breakpoints held back from it.
 func (s *session) writeBreakpoints(b *strings.Builder) {
 	s.mu.Lock()
 	files := make([]string, 0, len(s.bps))
 	for f := range s.bps {
 		files = append(files, f)
 	}
-	s.mu.Unlock()
-	if len(files) == 0 {
-		return
+	held := make([]string, 0, len(s.heldBack))
+	for f := range s.heldBack {
+		held = append(held, f)
 	}
-	b.WriteString("breakpoints:\n")
-	for _, f := range sorted(files) {
-		if t := s.breakpointTextMapped(f); t != "" {
-			b.WriteString(t + "\n")
+	heldLines := s.heldBack
+	s.mu.Unlock()
+	if len(files) > 0 {
+		b.WriteString("breakpoints:\n")
+		for _, f := range sorted(files) {
+			if t := s.breakpointTextMapped(f); t != "" {
+				b.WriteString(t + "\n")
+			}
 		}
 	}
+	if len(held) == 0 {
+		return
+	}
+	var list []string
+	for _, f := range sorted(held) {
+		for _, l := range heldLines[f] {
+			list = append(list, fmt.Sprintf("%s:%d", s.paths.root.Rel(f), l))
+		}
+	}
+	if len(list) > heldShown {
+		list = append(list[:heldShown], fmt.Sprintf("… %d more", len(list)-heldShown))
+	}
+	fmt.Fprintf(b, "held back, not %s's languages (a launch of a program in their language sets them): %s\n", s.adapter.ID, strings.Join(list, ", "))
+}
+
+// heldShown caps the held-back breakpoints a launch lists.
+const heldShown = 20
+
+// extOf is a file's extension for a message, or "extensionless".
+func extOf(path string) string {
+	if e := filepath.Ext(path); e != "" {
+		return e
+	}
+	return "extensionless"
 }
 
 // Bounds on what adapterSaid shows.

@@ -69,7 +69,10 @@ type session struct {
 	exitCode   *int
 	terminated bool
 	bps        map[string][]breakpoint // by absolute (enclosure) path
-	live       bool                    // the start succeeded and was counted
+	// heldBack are the stored breakpoints the handshake did not send, the
+	// files not in the adapter's languages, by host path.
+	heldBack map[string][]int
+	live     bool // the start succeeded and was counted
 
 	endOnce sync.Once
 	ended   chan struct{}

@@ -16,7 +16,7 @@ Pass "operation" and that operation's arguments:
 - adapters: which adapters are usable here and, if not, what is missing (root marker, executable).
 - status: whether a session runs, its adapter, program and age, and where it stopped.
 - breakpoints {file, lines[]}: replace the breakpoints of a file (an empty list clears it); allowed before launch. Says, per line, verified or unverified with the adapter's reason; a line past the end of the file is refused.
-- launch {program, args[]}: start the program (a path inside the working directory) stopped at your breakpoints; answers where it stopped, or that it ended or is still running.
+- launch {program, args[]}: start the program (a path inside the working directory) stopped at your breakpoints in files of its adapter's languages (the others are held back, and named); answers where it stopped, or that it ended or is still running.
 - attach {port}: connect to a debugpy already listening on that port (python -m debugpy --listen PORT).
 - continue, pause, step_over, step_in, step_out {thread_id?}: run or step, then say where it stopped (file:line and the source line), or "still running: call pause or status".
 - threads: thread ids and names.
