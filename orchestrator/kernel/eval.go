@@ -25,13 +25,19 @@ const evalSchema = `{
   "type": "object",
   "properties": {
     "code": {"type": "string", "description": "The cell to run."},
-    "description": {"type": "string", "description": "5-10 words saying what the cell does, for the transcript label."},
+    "description": {"type": "string", "pattern": "` + descriptionPattern + `", "description": "5-10 words saying what the cell does, for the transcript label, e.g. \"load the sales data and plot monthly totals\"."},
     "language": {"type": "string", "enum": ["python", "javascript"], "description": "python (default) or javascript."},
     "reset": {"type": "boolean", "description": "Discard this language's kernel and start clean before running the cell."}
   },
   "required": ["code", "description"],
   "additionalProperties": false
 }`
+
+// descriptionPattern is the description rule (5 to 10 words) as the
+// schema states it, so the model sees the rule before it calls; Call
+// checks the same with strings.Fields, for a caller that skipped the
+// schema. Words are runs of non-space; JSON escapes the backslashes.
+const descriptionPattern = `^\\s*\\S+(\\s+\\S+){4,9}\\s*$`
 
 type evalArgs struct {
 	Code        string `json:"code"`
