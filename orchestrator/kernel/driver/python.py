@@ -26,6 +26,7 @@ import subprocess
 import sys
 import termios
 import threading
+import time
 import timeit
 import tokenize
 import traceback
@@ -79,7 +80,7 @@ def _writer():
 
 
 # --- capture of fd 1 and 2 -------------------------------------------------
-_cell = {"id": "", "running": False}
+_cell = {"id": "", "running": False, "interrupted": False, "since": 0.0}
 _capture_lock = threading.Lock()
 # A drain takes the turnstile before the capture lock, and the pump passes
 # through it before each chunk: a pump kept busy by a flood lets it in.
@@ -549,6 +550,122 @@ def _fmt_time(t):
     return "%.3g ns" % (t * 1e9)
 
 
+# --- what an interrupted cell started ---------------------------------------
+# An interrupt reaches the kernel's whole process group, but a process may
+# ignore it (a shell's background job does), catch it, or have left the
+# group (setsid). A kernel reported "intact" after an interrupt must not
+# leave such processes holding the container's pid limit, so the driver
+# ends what the interrupted cell started before it says done.
+_HZ = os.sysconf("SC_CLK_TCK")
+_RELAY = "berth-relay"
+
+
+def _proc_table():
+    """Every process as {pid: (state, ppid, pgrp, start)}, start in clock
+    ticks since boot; processes that end while it is read are left out."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        f = stat[stat.rfind(b")") + 2:].split()
+        try:
+            table[int(name)] = (f[0], int(f[1]), int(f[2]), int(f[19]))
+        except (IndexError, ValueError):
+            continue
+    return table
+
+
+def _under_relay():
+    """Whether the kernel's parent is Berth's relay, which starts nothing
+    but the kernel and adopts every orphan of its tree (a subreaper):
+    then all its descendants but the kernel are the kernel's doing."""
+    try:
+        with open("/proc/%d/comm" % os.getppid()) as f:
+            comm = f.read().strip()
+    except OSError:
+        return False
+    return comm == _RELAY
+
+
+def _strays(table, since, root):
+    """The live processes, other than the kernel and its parent, started
+    at or after since (ticks) that are in the kernel's group or
+    descend from root."""
+    me, group = os.getpid(), os.getpgrp()
+    children = {}
+    for pid, (_, ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    tree, todo = set(), [root]
+    while todo:
+        for c in children.get(todo.pop(), ()):
+            if c not in tree:
+                tree.add(c)
+                todo.append(c)
+    return [pid for pid, (state, _, pgrp, start) in table.items()
+            if pid not in (me, os.getppid()) and state not in (b"Z", b"X")
+            and start >= since and (pgrp == group or pid in tree)]
+
+
+def _end_strays(started):
+    """End every process the cell started (started: CLOCK_BOOTTIME at its
+    start) that is still running, and reap those that were the kernel's
+    own children. Under the relay that is every process of the kernel's
+    tree, those that left its group or session included; without it, the
+    kernel's group and descendants (a process that left the group and
+    whose parent is gone is out of reach). Kills repeat until a pass
+    finds none, since a process may fork while being killed. Returns how
+    many were ended and which could not be."""
+    since = int(started * _HZ)
+    root = os.getppid() if _under_relay() else os.getpid()
+    ended, left = set(), []
+    deadline = time.monotonic() + 3
+    while True:
+        left = _strays(_proc_table(), since, root)
+        if not left or time.monotonic() > deadline:
+            break
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                ended.add(pid)
+            except OSError:
+                pass
+        time.sleep(0.005)
+    _reap(ended)
+    return len(ended), left
+
+
+def _reap(pids):
+    """Reap the killed processes that were the kernel's children (the
+    relay reaps the rest), so no zombie holds a pid; a Popen or
+    multiprocessing object that owned one learns it was killed."""
+    reaped = set()
+    deadline = time.monotonic() + 1
+    mine = [pid for pid, (_, ppid, _, _) in _proc_table().items() if pid in pids and ppid == os.getpid()]
+    while mine and time.monotonic() < deadline:
+        for pid in list(mine):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                reaped.add(pid)
+                mine.remove(pid)
+        if mine:
+            time.sleep(0.005)
+    if not reaped:
+        return
+    import gc
+    for obj in gc.get_objects():
+        if isinstance(obj, subprocess.Popen) or type(obj).__module__.startswith("multiprocessing.popen_"):
+            if getattr(obj, "pid", None) in reaped and getattr(obj, "returncode", 0) is None:
+                obj.returncode = -signal.SIGKILL
+
+
 # --- cells -----------------------------------------------------------------
 # One namespace for the kernel's life, as the __main__ module, so pickling
 # and multiprocessing find what cells define.
@@ -560,6 +677,7 @@ _ns.update(__builtins__=builtins, display=display, tool=tool, ToolError=ToolErro
 
 def _on_sigint(signum, frame):
     if _cell["running"]:
+        _cell["interrupted"] = True
         raise KeyboardInterrupt
     # Between cells an interrupt has nothing to stop.
 
@@ -594,10 +712,12 @@ def _compile(src, cell):
 
 def run_cell(cell, code):
     _cell["id"] = cell
+    _cell["interrupted"] = False
     status = "ok"
     try:
         try:
             body, last = _compile(rewrite(code), cell)
+            _cell["since"] = time.clock_gettime(time.CLOCK_BOOTTIME)
             _cell["running"] = True
             exec(body, _ns)
             value = eval(last, _ns) if last is not None else None
@@ -609,9 +729,32 @@ def run_cell(cell, code):
     except BaseException as e:
         status = "interrupted" if isinstance(e, KeyboardInterrupt) else "error"
         send(type="error", cell=cell, name=type(e).__name__, value=str(e), traceback=_format_error(e))
+    if os.getpid() != _kernel_pid:
+        # A process the cell forked (os.fork) came to the cell's end: it
+        # is not the kernel, and has no loop of its own to go back to.
+        _real_exit(0 if status == "ok" else 1)
+    if _cell["interrupted"] or status == "interrupted":
+        _after_interrupt(cell)
     _figures()
     _drain()
     send(type="done", cell=cell, status=status)
+
+
+def _after_interrupt(cell):
+    """End what the interrupted cell started, and say so in its output."""
+    try:
+        n, left = _end_strays(_cell["since"])
+    except Exception as e:
+        send(type="output", cell=cell, stream="stderr",
+             text="berth: the processes the interrupted cell started could not be listed (%r); some may still run\n" % (e,))
+        return
+    if n:
+        send(type="output", cell=cell, stream="stderr",
+             text="berth: ended %d processes the interrupted cell had started and left running\n" % n)
+    if left:
+        send(type="output", cell=cell, stream="stderr",
+             text="berth: %d processes the interrupted cell started could not be ended: pids %s\n"
+             % (len(left), " ".join(map(str, sorted(left)))))
 
 
 # --- commands from Berth ---------------------------------------------------
