@@ -18,7 +18,7 @@ import (
 const evalDescription = `Run Python or JavaScript in a persistent kernel of this run: variables, imports and loaded data survive between calls, as in a notebook.
 Pass code (the cell), description (5-10 words saying what the cell does, shown in the transcript), optionally language ("python", the default, or "javascript") and reset (true discards the kernel and starts clean first).
 Returns printed output (long output keeps its head and tail and says what was cut), then each display and the value of the last expression (also bound to _): a pandas DataFrame or Series as a table, matplotlib figures as PNG images, rich objects as HTML, Markdown or JSON text. An exception returns its traceback as an error.
-Python accepts the IPython idioms %pip, %cd, !cmd, x = !cmd, %%bash, %timeit and %%timeit; the working directory's .venv is used when there is one. tool(name, args) calls one of your own tools from the cell and returns its text (raises ToolError if refused); in JavaScript it is await tool(name, args), and top-level await works.
+Python accepts the IPython idioms %pip, %cd, !cmd, x = !cmd, %%bash, %timeit and %%timeit, and from IPython.display import display, HTML, Markdown, Image even without IPython installed; the working directory's .venv is used when there is one. tool(name, args) calls one of your own tools from the cell and returns its text (raises ToolError if refused); in JavaScript it is await tool(name, args), and top-level await works.
 A cell silent for longer than the idle budget (pending tool() calls do not count) is interrupted, then its kernel killed if it does not stop; a kernel that dies loses its state and the next call starts a fresh one.`
 
 const evalSchema = `{

@@ -13,6 +13,7 @@ import builtins
 import codecs
 import fcntl
 import importlib
+import importlib.util
 import io
 import json
 import linecache
@@ -365,6 +366,200 @@ class _IPythonDisplay:
         return None
 
 
+# --- IPython.display without IPython ----------------------------------------
+# Where the interpreter has no IPython, a cell's own imports of
+# IPython.display get a stand-in with the names eval supports. The cell's
+# code is rewritten to import it under a private name, so IPython never
+# enters sys.modules and "import IPython" still fails: pandas, matplotlib
+# and tqdm.auto, which look for IPython there, act as they do without it.
+# Modules imported from files are not rewritten.
+_STANDIN = "__berth_ipython_display__"
+_STANDIN_PKG = "__berth_ipython__"
+_STANDIN_NAMES = ("display", "Markdown", "HTML", "Image")
+_DISPLAY_MODULES = ("IPython.display", "IPython.core.display", "IPython.core.display_functions")
+
+
+def _read_source(data, url, filename, binary):
+    """What IPython's display objects read: data as given, or a file's
+    contents, or a URL's."""
+    if filename is not None:
+        with open(filename, "rb" if binary else "r") as f:
+            return f.read()
+    if url is not None:
+        import urllib.request
+        with urllib.request.urlopen(url) as r:
+            body = r.read()
+        return body if binary else body.decode("utf-8", "replace")
+    return data
+
+
+def _text_source(data, url, filename):
+    """IPython's rule: a str that names a URL or an existing file is one."""
+    if isinstance(data, os.PathLike):
+        data = os.fspath(data)
+    if isinstance(data, str) and url is None and filename is None:
+        if data.startswith(("http://", "https://")):
+            return None, data, None
+        try:
+            if os.path.isfile(data):
+                return None, None, data
+        except (OSError, ValueError):
+            pass
+    return data, url, filename
+
+
+class _TextDisplay:
+    _kind = ""
+
+    def __init__(self, data=None, url=None, filename=None, metadata=None):
+        data, url, filename = _text_source(data, url, filename)
+        self.data = _read_source(data, url, filename, False)
+        self.url, self.filename, self.metadata = url, filename, metadata
+
+    def __repr__(self):
+        return "<IPython.display.%s object>" % type(self).__name__
+
+
+class HTML(_TextDisplay):
+    """IPython.display.HTML: shown as HTML."""
+
+    def _repr_html_(self):
+        return self.data
+
+    __html__ = _repr_html_
+
+
+class Markdown(_TextDisplay):
+    """IPython.display.Markdown: shown as Markdown."""
+
+    def _repr_markdown_(self):
+        return self.data
+
+
+_IMAGE_MAGIC = ((b"\x89PNG\r\n\x1a\n", "png"), (b"\xff\xd8", "jpeg"), (b"GIF8", "gif"), (b"RIFF", "webp"))
+
+
+class Image:
+    """IPython.display.Image: PNG and JPEG data (bytes, a file, a URL) are
+    shown as images; a URL not embedded, and other formats, as HTML."""
+
+    def __init__(self, data=None, url=None, filename=None, format=None, embed=None,
+                 width=None, height=None, retina=False, unconfined=False, metadata=None, alt=None):
+        if isinstance(data, (bytes, bytearray)):
+            data = bytes(data)
+        else:
+            data, url, filename = _text_source(data, url, filename)
+        if embed is None:
+            embed = url is None
+        self.url, self.filename, self.embed = url, filename, embed
+        self.width, self.height, self.alt, self.metadata = width, height, alt, metadata
+        self.data = _read_source(data, url, filename, True) if embed else None
+        if isinstance(self.data, str):
+            self.data = self.data.encode("latin-1")
+        if format is None:
+            name = (filename or url or "").lower().rsplit(".", 1)[-1]
+            format = {"jpg": "jpeg", "jpeg": "jpeg", "png": "png", "gif": "gif", "webp": "webp"}.get(name)
+        if format is None and self.data:
+            format = next((f for magic, f in _IMAGE_MAGIC if self.data.startswith(magic)), "png")
+        self.format = (format or "png").lower().replace("jpg", "jpeg")
+
+    def _repr_png_(self):
+        return self.data if self.embed and self.format == "png" else None
+
+    def _repr_jpeg_(self):
+        return self.data if self.embed and self.format == "jpeg" else None
+
+    def _repr_html_(self):
+        if self.embed and self.format in ("png", "jpeg"):
+            return None
+        src = self.url
+        if self.embed:
+            src = "data:image/%s;base64,%s" % (self.format, base64.b64encode(self.data or b"").decode("ascii"))
+        size = "".join(' %s="%s"' % (k, v) for k, v in (("width", self.width), ("height", self.height), ("alt", self.alt)) if v is not None)
+        return '<img src="%s"%s/>' % (src, size)
+
+    def __repr__(self):
+        return "<IPython.display.Image object>"
+
+
+def _standin_display(*objs, raw=False, **kwargs):
+    """IPython.display.display: objects shown in the cell's result; its
+    other arguments (include, exclude, metadata, display_id, ...) are
+    accepted and have no effect here."""
+    display(*objs, raw=raw)
+
+
+def _standin_getattr(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise ImportError(
+        "cannot import name %r from IPython.display: IPython is not installed in this interpreter (%s), "
+        "and eval's stand-in provides only %s. Show other objects with display(), or install IPython "
+        "into the kernel's environment." % (name, sys.executable, ", ".join(_STANDIN_NAMES)), name=name)
+
+
+def _make_standin():
+    mod = types.ModuleType(_STANDIN, "eval's stand-in for IPython.display, where IPython is not installed: %s."
+                           % ", ".join(_STANDIN_NAMES))
+    for cls in (HTML, Markdown, Image):
+        cls.__module__ = "IPython.display"
+    _standin_display.__name__ = "display"
+    mod.display, mod.HTML, mod.Markdown, mod.Image = _standin_display, HTML, Markdown, Image
+    mod.__all__ = list(_STANDIN_NAMES)
+    mod.__getattr__ = _standin_getattr
+    pkg = types.ModuleType(_STANDIN_PKG, "eval's stand-in for the IPython package, bound only by \"import IPython.display\".")
+    pkg.display = mod
+    sys.modules[_STANDIN] = mod
+    sys.modules[_STANDIN_PKG] = pkg
+
+
+class _StandinImports(ast.NodeTransformer):
+    """Points a cell's imports of IPython.display at the stand-in."""
+
+    def visit_ImportFrom(self, node):
+        if node.level:
+            return node
+        if node.module in _DISPLAY_MODULES:
+            return ast.copy_location(ast.ImportFrom(module=_STANDIN, names=node.names, level=0), node)
+        if node.module == "IPython" and all(a.name == "display" for a in node.names):
+            # from IPython import display: the module.
+            return ast.copy_location(ast.Import(names=[ast.alias(name=_STANDIN, asname=a.asname or "display") for a in node.names]), node)
+        return node
+
+    def visit_Import(self, node):
+        names = []
+        for a in node.names:
+            if a.name in _DISPLAY_MODULES and a.asname:
+                a = ast.alias(name=_STANDIN, asname=a.asname)
+            elif a.name == "IPython.display":
+                a = ast.alias(name=_STANDIN_PKG, asname="IPython")
+            names.append(a)
+        node.names = names
+        return node
+
+
+def _imports_ipython_display(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (
+                node.module in _DISPLAY_MODULES or node.module == "IPython"):
+            return True
+        if isinstance(node, ast.Import) and any(a.name in _DISPLAY_MODULES for a in node.names):
+            return True
+    return False
+
+
+def _standin_imports(tree):
+    """The cell's tree with its IPython.display imports pointed at the
+    stand-in, when this interpreter has no IPython; else as it was."""
+    if not _imports_ipython_display(tree):
+        return tree
+    if "IPython" in sys.modules or importlib.util.find_spec("IPython") is not None:
+        return tree
+    if _STANDIN not in sys.modules:
+        _make_standin()
+    return ast.fix_missing_locations(_StandinImports().visit(tree))
+
+
 def _figures():
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
@@ -502,6 +697,12 @@ class _Helpers:
         print(os.getcwd())
 
     def pip(self, args):
+        if importlib.util.find_spec("pip") is None:
+            raise RuntimeError(
+                "pip is not installed for this kernel's interpreter (%s), so %%pip cannot install anything. "
+                "Install the package another way: in the container's image, or with the system's package manager "
+                "(Debian: !apt-get install -y python3-NAME, as root); or create a .venv with pip in the working "
+                "directory, which eval then uses (reset the kernel to switch)." % sys.executable)
         r = subprocess.run([sys.executable, "-m", "pip"] + shlex.split(args), stdin=subprocess.DEVNULL)
         # Forget what was imported since the kernel started, so the next
         # import finds what pip just installed or upgraded.
@@ -702,7 +903,7 @@ def _format_error(e):
 def _compile(src, cell):
     filename = "<cell-%s>" % cell
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    tree = ast.parse(src, filename, "exec")
+    tree = _standin_imports(ast.parse(src, filename, "exec"))
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr) and not src.rstrip().endswith(";"):
         last = ast.Expression(tree.body.pop().value)
