@@ -314,7 +314,10 @@
 
   // endStrays ends every process the cell started that still runs: under
   // the relay every process of the kernel's tree, without it the
-  // kernel's group and descendants. Kills repeat until a pass finds none,
+  // kernel's group and descendants. Processes of earlier cells are left
+  // running; start times count in clock ticks and /proc/uptime in
+  // hundredths, so one started up to 20 ms before the cell began counts
+  // as the cell's. Kills repeat until a pass finds none,
   // since a process may fork while being killed. It returns how many were
   // ended and which could not be.
   function endStrays() {

@@ -818,9 +818,11 @@ def _end_strays(started):
     own children. Under the relay that is every process of the kernel's
     tree, those that left its group or session included; without it, the
     kernel's group and descendants (a process that left the group and
-    whose parent is gone is out of reach). Kills repeat until a pass
-    finds none, since a process may fork while being killed. Returns how
-    many were ended and which could not be."""
+    whose parent is gone is out of reach). Processes of earlier cells are
+    left running; start times count in clock ticks, so one started in the
+    tick (10 ms) before the cell began counts as the cell's. Kills repeat
+    until a pass finds none, since a process may fork while being killed.
+    Returns how many were ended and which could not be."""
     since = int(started * _HZ)
     root = os.getppid() if _under_relay() else os.getpid()
     ended, left = set(), []
@@ -903,7 +905,9 @@ def _format_error(e):
 def _compile(src, cell):
     filename = "<cell-%s>" % cell
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    tree = _standin_imports(ast.parse(src, filename, "exec"))
+    tree = ast.parse(src, filename, "exec")
+    if "IPython" in src:
+        tree = _standin_imports(tree)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr) and not src.rstrip().endswith(";"):
         last = ast.Expression(tree.body.pop().value)
