@@ -173,3 +173,27 @@ func strays(kernel int) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestInterruptEndsProcessesThatKeepForking: an interrupted cell whose
+// processes go on forking while they are killed, a fork bomb's way but
+// bounded (5 loops that ignore SIGINT, each starting a sleeper every
+// 100 ms), leaves none of them: the driver kills until a pass finds none.
+func TestInterruptEndsProcessesThatKeepForking(t *testing.T) {
+	cfg := testConfig()
+	cfg.CellIdleBudget = time.Second
+	e := newEnv(t, cfg, nil)
+	pid := e.pidOf(Python)
+	code := `import subprocess, time
+loop = 'trap "" INT; while :; do sleep 303 & sleep 0.1; done'
+for i in range(5):
+    subprocess.Popen(['/bin/sh', '-c', loop], stdout=subprocess.DEVNULL)
+print('forking', flush=True)
+time.sleep(60)`
+	got := checkResult(t, e.eval(code), true, []string{"forking", "intact", "processes the interrupted cell had started"}, []string{"could not be ended"})
+	// What a loop started as it was killed would show within a moment.
+	time.Sleep(300 * time.Millisecond)
+	if left := strays(pid); len(left) != 0 {
+		t.Errorf("%d processes left after the interrupt: %v\nresult:\n%s", len(left), left, got)
+	}
+	t.Logf("result: %s", got)
+}
