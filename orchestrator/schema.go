@@ -248,6 +248,14 @@ func sentence(tool string, doc any, args map[string]any, p problem) string {
 		return fmt.Sprintf("%s must have at least %d characters (got %d)", subject, k.Want, k.Got)
 	case *kind.MaxLength:
 		return fmt.Sprintf("%s must have at most %d characters (got %d)", subject, k.Want, k.Got)
+	case *kind.Pattern:
+		// The field's description says what the pattern asks, in words
+		// (eval's "5-10 words saying what the cell does"); the regular
+		// expression is the last resort.
+		if d, _ := p.node["description"].(string); d != "" {
+			return fmt.Sprintf("%s must be %s (got %s)", subject, strings.TrimSuffix(d, "."), display(k.Got))
+		}
+		return fmt.Sprintf("%s must match the pattern %s (got %s)", subject, k.Want, display(k.Got))
 	case *kind.MinItems:
 		return fmt.Sprintf("%s must have at least %d item(s) (got %d)", subject, k.Want, k.Got)
 	case *kind.MaxItems:

@@ -79,3 +79,37 @@ func TestIssue12Item2OneValidatorWordsEachFailure(t *testing.T) {
 		}
 	}
 }
+
+// A string refused by its field's pattern is worded with what the field
+// takes, from its description, rather than with the regular expression
+// (issue 24 item 18: eval's description rule is a pattern in its schema).
+func TestSchemaPatternMismatchSaysWhatTheFieldTakes(t *testing.T) {
+	schema := `{"type":"object","properties":{
+	  "label":{"type":"string","pattern":"^\\s*\\S+(\\s+\\S+){1,2}\\s*$","description":"2-3 words naming the thing."},
+	  "code":{"type":"string","pattern":"^[A-Z]+$"}},
+	  "additionalProperties":false}`
+	tool := fakeTool{
+		spec: orchestrator.Spec{Name: "items", InputSchema: json.RawMessage(schema), ParallelSafe: true},
+		call: func(context.Context, json.RawMessage) (*orchestrator.Result, error) {
+			return orchestrator.Text("ran"), nil
+		},
+	}
+	reg, run := newRegistry(t, provider{orchestrator.FeatureStructural, []orchestrator.Tool{tool}})
+	for _, tc := range []struct{ args, want string }{
+		{`{"label":"one"}`, `"label" must be 2-3 words naming the thing (got "one")`},
+		{`{"label":"a b c d"}`, `"label" must be 2-3 words naming the thing (got "a b c d")`},
+		{`{"code":"ab"}`, `"code" must match the pattern ^[A-Z]+$ (got "ab")`},
+	} {
+		res, err := reg.Call(context.Background(), run, orchestrator.SurfaceFull, "items", json.RawMessage(tc.args))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.args, err)
+		}
+		want := "invalid arguments for items: " + tc.want + ". Fix the arguments and call again."
+		if !res.IsError || res.FirstText() != want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.args, res.FirstText(), want)
+		}
+	}
+	if res, err := reg.Call(context.Background(), run, orchestrator.SurfaceFull, "items", json.RawMessage(`{"label":"two words","code":"AB"}`)); err != nil || res.IsError {
+		t.Errorf("valid arguments: %+v %v, want it to run", res, err)
+	}
+}

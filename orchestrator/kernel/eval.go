@@ -18,20 +18,26 @@ import (
 const evalDescription = `Run Python or JavaScript in a persistent kernel of this run: variables, imports and loaded data survive between calls, as in a notebook.
 Pass code (the cell), description (5-10 words saying what the cell does, shown in the transcript), optionally language ("python", the default, or "javascript") and reset (true discards the kernel and starts clean first).
 Returns printed output (long output keeps its head and tail and says what was cut), then each display and the value of the last expression (also bound to _): a pandas DataFrame or Series as a table, matplotlib figures as PNG images, rich objects as HTML, Markdown or JSON text. An exception returns its traceback as an error.
-Python accepts the IPython idioms %pip, %cd, !cmd, x = !cmd, %%bash, %timeit and %%timeit; the working directory's .venv is used when there is one. tool(name, args) calls one of your own tools from the cell and returns its text (raises ToolError if refused); in JavaScript it is await tool(name, args), and top-level await works.
+Python accepts the IPython idioms %pip, %cd, !cmd, x = !cmd, %%bash, %timeit and %%timeit, and from IPython.display import display, HTML, Markdown, Image even without IPython installed; the working directory's .venv is used when there is one. tool(name, args) calls one of your own tools from the cell and returns its text (raises ToolError if refused); in JavaScript it is await tool(name, args), and top-level await works.
 A cell silent for longer than the idle budget (pending tool() calls do not count) is interrupted, then its kernel killed if it does not stop; a kernel that dies loses its state and the next call starts a fresh one.`
 
 const evalSchema = `{
   "type": "object",
   "properties": {
     "code": {"type": "string", "description": "The cell to run."},
-    "description": {"type": "string", "description": "5-10 words saying what the cell does, for the transcript label."},
+    "description": {"type": "string", "pattern": "` + descriptionPattern + `", "description": "5-10 words saying what the cell does, for the transcript label, e.g. \"load the sales data and plot monthly totals\"."},
     "language": {"type": "string", "enum": ["python", "javascript"], "description": "python (default) or javascript."},
     "reset": {"type": "boolean", "description": "Discard this language's kernel and start clean before running the cell."}
   },
   "required": ["code", "description"],
   "additionalProperties": false
 }`
+
+// descriptionPattern is the description rule (5 to 10 words) as the
+// schema states it, so the model sees the rule before it calls; Call
+// checks the same with strings.Fields, for a caller that skipped the
+// schema. Words are runs of non-space; JSON escapes the backslashes.
+const descriptionPattern = `^\\s*\\S+(\\s+\\S+){4,9}\\s*$`
 
 type evalArgs struct {
 	Code        string `json:"code"`

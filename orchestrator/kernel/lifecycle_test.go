@@ -104,8 +104,8 @@ func TestDescriptionAndArguments(t *testing.T) {
 		opt  func(map[string]any)
 		want string
 	}{
-		{"too short", func(a map[string]any) { a["description"] = "run it" }, "description must be 5 to 10 words"},
-		{"too long", func(a map[string]any) { a["description"] = strings.Repeat("word ", 11) }, "got 11"},
+		{"too short", func(a map[string]any) { a["description"] = "run it" }, `"description" must be 5-10 words saying what the cell does`},
+		{"too long", func(a map[string]any) { a["description"] = strings.Repeat("word ", 11) }, `(got "word word word word word word word word word word word ")`},
 		{"missing", func(a map[string]any) { delete(a, "description") }, "description"},
 		{"unknown language", func(a map[string]any) { a["language"] = "ruby" }, "language"},
 		{"unknown field", func(a map[string]any) { a["timeout"] = 3 }, "timeout"},

@@ -58,6 +58,8 @@
   let current = '';
   let running = false;
   let interruptCell = null;
+  let interrupted = false; // an interrupt came while the cell ran
+  let cellStart = 0; // performance.now() when the cell began
 
   function capture(stream) {
     return function (chunk, encoding, cb) {
@@ -249,11 +251,118 @@
     return !!err && typeof err === 'object' && /Script execution was interrupted/.test(String(err.message));
   }
 
+  // --- what an interrupted cell started ----------------------------------
+  // An interrupt reaches the kernel's whole process group, but a process
+  // may ignore it (a shell's background job does) or have left the group
+  // (setsid). A kernel reported "intact" after an interrupt must not leave
+  // them holding the container's pid limit: the driver ends what the
+  // interrupted cell started before it says done. Node's own children are
+  // reaped by libuv; orphans by the relay, which adopts them.
+  const HZ = 100; // USER_HZ, the unit of /proc/PID/stat's start time
+  const RELAY = 'berth-relay';
+
+  // procTable is every process as pid -> {state, ppid, pgrp, start},
+  // start in clock ticks since boot.
+  function procTable() {
+    const table = new Map();
+    let names = [];
+    try { names = fs.readdirSync('/proc'); } catch (e) { return table; }
+    for (const name of names) {
+      if (!/^\d+$/.test(name)) continue;
+      let stat;
+      try { stat = fs.readFileSync('/proc/' + name + '/stat', 'latin1'); } catch (e) { continue; }
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (f.length < 20) continue;
+      table.set(Number(name), { state: f[0], ppid: Number(f[1]), pgrp: Number(f[2]), start: Number(f[19]) });
+    }
+    return table;
+  }
+
+  // underRelay: the kernel's parent is Berth's relay, which starts nothing
+  // but the kernel and adopts every orphan of its tree (a subreaper).
+  function underRelay() {
+    try {
+      return fs.readFileSync('/proc/' + process.ppid + '/comm', 'latin1').trim() === RELAY;
+    } catch (e) {
+      return false;
+    }
+  }
+
+  // strays lists the live processes, other than the kernel and its
+  // parent, started at or after since (ticks) that are in the kernel's
+  // group or descend from root.
+  function strays(table, since, root, group) {
+    const children = new Map();
+    for (const [pid, p] of table) {
+      if (!children.has(p.ppid)) children.set(p.ppid, []);
+      children.get(p.ppid).push(pid);
+    }
+    const tree = new Set();
+    const todo = [root];
+    while (todo.length) {
+      for (const c of children.get(todo.pop()) || []) {
+        if (!tree.has(c)) { tree.add(c); todo.push(c); }
+      }
+    }
+    const out = [];
+    for (const [pid, p] of table) {
+      if (pid === process.pid || pid === process.ppid || p.state === 'Z' || p.state === 'X') continue;
+      if (p.start >= since && (p.pgrp === group || tree.has(pid))) out.push(pid);
+    }
+    return out;
+  }
+
+  // endStrays ends every process the cell started that still runs: under
+  // the relay every process of the kernel's tree, without it the
+  // kernel's group and descendants. Processes of earlier cells are left
+  // running; start times count in clock ticks and /proc/uptime in
+  // hundredths, so one started up to 20 ms before the cell began counts
+  // as the cell's. Kills repeat until a pass finds none,
+  // since a process may fork while being killed. It returns how many were
+  // ended and which could not be.
+  function endStrays() {
+    const uptime = Number(fs.readFileSync('/proc/uptime', 'latin1').split(' ')[0]);
+    const since = Math.floor((uptime - (performance.now() - cellStart) / 1000) * HZ);
+    const self = fs.readFileSync('/proc/self/stat', 'latin1');
+    const group = Number(self.slice(self.lastIndexOf(')') + 2).split(' ')[2]);
+    const root = underRelay() ? process.ppid : process.pid;
+    const ended = new Set();
+    const deadline = Date.now() + 3000;
+    let left = [];
+    for (;;) {
+      left = strays(procTable(), since, root, group);
+      if (!left.length || Date.now() > deadline) break;
+      for (const pid of left) {
+        try { process.kill(pid, 'SIGKILL'); ended.add(pid); } catch (e) { /* gone, or not ours */ }
+      }
+      Atomics.wait(pause, 0, 0, 5);
+    }
+    return { ended: ended.size, left: left };
+  }
+
+  function afterInterrupt(cell) {
+    let r;
+    try {
+      r = endStrays();
+    } catch (e) {
+      send({ type: 'output', cell: cell, stream: 'stderr', text: 'berth: the processes the interrupted cell started could not be listed (' + e + '); some may still run\n' });
+      return;
+    }
+    if (r.ended) {
+      send({ type: 'output', cell: cell, stream: 'stderr', text: 'berth: ended ' + r.ended + ' processes the interrupted cell had started and left running\n' });
+    }
+    if (r.left.length) {
+      send({ type: 'output', cell: cell, stream: 'stderr', text: 'berth: ' + r.left.length + ' processes the interrupted cell started could not be ended: pids ' + r.left.sort(function (a, b) { return a - b; }).join(' ') + '\n' });
+    }
+  }
+
   async function runCell(cell, code) {
     current = cell;
     const ran = redeclarable(code);
     let status = 'ok';
     const filename = '<cell-' + cell + '>';
+    interrupted = false;
+    cellStart = performance.now();
     running = true;
     let columns = columnsOf(code, ran, false);
     try {
@@ -291,10 +400,12 @@
       interruptCell = null;
       cellColumns = null;
     }
+    if (interrupted || status === 'interrupted') afterInterrupt(cell);
     send({ type: 'done', cell: cell, status: status });
   }
 
   process.on('SIGINT', function () {
+    if (running) interrupted = true;
     if (running && interruptCell) interruptCell(new Error('Script execution was interrupted by SIGINT'));
   });
   process.on('uncaughtException', function (e) {

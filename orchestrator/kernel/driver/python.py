@@ -13,6 +13,7 @@ import builtins
 import codecs
 import fcntl
 import importlib
+import importlib.util
 import io
 import json
 import linecache
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import termios
 import threading
+import time
 import timeit
 import tokenize
 import traceback
@@ -79,7 +81,7 @@ def _writer():
 
 
 # --- capture of fd 1 and 2 -------------------------------------------------
-_cell = {"id": "", "running": False}
+_cell = {"id": "", "running": False, "interrupted": False, "since": 0.0}
 _capture_lock = threading.Lock()
 # A drain takes the turnstile before the capture lock, and the pump passes
 # through it before each chunk: a pump kept busy by a flood lets it in.
@@ -364,6 +366,200 @@ class _IPythonDisplay:
         return None
 
 
+# --- IPython.display without IPython ----------------------------------------
+# Where the interpreter has no IPython, a cell's own imports of
+# IPython.display get a stand-in with the names eval supports. The cell's
+# code is rewritten to import it under a private name, so IPython never
+# enters sys.modules and "import IPython" still fails: pandas, matplotlib
+# and tqdm.auto, which look for IPython there, act as they do without it.
+# Modules imported from files are not rewritten.
+_STANDIN = "__berth_ipython_display__"
+_STANDIN_PKG = "__berth_ipython__"
+_STANDIN_NAMES = ("display", "Markdown", "HTML", "Image")
+_DISPLAY_MODULES = ("IPython.display", "IPython.core.display", "IPython.core.display_functions")
+
+
+def _read_source(data, url, filename, binary):
+    """What IPython's display objects read: data as given, or a file's
+    contents, or a URL's."""
+    if filename is not None:
+        with open(filename, "rb" if binary else "r") as f:
+            return f.read()
+    if url is not None:
+        import urllib.request
+        with urllib.request.urlopen(url) as r:
+            body = r.read()
+        return body if binary else body.decode("utf-8", "replace")
+    return data
+
+
+def _text_source(data, url, filename):
+    """IPython's rule: a str that names a URL or an existing file is one."""
+    if isinstance(data, os.PathLike):
+        data = os.fspath(data)
+    if isinstance(data, str) and url is None and filename is None:
+        if data.startswith(("http://", "https://")):
+            return None, data, None
+        try:
+            if os.path.isfile(data):
+                return None, None, data
+        except (OSError, ValueError):
+            pass
+    return data, url, filename
+
+
+class _TextDisplay:
+    _kind = ""
+
+    def __init__(self, data=None, url=None, filename=None, metadata=None):
+        data, url, filename = _text_source(data, url, filename)
+        self.data = _read_source(data, url, filename, False)
+        self.url, self.filename, self.metadata = url, filename, metadata
+
+    def __repr__(self):
+        return "<IPython.display.%s object>" % type(self).__name__
+
+
+class HTML(_TextDisplay):
+    """IPython.display.HTML: shown as HTML."""
+
+    def _repr_html_(self):
+        return self.data
+
+    __html__ = _repr_html_
+
+
+class Markdown(_TextDisplay):
+    """IPython.display.Markdown: shown as Markdown."""
+
+    def _repr_markdown_(self):
+        return self.data
+
+
+_IMAGE_MAGIC = ((b"\x89PNG\r\n\x1a\n", "png"), (b"\xff\xd8", "jpeg"), (b"GIF8", "gif"), (b"RIFF", "webp"))
+
+
+class Image:
+    """IPython.display.Image: PNG and JPEG data (bytes, a file, a URL) are
+    shown as images; a URL not embedded, and other formats, as HTML."""
+
+    def __init__(self, data=None, url=None, filename=None, format=None, embed=None,
+                 width=None, height=None, retina=False, unconfined=False, metadata=None, alt=None):
+        if isinstance(data, (bytes, bytearray)):
+            data = bytes(data)
+        else:
+            data, url, filename = _text_source(data, url, filename)
+        if embed is None:
+            embed = url is None
+        self.url, self.filename, self.embed = url, filename, embed
+        self.width, self.height, self.alt, self.metadata = width, height, alt, metadata
+        self.data = _read_source(data, url, filename, True) if embed else None
+        if isinstance(self.data, str):
+            self.data = self.data.encode("latin-1")
+        if format is None:
+            name = (filename or url or "").lower().rsplit(".", 1)[-1]
+            format = {"jpg": "jpeg", "jpeg": "jpeg", "png": "png", "gif": "gif", "webp": "webp"}.get(name)
+        if format is None and self.data:
+            format = next((f for magic, f in _IMAGE_MAGIC if self.data.startswith(magic)), "png")
+        self.format = (format or "png").lower().replace("jpg", "jpeg")
+
+    def _repr_png_(self):
+        return self.data if self.embed and self.format == "png" else None
+
+    def _repr_jpeg_(self):
+        return self.data if self.embed and self.format == "jpeg" else None
+
+    def _repr_html_(self):
+        if self.embed and self.format in ("png", "jpeg"):
+            return None
+        src = self.url
+        if self.embed:
+            src = "data:image/%s;base64,%s" % (self.format, base64.b64encode(self.data or b"").decode("ascii"))
+        size = "".join(' %s="%s"' % (k, v) for k, v in (("width", self.width), ("height", self.height), ("alt", self.alt)) if v is not None)
+        return '<img src="%s"%s/>' % (src, size)
+
+    def __repr__(self):
+        return "<IPython.display.Image object>"
+
+
+def _standin_display(*objs, raw=False, **kwargs):
+    """IPython.display.display: objects shown in the cell's result; its
+    other arguments (include, exclude, metadata, display_id, ...) are
+    accepted and have no effect here."""
+    display(*objs, raw=raw)
+
+
+def _standin_getattr(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise ImportError(
+        "cannot import name %r from IPython.display: IPython is not installed in this interpreter (%s), "
+        "and eval's stand-in provides only %s. Show other objects with display(), or install IPython "
+        "into the kernel's environment." % (name, sys.executable, ", ".join(_STANDIN_NAMES)), name=name)
+
+
+def _make_standin():
+    mod = types.ModuleType(_STANDIN, "eval's stand-in for IPython.display, where IPython is not installed: %s."
+                           % ", ".join(_STANDIN_NAMES))
+    for cls in (HTML, Markdown, Image):
+        cls.__module__ = "IPython.display"
+    _standin_display.__name__ = "display"
+    mod.display, mod.HTML, mod.Markdown, mod.Image = _standin_display, HTML, Markdown, Image
+    mod.__all__ = list(_STANDIN_NAMES)
+    mod.__getattr__ = _standin_getattr
+    pkg = types.ModuleType(_STANDIN_PKG, "eval's stand-in for the IPython package, bound only by \"import IPython.display\".")
+    pkg.display = mod
+    sys.modules[_STANDIN] = mod
+    sys.modules[_STANDIN_PKG] = pkg
+
+
+class _StandinImports(ast.NodeTransformer):
+    """Points a cell's imports of IPython.display at the stand-in."""
+
+    def visit_ImportFrom(self, node):
+        if node.level:
+            return node
+        if node.module in _DISPLAY_MODULES:
+            return ast.copy_location(ast.ImportFrom(module=_STANDIN, names=node.names, level=0), node)
+        if node.module == "IPython" and all(a.name == "display" for a in node.names):
+            # from IPython import display: the module.
+            return ast.copy_location(ast.Import(names=[ast.alias(name=_STANDIN, asname=a.asname or "display") for a in node.names]), node)
+        return node
+
+    def visit_Import(self, node):
+        names = []
+        for a in node.names:
+            if a.name in _DISPLAY_MODULES and a.asname:
+                a = ast.alias(name=_STANDIN, asname=a.asname)
+            elif a.name == "IPython.display":
+                a = ast.alias(name=_STANDIN_PKG, asname="IPython")
+            names.append(a)
+        node.names = names
+        return node
+
+
+def _imports_ipython_display(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (
+                node.module in _DISPLAY_MODULES or node.module == "IPython"):
+            return True
+        if isinstance(node, ast.Import) and any(a.name in _DISPLAY_MODULES for a in node.names):
+            return True
+    return False
+
+
+def _standin_imports(tree):
+    """The cell's tree with its IPython.display imports pointed at the
+    stand-in, when this interpreter has no IPython; else as it was."""
+    if not _imports_ipython_display(tree):
+        return tree
+    if "IPython" in sys.modules or importlib.util.find_spec("IPython") is not None:
+        return tree
+    if _STANDIN not in sys.modules:
+        _make_standin()
+    return ast.fix_missing_locations(_StandinImports().visit(tree))
+
+
 def _figures():
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
@@ -501,6 +697,12 @@ class _Helpers:
         print(os.getcwd())
 
     def pip(self, args):
+        if importlib.util.find_spec("pip") is None:
+            raise RuntimeError(
+                "pip is not installed for this kernel's interpreter (%s), so %%pip cannot install anything. "
+                "Install the package another way: in the container's image, or with the system's package manager "
+                "(Debian: !apt-get install -y python3-NAME, as root); or create a .venv with pip in the working "
+                "directory, which eval then uses (reset the kernel to switch)." % sys.executable)
         r = subprocess.run([sys.executable, "-m", "pip"] + shlex.split(args), stdin=subprocess.DEVNULL)
         # Forget what was imported since the kernel started, so the next
         # import finds what pip just installed or upgraded.
@@ -549,6 +751,124 @@ def _fmt_time(t):
     return "%.3g ns" % (t * 1e9)
 
 
+# --- what an interrupted cell started ---------------------------------------
+# An interrupt reaches the kernel's whole process group, but a process may
+# ignore it (a shell's background job does), catch it, or have left the
+# group (setsid). A kernel reported "intact" after an interrupt must not
+# leave such processes holding the container's pid limit, so the driver
+# ends what the interrupted cell started before it says done.
+_HZ = os.sysconf("SC_CLK_TCK")
+_RELAY = "berth-relay"
+
+
+def _proc_table():
+    """Every process as {pid: (state, ppid, pgrp, start)}, start in clock
+    ticks since boot; processes that end while it is read are left out."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        f = stat[stat.rfind(b")") + 2:].split()
+        try:
+            table[int(name)] = (f[0], int(f[1]), int(f[2]), int(f[19]))
+        except (IndexError, ValueError):
+            continue
+    return table
+
+
+def _under_relay():
+    """Whether the kernel's parent is Berth's relay, which starts nothing
+    but the kernel and adopts every orphan of its tree (a subreaper):
+    then all its descendants but the kernel are the kernel's doing."""
+    try:
+        with open("/proc/%d/comm" % os.getppid()) as f:
+            comm = f.read().strip()
+    except OSError:
+        return False
+    return comm == _RELAY
+
+
+def _strays(table, since, root):
+    """The live processes, other than the kernel and its parent, started
+    at or after since (ticks) that are in the kernel's group or
+    descend from root."""
+    me, group = os.getpid(), os.getpgrp()
+    children = {}
+    for pid, (_, ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    tree, todo = set(), [root]
+    while todo:
+        for c in children.get(todo.pop(), ()):
+            if c not in tree:
+                tree.add(c)
+                todo.append(c)
+    return [pid for pid, (state, _, pgrp, start) in table.items()
+            if pid not in (me, os.getppid()) and state not in (b"Z", b"X")
+            and start >= since and (pgrp == group or pid in tree)]
+
+
+def _end_strays(started):
+    """End every process the cell started (started: CLOCK_BOOTTIME at its
+    start) that is still running, and reap those that were the kernel's
+    own children. Under the relay that is every process of the kernel's
+    tree, those that left its group or session included; without it, the
+    kernel's group and descendants (a process that left the group and
+    whose parent is gone is out of reach). Processes of earlier cells are
+    left running; start times count in clock ticks, so one started in the
+    tick (10 ms) before the cell began counts as the cell's. Kills repeat
+    until a pass finds none, since a process may fork while being killed.
+    Returns how many were ended and which could not be."""
+    since = int(started * _HZ)
+    root = os.getppid() if _under_relay() else os.getpid()
+    ended, left = set(), []
+    deadline = time.monotonic() + 3
+    while True:
+        left = _strays(_proc_table(), since, root)
+        if not left or time.monotonic() > deadline:
+            break
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                ended.add(pid)
+            except OSError:
+                pass
+        time.sleep(0.005)
+    _reap(ended)
+    return len(ended), left
+
+
+def _reap(pids):
+    """Reap the killed processes that were the kernel's children (the
+    relay reaps the rest), so no zombie holds a pid; a Popen or
+    multiprocessing object that owned one learns it was killed."""
+    reaped = set()
+    deadline = time.monotonic() + 1
+    mine = [pid for pid, (_, ppid, _, _) in _proc_table().items() if pid in pids and ppid == os.getpid()]
+    while mine and time.monotonic() < deadline:
+        for pid in list(mine):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                reaped.add(pid)
+                mine.remove(pid)
+        if mine:
+            time.sleep(0.005)
+    if not reaped:
+        return
+    import gc
+    for obj in gc.get_objects():
+        if isinstance(obj, subprocess.Popen) or type(obj).__module__.startswith("multiprocessing.popen_"):
+            if getattr(obj, "pid", None) in reaped and getattr(obj, "returncode", 0) is None:
+                obj.returncode = -signal.SIGKILL
+
+
 # --- cells -----------------------------------------------------------------
 # One namespace for the kernel's life, as the __main__ module, so pickling
 # and multiprocessing find what cells define.
@@ -560,6 +880,7 @@ _ns.update(__builtins__=builtins, display=display, tool=tool, ToolError=ToolErro
 
 def _on_sigint(signum, frame):
     if _cell["running"]:
+        _cell["interrupted"] = True
         raise KeyboardInterrupt
     # Between cells an interrupt has nothing to stop.
 
@@ -585,6 +906,8 @@ def _compile(src, cell):
     filename = "<cell-%s>" % cell
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     tree = ast.parse(src, filename, "exec")
+    if "IPython" in src:
+        tree = _standin_imports(tree)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr) and not src.rstrip().endswith(";"):
         last = ast.Expression(tree.body.pop().value)
@@ -594,10 +917,12 @@ def _compile(src, cell):
 
 def run_cell(cell, code):
     _cell["id"] = cell
+    _cell["interrupted"] = False
     status = "ok"
     try:
         try:
             body, last = _compile(rewrite(code), cell)
+            _cell["since"] = time.clock_gettime(time.CLOCK_BOOTTIME)
             _cell["running"] = True
             exec(body, _ns)
             value = eval(last, _ns) if last is not None else None
@@ -609,9 +934,32 @@ def run_cell(cell, code):
     except BaseException as e:
         status = "interrupted" if isinstance(e, KeyboardInterrupt) else "error"
         send(type="error", cell=cell, name=type(e).__name__, value=str(e), traceback=_format_error(e))
+    if os.getpid() != _kernel_pid:
+        # A process the cell forked (os.fork) came to the cell's end: it
+        # is not the kernel, and has no loop of its own to go back to.
+        _real_exit(0 if status == "ok" else 1)
+    if _cell["interrupted"] or status == "interrupted":
+        _after_interrupt(cell)
     _figures()
     _drain()
     send(type="done", cell=cell, status=status)
+
+
+def _after_interrupt(cell):
+    """End what the interrupted cell started, and say so in its output."""
+    try:
+        n, left = _end_strays(_cell["since"])
+    except Exception as e:
+        send(type="output", cell=cell, stream="stderr",
+             text="berth: the processes the interrupted cell started could not be listed (%r); some may still run\n" % (e,))
+        return
+    if n:
+        send(type="output", cell=cell, stream="stderr",
+             text="berth: ended %d processes the interrupted cell had started and left running\n" % n)
+    if left:
+        send(type="output", cell=cell, stream="stderr",
+             text="berth: %d processes the interrupted cell started could not be ended: pids %s\n"
+             % (len(left), " ".join(map(str, sorted(left)))))
 
 
 # --- commands from Berth ---------------------------------------------------
