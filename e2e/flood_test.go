@@ -16,7 +16,8 @@ import (
 
 // What a process in the container can cost Berth's memory (issue 24 items
 // 1 and 2): a fake language server and a fake debug adapter, run in the
-// conversation's container as the real ones are, answer initialize, then
+// conversation's container as the real ones are (and a cell that writes
+// to the kernel's protocol, TestContainersKernelFloodIsCapped), answer initialize, then
 // write a header line that never ends ("Content-Length: 999..."), or
 // declare a 1 GiB message and send its bytes. Berth's resident memory
 // stays within floodBound of what it was before (its peak, VmHWM, is
@@ -184,6 +185,7 @@ func checkFlood(t *testing.T, p place, kind string, fc floodCase) {
 	s := p.fresh(t)
 	writeTree(t, s.Dir, map[string]string{"fakepeer.py": fakePeer, "fake.root": "", "a.fake": "hello fake\n"})
 	cfg := floodConfig(s.Inside, fc.mode)
+	maps.Copy(cfg, kernelsSection)
 	if p.engine == engineContainerd {
 		maps.Copy(cfg, containerdSection.config)
 	}
@@ -194,8 +196,11 @@ func checkFlood(t *testing.T, p place, kind string, fc floodCase) {
 	base, _ := memory(t, pid)
 
 	call, args, want := "lsp", map[string]any{"action": "hover", "file": "a.fake", "line": 1, "symbol": "hello"}, fc.lspWant
-	if kind == "dap" {
+	switch kind {
+	case "dap":
 		call, args, want = "debug", map[string]any{"operation": "launch", "program": "a.fake"}, fc.dapWant
+	case "kernel":
+		call, args, want = "eval", map[string]any{"code": floodCell, "language": "python", "description": "write a frame that never ends to the protocol"}, kernelWant
 	}
 	start := time.Now()
 	res := callTool(t, c, run, call, args)
@@ -227,6 +232,30 @@ func checkFlood(t *testing.T, p place, kind string, fc floodCase) {
 		t.Fatal(err)
 	}
 	s.waitNoProcesses(t, "run/stop")
+}
+
+// floodCell starts a frame on the kernel's protocol descriptor (the
+// driver's _frames_out) and writes 512 MiB with no newline: a frame that
+// never ends. Berth refuses it at the protocol's 64 MiB (bridge.MaxFrame)
+// and stops the kernel.
+const floodCell = `import os
+fd = display.__globals__["_frames_out"]
+chunk = b"x" * (1 << 20)
+os.write(fd, b"\x1e{" + chunk)
+for _ in range(512):
+    os.write(fd, chunk)
+`
+
+const kernelWant = "it sent a message over the 64 MB limit of the protocol, so Berth stopped it"
+
+// A cell that writes a frame without end to the kernel's protocol costs
+// Berth at most the protocol's frame limit. Before the bridge kept a
+// frame in pieces, its line grew by appending (365 MiB allocated for the
+// 64 MiB refused).
+func TestContainersKernelFloodIsCapped(t *testing.T) {
+	fc := floodCase{mode: "frame-without-end"}
+	t.Run("docker", func(t *testing.T) { checkFlood(t, inContainer(kernelImage), "kernel", fc) })
+	t.Run("containerd", func(t *testing.T) { checkFlood(t, inContainerd(t, kernelImage), "kernel", fc) })
 }
 
 func TestContainersLSPFloodIsCapped(t *testing.T) {
