@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"context"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -32,5 +33,25 @@ func TestRunOutputWithoutEndIsCapped(t *testing.T) {
 		if len(out) > relay.MaxOutput+100 || !strings.HasSuffix(out, "... (31 MiB more not kept)") {
 			t.Errorf("kept %d bytes, ending %q", len(out), out[max(0, len(out)-40):])
 		}
+	}
+}
+
+// zeros is an endless stream of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// issue 24 item 1: what is left in an exited process's FIFO is drained
+// into memory; a writer that outlived the process and writes on is read
+// to its end but kept to maxDrain. Before, all of it was kept.
+func TestDrainAfterExitIsCapped(t *testing.T) {
+	s := &stream{fifo: io.LimitReader(zeros{}, 64<<20)}
+	s.drain()
+	if len(s.rest) != maxDrain || s.fifo != nil {
+		t.Fatalf("kept %d bytes, want %d", len(s.rest), maxDrain)
+	}
+	b, err := io.ReadAll(s)
+	if len(b) != maxDrain || err != nil {
+		t.Errorf("read back %d bytes, %v", len(b), err)
 	}
 }
