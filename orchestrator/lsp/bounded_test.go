@@ -62,3 +62,15 @@ func TestLSPServerFloodIsCapped(t *testing.T) {
 		})
 	}
 }
+
+// lsp.max_message_bytes sets the limit, and must be positive.
+func TestLSPMaxMessageBytesIsConfigurable(t *testing.T) {
+	conf := fakeConfig("-mode", "huge-on-hover")
+	conf.MaxMessageBytes = 1 << 20
+	f := newFixture(t, "fake", conf)
+	contains(t, f.fails(t, fakeHover), "fakelsp sent a message of 1 GiB (Content-Length 1073741824), over the limit of 1 MiB")
+	conf.MaxMessageBytes = 0
+	if _, err := New(conf, nil); err == nil || !strings.Contains(err.Error(), "lsp.max_message_bytes is 0: give the largest message a server may send, in bytes") {
+		t.Errorf("a limit of 0: %v", err)
+	}
+}
