@@ -1,16 +1,16 @@
 // Package boundedio reads what an untrusted process sends with bounded
 // memory. Language servers, debug adapters, kernels and the relay run in
 // the agent's container, and the libraries that parse their streams
-// (go.lsp.dev/jsonrpc2, go-dap, bufio) read a header line to its end
-// however long it is and allocate whatever body a header declares. The
-// readers here go in front of those libraries: they pass the bytes through
-// unchanged and end the stream with an *Error the moment a header line, a
-// header block or a declared body passes its limit, before the library
-// behind them has buffered more than the limit.
+// (go.lsp.dev/jsonrpc2, go-dap) read a header line to its end however long
+// it is and allocate whatever body a header declares. Framed goes in
+// front of those libraries: it passes the bytes through unchanged and ends
+// the stream with an *Error the moment a header line, a header block or a
+// declared body passes its limit, before the library behind it has
+// buffered more than the limit. Buffer keeps the first bytes of an output
+// that may not end, and counts the rest.
 package boundedio
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -21,8 +21,7 @@ import (
 
 // The kinds of limit an *Error reports; test with errors.Is.
 var (
-	// ErrLine: a header line (or a line read with ReadLine) with no end
-	// within its limit.
+	// ErrLine: a header line with no end within its limit.
 	ErrLine = errors.New("header line too long")
 	// ErrHeader: a header block with no blank line within its limit.
 	ErrHeader = errors.New("header block too large")
@@ -208,25 +207,6 @@ func (f *Framed) endLine() error {
 	}
 	f.length = n
 	return nil
-}
-
-// ReadLine reads one line from r, through its '\n' or to the end of the
-// stream, and returns at most max bytes of it: the rest of a longer line
-// is read and dropped (long is true), so a process that never ends a line
-// costs no more than max bytes. err is r's error (io.EOF at the end).
-func ReadLine(r *bufio.Reader, max int) (line []byte, long bool, err error) {
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if room := max - len(line); room > 0 {
-			line = append(line, chunk[:min(room, len(chunk))]...)
-		}
-		if len(line) >= max && len(chunk) > 0 && !bytes.HasSuffix(line, []byte("\n")) {
-			long = true
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return line, long, err
-		}
-	}
 }
 
 // Buffer is an io.Writer that keeps the first Max bytes written to it and

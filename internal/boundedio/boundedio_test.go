@@ -210,31 +210,6 @@ func TestRefusalIsSticky(t *testing.T) {
 	}
 }
 
-// ReadLine keeps at most max bytes of a line and reads past the rest.
-func TestReadLineDropsTheRestOfALongLine(t *testing.T) {
-	r := bufio.NewReaderSize(strings.NewReader(strings.Repeat("a", 100000)+"\nshort\nlast"), 16)
-	line, long, err := ReadLine(r, 10)
-	if string(line) != "aaaaaaaaaa" || !long || err != nil {
-		t.Errorf("long line: %q %v %v", line, long, err)
-	}
-	line, long, err = ReadLine(r, 10)
-	if string(line) != "short\n" || long || err != nil {
-		t.Errorf("short line: %q %v %v", line, long, err)
-	}
-	line, long, err = ReadLine(r, 10)
-	if string(line) != "last" || long || err != io.EOF {
-		t.Errorf("last line: %q %v %v", line, long, err)
-	}
-	// A line that never ends costs max bytes however long it runs.
-	src := &endless{fill: 'x'}
-	alloc := allocated(func() {
-		line, long, err = ReadLine(bufio.NewReader(io.LimitReader(src, 64<<20)), 1024)
-	})
-	if len(line) != 1024 || !long || err != io.EOF || alloc > 1<<20 {
-		t.Errorf("64 MiB without a line end: kept %d, long %v, err %v, allocated %d", len(line), long, err, alloc)
-	}
-}
-
 // Buffer keeps Max bytes and says how many it dropped.
 func TestBufferKeepsItsMax(t *testing.T) {
 	b := &Buffer{Max: 5}

@@ -30,6 +30,7 @@ func TestLSPServerFloodIsCapped(t *testing.T) {
 		mode, want string
 	}{
 		{"endless-header-on-hover", "fakelsp sent a header line with no line end within 4 KiB, so Berth stopped reading it and ended it; it is restarted on the next call"},
+		{"endless-header-on-start", "fakelsp did not initialize in .: fakelsp sent a header line with no line end within 4 KiB, so Berth stopped reading it and ended it"},
 		{"huge-on-hover", "fakelsp sent a message of 1 GiB (Content-Length 1073741824), over the limit of 64 MiB, so Berth stopped reading it and ended it; it is restarted on the next call; if its answers really are this large, raise lsp.max_message_bytes"},
 	} {
 		t.Run(c.mode, func(t *testing.T) {

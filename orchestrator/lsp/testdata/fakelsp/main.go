@@ -20,8 +20,8 @@ import (
 )
 
 var (
-	mode  = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename, endless-header-on-hover, huge-on-hover")
-	flood = flag.Int64("flood", 256<<20, "endless-header-on-hover, huge-on-hover: how many bytes to write before it stops writing (and hangs)")
+	mode  = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename, endless-header-on-hover, huge-on-hover, endless-header-on-start")
+	flood = flag.Int64("flood", 256<<20, "endless-header-on-*, huge-on-hover: how many bytes to write before it stops writing (and hangs)")
 	once  = flag.String("once", "", "crash only when this file does not exist yet (it is created)")
 	load  = flag.Duration("load", time.Second, "loading: how long the workspace load reported through $/progress lasts; late: how late b.fake is reported on")
 )
@@ -111,6 +111,9 @@ func main() {
 		}
 		switch m.Method {
 		case "initialize":
+			if *mode == "endless-header-on-start" {
+				floodThenHang("Content-Length: ", '9')
+			}
 			var p struct {
 				RootURI string `json:"rootUri"`
 			}
