@@ -97,20 +97,30 @@ func (r *Reader) Read() (Frame, error) {
 // A long run of bytes with no separator in it cannot become a frame, so it
 // comes back in pieces of the buffer's size rather than counting against
 // MaxFrame: a process may print without newlines for ever.
+//
+// A frame's line is kept in pieces and joined once it is whole: growing
+// one buffer by appending costs some five times the line in allocations
+// and twice it at once, which a frame that never ends (a cell writing to
+// the protocol's descriptor) would make Berth pay for MaxFrame (issue 24
+// item 1).
 func (r *Reader) line() ([]byte, error) {
-	var buf []byte
+	var parts [][]byte
+	size := 0
 	for {
 		chunk, err := r.r.ReadSlice('\n')
-		buf = append(buf, chunk...)
-		if len(buf) > MaxFrame {
+		if size += len(chunk); size > MaxFrame {
 			return nil, ErrFrameTooLarge
 		}
+		parts = append(parts, bytes.Clone(chunk))
 		if errors.Is(err, bufio.ErrBufferFull) {
-			if bytes.IndexByte(buf, sep) < 0 {
-				return buf, nil
+			if len(parts) > 1 || bytes.IndexByte(chunk, sep) >= 0 {
+				continue
 			}
-			continue
+			err = nil
 		}
-		return buf, err
+		if len(parts) == 1 {
+			return parts[0], err
+		}
+		return bytes.Join(parts, nil), err
 	}
 }

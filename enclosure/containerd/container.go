@@ -1,7 +1,6 @@
 package containerd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/internal/boundedio"
 )
 
 // container is one attached container: the enclosure and its state.
@@ -249,7 +249,7 @@ func (c *container) run(ctx context.Context, user *specs.User, argv []string, st
 			_ = h.stdinW.Close()
 		}()
 	}
-	var out, errOut bytes.Buffer
+	out, errOut := boundedio.Buffer{Max: relay.MaxOutput}, boundedio.Buffer{Max: relay.MaxOutput}
 	var wg sync.WaitGroup
 	wg.Go(func() { _, _ = io.Copy(&errOut, h.Stderr()) })
 	_, _ = io.Copy(&out, h.Stdout())

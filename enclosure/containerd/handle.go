@@ -22,6 +22,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/internal/boundedio"
 )
 
 type stdinMode int
@@ -432,19 +433,25 @@ func (s *stream) Close() error {
 }
 
 // drain reads the FIFO to EOF into memory: the process has exited, so its
-// writers close once the shim has copied the last of its output.
+// writers close once the shim has copied the last of its output. What is
+// left is little (the pipes' buffers); a writer that outlived the process
+// and writes on is read to its end but kept to maxDrain (issue 24 item 1).
 func (s *stream) drain() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fifo == nil {
 		return
 	}
-	b, _ := io.ReadAll(s.fifo)
+	b := boundedio.Buffer{Max: maxDrain}
+	_, _ = io.Copy(&b, s.fifo)
 	s.fifo = nil
 	if !s.closed {
-		s.rest = append(s.rest, b...)
+		s.rest = append(s.rest, b.Bytes()...)
 	}
 }
+
+// maxDrain bounds what drain keeps of an exited process's output.
+const maxDrain = 1 << 20
 
 type nopWriteCloser struct{}
 

@@ -20,6 +20,7 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/internal/boundedio"
 )
 
 // container is one attached container: the enclosure and its state.
@@ -298,7 +299,7 @@ func (c *container) runAs(ctx context.Context, user string, argv []string, stdin
 			_ = hj.CloseWrite()
 		}()
 	}
-	var out, errOut bytes.Buffer
+	out, errOut := boundedio.Buffer{Max: relay.MaxOutput}, boundedio.Buffer{Max: relay.MaxOutput}
 	if _, err := stdcopy.StdCopy(&out, &errOut, hj.Reader); err != nil && ctx.Err() == nil {
 		return relay.Result{}, c.failed(ctx, what(argv), err)
 	}

@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/internal/boundedio"
 )
 
 // pod is one attached container of a pod: the enclosure and its state.
@@ -223,7 +223,7 @@ const runTimeout = 30 * time.Second
 func (p *pod) run(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
-	var out, errOut bytes.Buffer
+	out, errOut := boundedio.Buffer{Max: relay.MaxOutput}, boundedio.Buffer{Max: relay.MaxOutput}
 	o := remotecommand.StreamOptions{Stdin: stdin, Stdout: &out, Stderr: &errOut}
 	_, err := p.stream(ctx, argv, o)
 	code, ok := exitCode(err)

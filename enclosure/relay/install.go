@@ -15,6 +15,12 @@ type Result struct {
 	Code           int
 }
 
+// MaxOutput bounds what a Runner keeps of each of a command's stdout and
+// stderr: the relay's short modes print a line, and a relay replaced in
+// the container could print without end (issue 24 item 1). The rest is
+// read and dropped, and the kept part ends with a note of its size.
+const MaxOutput = 1 << 20
+
 // Runner runs argv to its end in a container, with stdin written and
 // then closed when it is not nil. err is for the engine's failures; the
 // command's own are in Result.Code. Check and Stream need one that runs

@@ -207,13 +207,24 @@ func DialReady(stderr io.Reader) <-chan error {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		var msg []string
+		size, dropped := 0, 0
 		for sc.Scan() {
 			if sc.Text() == wire.ReadyLine && msg == nil {
 				ready <- nil
 				msg = []string{}
 				continue
 			}
+			// What explains a refused connection is a line or two: a
+			// stderr without end is kept to maxDialMessage (issue 24
+			// item 1).
+			if size += len(sc.Text()); size > maxDialMessage {
+				dropped++
+				continue
+			}
 			msg = append(msg, sc.Text())
+		}
+		if dropped > 0 {
+			msg = append(msg, fmt.Sprintf("(%d more lines not kept)", dropped))
 		}
 		// A line too long for the scanner stops it: drain the rest.
 		_, _ = io.Copy(io.Discard, stderr)
@@ -221,6 +232,9 @@ func DialReady(stderr io.Reader) <-chan error {
 	}()
 	return ready
 }
+
+// maxDialMessage bounds what DialReady keeps of a dial's stderr.
+const maxDialMessage = 4 << 10
 
 // WhichArgs is the command line that prints where name is on PATH; it
 // exits 1 when it is not.

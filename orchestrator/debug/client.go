@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/google/go-dap"
+
+	"github.com/berth-dev/berth/internal/boundedio"
 )
 
 // client is one DAP connection. Its reader goroutine is the only reader of
@@ -42,7 +44,10 @@ type waiter struct {
 // newClient starts the reader goroutine on r.
 func newClient(r io.Reader, w io.Writer, onEvent func(dap.EventMessage)) *client {
 	c := &client{w: w, onEvent: onEvent, pending: map[int]chan dap.Message{}, done: make(chan struct{})}
-	go c.read(bufio.NewReader(r))
+	// go-dap reads a header to its first '\r' with no limit: the reader
+	// in front of it refuses a header line, a header block or a declared
+	// body over its limit before go-dap buffers it (issue 24 item 1).
+	go c.read(bufio.NewReader(boundedio.NewFramed(r, boundedio.Limits{Body: maxMessage, CRLF: true})))
 	return c
 }
 
@@ -55,6 +60,9 @@ func (c *client) Err() error {
 	defer c.mu.Unlock()
 	return c.err
 }
+
+// maxMessage bounds a message from an adapter: go-dap's own limit.
+const maxMessage = 4 << 20
 
 // envelope is the part of any message needed to route it when go-dap
 // cannot decode the rest.
@@ -79,7 +87,14 @@ func (c *client) read(r *bufio.Reader) {
 		var data []byte
 		data, err = dap.ReadBaseMessage(r)
 		if err != nil {
-			if errors.Is(err, dap.ErrHeaderContentTooLong) {
+			var refused *boundedio.Error
+			if errors.As(err, &refused) {
+				next := "an adapter's header is one short line: it is broken, or something other than the adapter writes to its output"
+				if errors.Is(err, boundedio.ErrBody) {
+					next = "an adapter's messages are smaller: it is broken, or something other than the adapter writes to its output"
+				}
+				err = fmt.Errorf("the adapter sent %v, so Berth stopped reading it and ended the session; %s", refused, next)
+			} else if errors.Is(err, dap.ErrHeaderContentTooLong) {
 				err = fmt.Errorf("the adapter sent a message over 4 MiB, which Berth does not read")
 			} else if _, ok := err.(*dap.BaseProtocolError); ok {
 				err = fmt.Errorf("the adapter sent a malformed message header: %v", err)

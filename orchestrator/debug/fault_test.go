@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -41,6 +43,16 @@ func fakeAdapter(mode string) {
 				_ = dap.WriteBaseMessage(os.Stdout, []byte(`{"seq": 4, "type": "event", "event": "out`))
 			case "oversized":
 				fmt.Fprintf(os.Stdout, "Content-Length: %d\r\n\r\n", 64<<20)
+			case "endless-header":
+				// A header line that never ends: 256 MiB of it, then
+				// silence until it is killed.
+				fmt.Fprint(os.Stdout, "Content-Length: ")
+				chunk := []byte(strings.Repeat("9", 64<<10))
+				for range (256 << 20) / len(chunk) {
+					if _, err := os.Stdout.Write(chunk); err != nil {
+						return
+					}
+				}
 			}
 			time.Sleep(time.Minute) // the client must not wait for this
 			return
@@ -55,7 +67,11 @@ func TestBrokenAdapterEndsSessionCleanly(t *testing.T) {
 	}
 	for _, tc := range []struct{ mode, want string }{
 		{"garbage", "the adapter sent a message that is not JSON"},
-		{"oversized", "the adapter sent a message over 4 MiB"},
+		{"oversized", "the adapter sent a message of 64 MiB (Content-Length 67108864), over the limit of 4 MiB, so Berth stopped reading it and ended the session"},
+		// issue 24 item 1: go-dap reads a header to its first '\r' with no
+		// limit; before the reader in front of it the launch took 256 MiB
+		// and waited for the rest.
+		{"endless-header", "the adapter sent a header line with no line end within 4 KiB, so Berth stopped reading it and ended the session"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Setenv(fakeEnv, tc.mode)
@@ -71,9 +87,18 @@ func TestBrokenAdapterEndsSessionCleanly(t *testing.T) {
 				}
 			}
 			start := time.Now()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
 			e.fails(`{"operation":"launch","program":"prog.fake"}`, "launching prog.fake with fake failed", tc.want)
-			if d := time.Since(start); d > 10*time.Second {
+			runtime.ReadMemStats(&after)
+			d := time.Since(start)
+			t.Logf("%s: the launch allocated %d MiB in %s", tc.mode, (after.TotalAlloc-before.TotalAlloc)>>20, d.Round(time.Millisecond))
+			if d > 10*time.Second {
 				t.Fatalf("the broken adapter held the launch for %s", d)
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n > 32<<20 {
+				t.Errorf("the launch allocated %d MiB: want under 32 MiB", n>>20)
 			}
 			e.ok(`{"operation":"status"}`, "no debug session is running", "the last one (fake, prog.fake) ended: ", tc.want)
 			noProcess(t, e.dir)

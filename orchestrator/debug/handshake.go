@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -48,6 +49,9 @@ func (s *session) startAdapter(ctx context.Context, enc enclosure.Enclosure, exe
 // listenAt finds the port in "DAP server listening at: 127.0.0.1:PORT".
 var listenAt = regexp.MustCompile(`listening at:?\s*\S*:(\d+)`)
 
+// maxListenLine bounds the line kept to look for the port in.
+const maxListenLine = 4 << 10
+
 // listenPort reads the adapter's stdout until it names its port, then
 // keeps draining stdout into rest (so the adapter never blocks on a full
 // pipe) until the process closes it.
@@ -57,17 +61,40 @@ func listenPort(ctx context.Context, proc enclosure.Process, rest io.Writer) (in
 		r := bufio.NewReader(proc.Stdout())
 		sent := false
 		for {
-			line, err := r.ReadString('\n')
-			if !sent {
-				if m := listenAt.FindStringSubmatch(line); m != nil {
-					if p, perr := strconv.Atoi(m[1]); perr == nil {
+			// A line is kept only while it may name the port; a longer
+			// one goes on to rest as it comes, so an adapter that never
+			// ends a line costs no memory (issue 24 item 1).
+			var line []byte
+			long := false
+			var err error
+			for {
+				var chunk []byte
+				chunk, err = r.ReadSlice('\n')
+				if !long && len(line)+len(chunk) > maxListenLine {
+					_, _ = rest.Write(line)
+					line, long = nil, true
+				}
+				if long {
+					_, _ = rest.Write(chunk)
+				} else {
+					line = append(line, chunk...)
+				}
+				if !errors.Is(err, bufio.ErrBufferFull) {
+					break
+				}
+			}
+			if !sent && !long {
+				if m := listenAt.FindSubmatch(line); m != nil {
+					if p, perr := strconv.Atoi(string(m[1])); perr == nil {
 						found <- p
 						sent = true
 						continue
 					}
 				}
 			}
-			_, _ = rest.Write([]byte(line))
+			if !long {
+				_, _ = rest.Write(line)
+			}
 			if err != nil {
 				if !sent {
 					close(found)

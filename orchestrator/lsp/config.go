@@ -48,6 +48,10 @@ type Config struct {
 	RestartBackoff time.Duration `yaml:"restart_backoff"`
 	// StderrBytes is how much of each server's stderr is kept for status.
 	StderrBytes int `yaml:"stderr_bytes"`
+	// MaxMessageBytes bounds one message a server sends: a larger
+	// Content-Length ends the server with an error that names it, before
+	// anything is allocated for the message (issue 24 item 2).
+	MaxMessageBytes int64 `yaml:"max_message_bytes"`
 	// MaxPerFile and MaxTotal cap the diagnostics a report lists.
 	MaxPerFile int `yaml:"max_per_file"`
 	MaxTotal   int `yaml:"max_total"`
@@ -107,6 +111,7 @@ func DefaultConfig() Config {
 		MaxRestarts:        3,
 		RestartBackoff:     500 * time.Millisecond,
 		StderrBytes:        16 << 10,
+		MaxMessageBytes:    64 << 20,
 		MaxPerFile:         10,
 		MaxTotal:           30,
 	}
@@ -200,6 +205,9 @@ func DefaultServers() []ServerConfig {
 
 // validate checks a configuration before it is used.
 func (c Config) validate() error {
+	if c.MaxMessageBytes <= 0 {
+		return fmt.Errorf("lsp.max_message_bytes is %d: give the largest message a server may send, in bytes (the default is %d)", c.MaxMessageBytes, DefaultConfig().MaxMessageBytes)
+	}
 	for i, s := range c.Servers {
 		switch {
 		case s.Name == "":

@@ -18,6 +18,7 @@ import (
 	"go.lsp.dev/uri"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/internal/boundedio"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 	"github.com/berth-dev/berth/orchestrator/workspace"
@@ -37,6 +38,10 @@ type server struct {
 	ws      *workspace.Root     // the workdir, to resolve the paths the server names (locate)
 	encl    enclosure.Enclosure // where it runs: maps paths both ways
 	proc    enclosure.Process
+	// stdout is the server's stdout as the connection reads it: its
+	// header lines and declared lengths are checked against limits before
+	// jsonrpc2 buffers them (issue 24 items 1 and 2).
+	stdout *boundedio.Framed
 	// inflight counts the requests being sent to it (call), so that a
 	// reload lets them finish before it closes the server.
 	inflight atomic.Int32
@@ -99,7 +104,8 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 		<-s.proc.Done()
 		close(s.exited)
 	}()
-	stream := jsonrpc2.NewHeaderStream(stdio{s.proc.Stdout(), s.proc.Stdin()})
+	s.stdout = boundedio.NewFramed(s.proc.Stdout(), boundedio.Limits{Body: conf.MaxMessageBytes})
+	stream := jsonrpc2.NewHeaderStream(stdio{s.stdout, s.proc.Stdin()})
 	_, s.conn, s.api = protocol.NewClient(context.Background(), &client{s: s}, stream)
 	if err := s.initialize(ctx); err != nil {
 		s.kill()
@@ -143,6 +149,9 @@ func (s *server) initialize(ctx context.Context) error {
 	}()
 	select {
 	case err := <-call:
+		if refused := s.refusal(); refused != nil {
+			return refused
+		}
 		if err != nil && s.waitGone(time.Second) {
 			return s.exitError()
 		}
@@ -477,7 +486,27 @@ func (s *server) request(ctx context.Context, method string, f func(ctx context.
 	if err == nil || ctx.Err() != nil || errors.As(err, &answered) {
 		return err
 	}
+	if refused := s.refusal(); refused != nil {
+		return refused
+	}
 	return s.markExited(err)
+}
+
+// refusal says why Berth stopped reading the server, when what it sent
+// broke a limit (a header line or block without end, a message over
+// lsp.max_message_bytes): its connection has ended and the server is
+// killed with it. The error names the server, what it sent and what to
+// do. nil while its stream is within the limits.
+func (s *server) refusal() error {
+	err := s.stdout.Err()
+	if err == nil {
+		return nil
+	}
+	next := "a language server's header is a line or two: if it does this again, it is broken, or something other than the server writes to its stdout (check its command in lsp.servers)"
+	if errors.Is(err, boundedio.ErrBody) {
+		next = "if its answers really are this large, raise lsp.max_message_bytes"
+	}
+	return fmt.Errorf("%s sent %v, so Berth stopped reading it and ended it; it is restarted on the next call; %s", s.cfg.Name, err, next)
 }
 
 // markExited wraps a transport error in errExited when the server's process

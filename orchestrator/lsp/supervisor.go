@@ -191,7 +191,9 @@ func (sv *supervisor) noteCrash(sl *slot, srv *server) {
 	}
 	sl.crashes++
 	sl.lastErr = "the server exited unexpectedly"
-	if tail := srv.stderr.tail(1); tail != "" {
+	if refused := srv.refusal(); refused != nil {
+		sl.lastErr = firstLine(refused.Error())
+	} else if tail := srv.stderr.tail(1); tail != "" {
 		sl.lastErr += ": " + tail
 	}
 	sv.metrics.SessionEnded(metrics.KindLSP, sv.run.Enclosure.Driver(), metrics.ReasonCrashed)

@@ -20,9 +20,10 @@ import (
 )
 
 var (
-	mode = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename")
-	once = flag.String("once", "", "crash only when this file does not exist yet (it is created)")
-	load = flag.Duration("load", time.Second, "loading: how long the workspace load reported through $/progress lasts; late: how late b.fake is reported on")
+	mode  = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename, endless-header-on-hover, huge-on-hover, endless-header-on-start")
+	flood = flag.Int64("flood", 256<<20, "endless-header-on-*, huge-on-hover: how many bytes to write before it stops writing (and hangs)")
+	once  = flag.String("once", "", "crash only when this file does not exist yet (it is created)")
+	load  = flag.Duration("load", time.Second, "loading: how long the workspace load reported through $/progress lasts; late: how late b.fake is reported on")
 )
 
 type message struct {
@@ -51,6 +52,23 @@ func progress(kind string) {
 
 func reply(id json.RawMessage, result any) {
 	send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+// floodThenHang writes head, then -flood bytes of fill, then waits to be
+// killed: the client must not have read it all to see the problem.
+func floodThenHang(head string, fill byte) {
+	outMu.Lock()
+	out.WriteString(head)
+	chunk := []byte(strings.Repeat(string(fill), 64<<10))
+	for n := int64(0); n < *flood; n += int64(len(chunk)) {
+		if _, err := out.Write(chunk); err != nil {
+			os.Exit(0)
+		}
+	}
+	out.Flush()
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 func crash(why string) {
@@ -93,6 +111,9 @@ func main() {
 		}
 		switch m.Method {
 		case "initialize":
+			if *mode == "endless-header-on-start" {
+				floodThenHang("Content-Length: ", '9')
+			}
 			var p struct {
 				RootURI string `json:"rootUri"`
 			}
@@ -137,6 +158,12 @@ func main() {
 					os.WriteFile(*once, nil, 0o644)
 					crash("crashing mid-request on purpose")
 				}
+			case "endless-header-on-hover":
+				// A header line that never ends.
+				floodThenHang("Content-Length: ", '9')
+			case "huge-on-hover":
+				// A message that declares 1 GiB.
+				floodThenHang("Content-Length: 1073741824\r\n\r\n", ' ')
 			case "content-modified":
 				if modified < 2 {
 					modified++
