@@ -49,7 +49,7 @@ func (p *Provider) checker(ctx context.Context, run *orchestrator.Run) *orchestr
 		for i, r := range roots {
 			if i == maxCheckerRoots {
 				out = append(out, fmt.Sprintf("(%s: %d more root(s) not checked: %s; pass one of their files to diagnostics)",
-					strings.Join(sc.Checker, " "), len(roots)-i, strings.Join(roots[i:], ", ")))
+					checkerName(sc), len(roots)-i, strings.Join(roots[i:], ", ")))
 				break
 			}
 			out = append(out, p.runChecker(ctx, run, sc, r))
@@ -93,9 +93,18 @@ func (p *Provider) runChecker(ctx context.Context, run *orchestrator.Run, sc Ser
 	return b.String()
 }
 
+// checkerName names sc's checker in reports: its checker_name, else
+// its command line.
+func checkerName(sc ServerConfig) string {
+	if sc.CheckerName != "" {
+		return sc.CheckerName
+	}
+	return strings.Join(sc.Checker, " ")
+}
+
 // checkRun is what one run of a project checker found.
 type checkRun struct {
-	cmdline  string // the command, and the root it ran in when not the workdir
+	cmdline  string // the checker's name (checkerName), and the root it ran in when not the workdir
 	err      error  // it could not run at all (the error says so after cmdline)
 	code     int
 	problems []checkProblem
@@ -125,7 +134,7 @@ func (c checkProblem) String() string {
 func (p *Provider) runCheck(ctx context.Context, run *orchestrator.Run, sc ServerConfig, root string) checkRun {
 	ctx, cancel := context.WithTimeout(ctx, p.conf.CheckerTimeout)
 	defer cancel()
-	r := checkRun{cmdline: strings.Join(sc.Checker, " ")}
+	r := checkRun{cmdline: checkerName(sc)}
 	if root != "." {
 		r.cmdline += " in " + root
 	}

@@ -89,6 +89,9 @@ type ServerConfig struct {
 	// and after a rename; its output is parsed into path:line:col: message
 	// lines.
 	Checker []string `yaml:"checker,omitempty"`
+	// CheckerName is how reports name the checker; its command line when
+	// empty. A checker that is a shell script is named by what it runs.
+	CheckerName string `yaml:"checker_name,omitempty"`
 	// Ready names the signal that the server has loaded the project, so
 	// that a workspace-wide answer before it is never taken as complete
 	// (see readiness): "progress" (the default), "progress:TITLE",
@@ -181,6 +184,8 @@ func DefaultServers() []ServerConfig {
 			Checker: []string{"sh", "-c", `flags=; [ -f compile_flags.txt ] && flags=@compile_flags.txt; ` +
 				`find . -name '*.c' -not -path './build/*' -print0 | xargs -0 -r cc -fsyntax-only $flags; ` +
 				`find . \( -name '*.cc' -o -name '*.cpp' -o -name '*.cxx' \) -not -path './build/*' -print0 | xargs -0 -r c++ -fsyntax-only $flags`},
+			// Reports name it by what it runs, not by its script.
+			CheckerName: "cc/c++ -fsyntax-only",
 			// Without its background index (which would write .cache into
 			// the project) it knows the files opened so far, no more.
 			Ready: readyOpenFiles},

@@ -74,11 +74,17 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	if !supports(s.caps.RenameProvider) {
 		return orchestrator.Errorf("%s does not support rename (it did not offer it at initialization): rename with ast_edit or your edit tools instead", s.cfg.Name)
 	}
-	if !s.waitLoaded(ctx, c.abs) {
+	old := s.nameAt(c)
+	if s.ready.kind == readyOpenFiles {
+		// It knows only the files it has open: it is shown every file
+		// that mentions the name first, or nothing is written.
+		if err := s.showMentions(ctx, old); err != nil {
+			return orchestrator.Errorf("%v", err)
+		}
+	} else if !s.waitLoaded(ctx, c.abs) {
 		return orchestrator.Errorf("%s has not finished loading the workspace (waited up to lsp.load_timeout, %s), so a rename could miss uses: nothing was written; call again in a moment",
 			s.cfg.Name, s.conf.LoadTimeout)
 	}
-	old := s.nameAt(c)
 	// The project checker runs once before the write, beside the server's
 	// work, so that only what the rename broke is reported after it.
 	before := p.startCheck(ctx, run, s)

@@ -86,6 +86,8 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 // exited during the search.
 func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, a args) (res *orchestrator.Result, crashed bool) {
 	var servers []*server
+	var asked []string // "gopls in .", when a search without a file asked more than the workdir's one server
+	var notes []string
 	if a.File != "" {
 		_, s, bad := p.fileServer(ctx, run, a.File)
 		if bad != nil {
@@ -94,35 +96,21 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 		servers = append(servers, s)
 	} else {
 		var why []string
-		served := map[string]bool{} // one server per language: pyright, not pylsp too
-		for _, sc := range p.conf.Servers {
-			langs := strings.Join(sc.Languages, ",")
-			if served[langs] {
-				continue
-			}
-			m := probe(ctx, run, sc, run.Workdir, nil)
-			if m.missing != "" || m.root != run.Workdir {
-				continue
-			}
-			served[langs] = true
-			s, err := p.state(run).sv.get(ctx, m)
-			if err != nil {
-				why = append(why, err.Error())
-				continue
-			}
-			servers = append(servers, s)
-		}
+		servers, asked, why = p.searchServers(ctx, run)
 		if len(servers) == 0 {
-			msg := "no language server has its root at the workdir itself, so there is no workspace to search: pass \"file\" to search that file's project"
+			msg := "no language server can search the workdir: pass \"file\" to search that file's project"
 			if len(why) > 0 {
-				msg += "\n" + strings.Join(why, "\n")
+				msg += "\n  " + strings.Join(why, "\n  ")
 			}
 			return orchestrator.Errorf("%s", msg), false
 		}
+		notes = append(notes, why...)
 	}
 	var hits []symbolHit
-	var notes []string
 	var first []string // notes that belong in the first line
+	if len(asked) > 1 || len(asked) == 1 && !strings.HasSuffix(asked[0], " in .") || len(notes) > 0 {
+		first = append(first, "asked "+strings.Join(asked, ", "))
+	}
 	for _, s := range servers {
 		if !supports(s.caps.WorkspaceSymbolProvider) {
 			notes = append(notes, s.cfg.Name+" does not support workspace symbols (pass file for that file's symbols, or use ast_grep)")
@@ -191,6 +179,67 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 		b.WriteString("(note: " + n + ")\n")
 	}
 	return orchestrator.Text(strings.TrimRight(b.String(), "\n")), crashed
+}
+
+// maxSearchServers bounds the servers a workspace search without a file
+// asks: each is started if it does not run yet.
+const maxSearchServers = 6
+
+// searchServers finds the servers a workspace search without a file
+// asks: for each language, one server for each outermost root of its
+// entries that holds files of that language (the first entry, in the
+// catalog's order, whose executable is found: pyright before pylsp). A
+// Go module at the workdir and a Python project in a folder are both
+// searched. asked names each as "name in root"; why says which roots of
+// a language with files were not asked, and why.
+func (p *Provider) searchServers(ctx context.Context, run *orchestrator.Run) (servers []*server, asked, why []string) {
+	var markers []string
+	for _, sc := range p.conf.Servers {
+		markers = append(markers, sc.RootMarkers...)
+	}
+	dirs := markerDirs(run.Workdir, markers, maxMarkerDirs)
+	served := map[string]bool{}      // language and root
+	missing := map[string][]string{} // why no entry could serve a language and root
+	var order []string
+	for _, sc := range p.conf.Servers {
+		langs := strings.Join(sc.Languages, ",")
+		for _, r := range outermost(rootsOf(sc, dirs)) {
+			key := langs + " in " + r
+			if served[key] {
+				continue
+			}
+			abs := filepath.Join(run.Workdir, filepath.FromSlash(r))
+			if firstFile(abs, sc.Extensions) == "" {
+				continue // no file of its languages there: nothing to search
+			}
+			if _, ok := missing[key]; !ok {
+				order = append(order, key)
+			}
+			if len(servers) == maxSearchServers {
+				missing[key] = append(missing[key], fmt.Sprintf("%s: the search asks at most %d servers; pass a file of %s to search it", sc.Name, maxSearchServers, r))
+				continue
+			}
+			m := probe(ctx, run, sc, abs, nil)
+			if m.missing != "" {
+				missing[key] = append(missing[key], fmt.Sprintf("%s: %s", sc.Name, m.missing))
+				continue
+			}
+			s, err := p.state(run).sv.get(ctx, m)
+			if err != nil {
+				missing[key] = append(missing[key], err.Error())
+				continue
+			}
+			served[key] = true
+			servers = append(servers, s)
+			asked = append(asked, sc.Name+" in "+r)
+		}
+	}
+	for _, key := range order {
+		if !served[key] {
+			why = append(why, fmt.Sprintf("%s was not searched: %s", key, strings.Join(missing[key], "; ")))
+		}
+	}
+	return servers, asked, why
 }
 
 // symbolHit is a workspace symbol inside the workdir, rendered only if

@@ -61,7 +61,7 @@ func (pc *pendingCheck) stop() {
 // verification is what checking a written rename found.
 type verification struct {
 	langs    string // the server's languages, "typescript/javascript"
-	checker  string // the checker's command line; "" when it did not run
+	checker  string // the checker's name (checkerName); "" when it did not run
 	problems []checkProblem
 	fresh    []diag   // new problems the language server reported
 	notes    []string // what could not be checked, and why
@@ -215,21 +215,27 @@ func (v verification) verdict() string {
 	if len(found) == 0 && len(v.notes) == 0 {
 		return fmt.Sprintf("No new problems: %s found none, and %q occurs nowhere else in %s files under the workdir.", v.checker, v.name, v.langs)
 	}
-	out := ""
+	var out []string
 	if len(found) > 0 {
-		out = "Check it: " + strings.Join(found, "; ") + "."
+		out = append(out, "Check it: "+strings.Join(found, "; ")+".")
+	}
+	// Whether the checker ran is said whatever else was found; when it
+	// did not, the notes say why.
+	switch {
+	case v.checker == "":
+	case len(v.problems) == 0:
+		out = append(out, fmt.Sprintf("%s found no new problems.", v.checker))
+	default:
+		out = append(out, fmt.Sprintf("%s found %d new problem(s).", v.checker, len(v.problems)))
 	}
 	if len(v.notes) > 0 {
-		if out != "" {
-			out += " "
-		}
-		out += "Not fully checked: " + v.notes[0]
+		note := "Not fully checked: " + v.notes[0]
 		if len(v.notes) > 1 {
-			out += fmt.Sprintf(" (and %d more below)", len(v.notes)-1)
+			note += fmt.Sprintf(" (and %d more below)", len(v.notes)-1)
 		}
-		out += "."
+		out = append(out, note+".")
 	}
-	return out
+	return strings.Join(out, " ")
 }
 
 // details lists what the verdict counts, at most max problems.

@@ -2,7 +2,7 @@
 // the real ones, to show what they cannot be made to do: crash mid-request,
 // fail to start, answer ContentModified, stay silent, publish stale
 // diagnostics, take its time loading the workspace, report on another file
-// late, rename in the one file it was asked about only.
+// late, rename in the one file it was asked about only, never read a file.
 package main
 
 import (
@@ -23,6 +23,7 @@ var (
 	mode  = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename, endless-header-on-hover, huge-on-hover, endless-header-on-start")
 	flood = flag.Int64("flood", 256<<20, "endless-header-on-*, huge-on-hover: how many bytes to write before it stops writing (and hangs)")
 	once  = flag.String("once", "", "crash only when this file does not exist yet (it is created)")
+	mute  = flag.String("mute", "", "publish no diagnostics for the file of this name: it is never read")
 	load  = flag.Duration("load", time.Second, "loading: how long the workspace load reported through $/progress lasts; late: how late b.fake is reported on")
 )
 
@@ -189,6 +190,9 @@ func main() {
 				text = p.ContentChanges[0].Text
 			}
 			texts[p.TextDocument.URI] = text
+			if *mute != "" && strings.HasSuffix(p.TextDocument.URI, "/"+*mute) {
+				continue
+			}
 			switch *mode {
 			case "late":
 				// The file at once, b.fake (a caller) only well after:
