@@ -148,21 +148,16 @@ func (s *StdioListener) chmod() error {
 // first line.
 func (s *StdioListener) TokenLine() string { return s.token + "\n" }
 
-// ExpectPeer has Accept take only a connection made by the process pid,
-// the relay's pid as its engine reports it (a host pid), and says whether
-// it will. The engine's pids are Berth's own only when Berth runs in the
-// engine's pid namespace (on the host, or in a container sharing it): so
-// the pid is used only when the process Berth sees under it is this very
-// relay, the one whose command line connects to this socket. Otherwise
-// (Berth in a pid namespace of its own, or the relay already gone) it is
-// not used, and the token alone decides (issue 24 item 3).
-func (s *StdioListener) ExpectPeer(pid int) bool {
-	if pid <= 0 || !connectsTo(pid, s.Name) {
-		return false
-	}
-	s.peer = pid
-	return true
-}
+// ExpectPeer gives the relay's pid as its engine reports it (a host
+// pid); call it before Accept. The engine's pids are Berth's own only
+// when Berth runs in the engine's pid namespace (on the host, or in a
+// container sharing it), so the pid is trusted only while the process
+// Berth sees under it is this very relay, the one whose command line
+// connects to this socket: then Accept takes no connection made by any
+// other pid, and closes it unread. Otherwise (Berth in a pid namespace of
+// its own, or the relay not yet exec'd, or gone) the token alone decides
+// (issue 24 item 3).
+func (s *StdioListener) ExpectPeer(pid int) { s.peer = pid }
 
 // connectsTo says whether the process pid, as Berth sees it, is a relay
 // whose --connect names a socket called name.
@@ -184,20 +179,34 @@ func connectsTo(pid int, name string) bool {
 	return false
 }
 
-// fromPeer says whether conn may be the relay's by the pid that made it.
-func (s *StdioListener) fromPeer(conn *net.UnixConn) bool {
-	if s.peer == 0 {
-		return true
-	}
+// peerPid is the pid that made conn (SO_PEERCRED), as Berth's pid
+// namespace sees it (0: a process it does not see).
+func peerPid(conn *net.UnixConn) (int, bool) {
 	raw, err := conn.SyscallConn()
 	if err != nil {
-		return false
+		return 0, false
 	}
 	var cred *unix.Ucred
 	cerr := raw.Control(func(fd uintptr) {
 		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	})
-	return cerr == nil && err == nil && int(cred.Pid) == s.peer
+	if cerr != nil || err != nil {
+		return 0, false
+	}
+	return int(cred.Pid), true
+}
+
+// fromPeer says whether conn may be the relay's by the pid that made it:
+// any pid without ExpectPeer; the relay's own; another only while the
+// engine's pid is not a relay of this socket as Berth sees it.
+func (s *StdioListener) fromPeer(conn *net.UnixConn) bool {
+	if s.peer <= 0 {
+		return true
+	}
+	if pid, ok := peerPid(conn); ok && pid == s.peer {
+		return true
+	}
+	return !connectsTo(s.peer, s.Name)
 }
 
 // acceptWait bounds Accept when ctx has no earlier deadline: the relay
@@ -481,11 +490,14 @@ func beneath(dir string, berthPath func(string) (string, error)) (root, rel stri
 // a log line, and the caller starts the process again without one. Any
 // other error is the start's: the caller kills the process.
 func (s *Sockets) Accept(ctx context.Context, l *StdioListener, pid int, ended <-chan struct{}, wait func() (int, error)) (*net.UnixConn, error) {
-	if pid > 0 && !l.ExpectPeer(pid) && !s.foreignPids.Swap(true) {
-		s.Log.Debug("the engine's pid of a relay is not that process in Berth's pid namespace (Berth runs in a pid namespace of its own?): its stdio socket takes the relay by its token alone",
-			"container", s.Where, "pid", pid)
-	}
+	l.ExpectPeer(pid)
 	conn, err := l.Accept(ctx, ended)
+	if err == nil && pid > 0 {
+		if got, _ := peerPid(conn); got != pid && !s.foreignPids.Swap(true) {
+			s.Log.Info("the engine's pid of a relay is not the pid Berth sees connect (Berth runs in a pid namespace of its own?): this container's stdio sockets take the relay by its token alone",
+				"container", s.Where, "engine_pid", pid, "peer_pid", got)
+		}
+	}
 	if !errors.Is(err, ErrNotConnected) {
 		return conn, err
 	}
