@@ -262,6 +262,35 @@ func TestStdioListenerTakesOnlyTheEnginesPid(t *testing.T) {
 	}
 }
 
+// Where the engine's pid is not the process Berth sees connect (Berth in
+// a pid namespace of its own: the pid names another process, or none),
+// the relay is still taken, by its token alone, and a log line says so
+// once per container. Issue 24 item 3.
+func TestSocketsTakeTheRelayByItsTokenWhereThePidsAreNotBerths(t *testing.T) {
+	dir, err := os.MkdirTemp("", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	var log strings.Builder
+	s := &relay.Sockets{Where: "test container", Key: "test.stdio", Log: slog.New(slog.NewTextHandler(&log, nil))}
+	for _, pid := range []int{1, 1 << 22} { // another process; none
+		l, err := relay.ListenStdio(dir, relay.NewTag())
+		if err != nil {
+			t.Fatal(err)
+		}
+		dialStdio(t, dir, l, token(l))
+		conn, err := s.Accept(context.Background(), l, pid, nil, func() (int, error) { return 0, nil })
+		if err != nil {
+			t.Fatalf("engine pid %d: %v", pid, err)
+		}
+		conn.Close()
+	}
+	if n := strings.Count(log.String(), "by its token alone"); n != 1 {
+		t.Errorf("%d log lines say the token alone decides; want 1:\n%s", n, log.String())
+	}
+}
+
 // The socket's folder is in the container's hands: one that is a
 // symlink out of the workdir's mount (swapped in before or while Berth
 // opens it) never gets the socket; the start then uses the exec's
