@@ -41,6 +41,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -430,7 +431,7 @@ func socketGopls(ctx context.Context, rel *relay.Binary, id, root string) (*lspd
 	}
 	defer l.Close()
 	argv := relay.RunArgs(relay.InstallPath(rel.Version), relay.RunOptions{Stdin: relay.StdinRaw, Connect: path.Join(workspace, l.Name)}, "gopls")
-	cmd := exec.Command(dockertest.Bin, append([]string{"exec", "-i", "-w", workspace, "-e", l.Env(), id}, argv...)...)
+	cmd := exec.Command(dockertest.Bin, append([]string{"exec", "-i", "-w", workspace, id}, argv...)...)
 	stdin, err := cmd.StdinPipe() // held open: its EOF ends the run
 	if err != nil {
 		return nil, nil, err
@@ -441,6 +442,10 @@ func socketGopls(ctx context.Context, rel *relay.Binary, id, root string) (*lspd
 	end := func() {
 		stdin.Close()
 		_ = cmd.Wait()
+	}
+	if _, err := io.WriteString(stdin, l.TokenLine()); err != nil {
+		end()
+		return nil, nil, err
 	}
 	conn, err := l.Accept(ctx, nil)
 	if err != nil {

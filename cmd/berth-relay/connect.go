@@ -24,7 +24,7 @@ const maxSunPath = 107
 // net package, whose descriptors are non-blocking.
 func connectStdio(path, token string) (int, error) {
 	if token == "" {
-		return -1, errors.New("no token in $BERTH_RELAY_TOKEN: the caller gives the one its listener expects")
+		return -1, errors.New("the token's line on stdin is empty: the caller gives the one its listener expects")
 	}
 	addr := path
 	if len(path) > maxSunPath {

@@ -8,7 +8,7 @@
 //
 // Modes:
 //
-//	berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... [--connect SOCKET] -- PROG ARGS...
+//	berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... [--connect SOCKET --token-stdin] -- PROG ARGS...
 //	berth-relay signal PGID|tag=T SIGNAL
 //	berth-relay dial [--ready] [127.0.0.1:]PORT
 //	berth-relay which NAME
@@ -57,14 +57,16 @@
 // is needed to set them. A missing directory ends the relay with 126 and
 // the reason on stderr.
 //
-// --connect SOCKET connects to the unix socket SOCKET (its caller's,
-// in a directory both sides see) before PROG is looked up, writes the
-// token in $BERTH_RELAY_TOKEN and a newline, and gives PROG the socket
+// --connect SOCKET --token-stdin connects to the unix socket SOCKET (its
+// caller's, in a directory both sides see) before PROG is looked up,
+// writes the token (the first line of the relay's stdin, read before
+// anything else there: never an environment or a command line, which
+// every process in a container can read) and a newline, and gives PROG the socket
 // itself as its stdin and stdout, so that PROG's messages pass no engine
 // and no copy. The relay's own stdin then carries only signals and its
 // EOF, as with --stdin framed or raw; stderr stays the relay's. A socket
 // it cannot reach ends the relay with 125 and the reason on stderr,
-// before PROG runs. The token is not passed on to PROG.
+// before PROG runs.
 //
 // The relay never writes to its stdout, and to its stderr only when it
 // fails itself or when dial --ready is connected (lines starting
@@ -82,7 +84,7 @@ import (
 )
 
 const usage = `usage:
-  berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... [--connect SOCKET] -- PROG ARGS...
+  berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... [--connect SOCKET --token-stdin] -- PROG ARGS...
   berth-relay signal PGID|tag=T SIGNAL
   berth-relay dial [--ready] [127.0.0.1:]PORT
   berth-relay which NAME

@@ -166,7 +166,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"env without =", []string{"run", "--env", "GREETING", "--", "true"}, 125, `--env "GREETING" is not KEY=VALUE`},
 		{"env without a name", []string{"run", "--env", "=hi", "--", "true"}, 125, `--env "=hi" is not KEY=VALUE`},
 		{"connect with inherit", []string{"run", "--connect", "/x.sock", "--stdin", "inherit", "--", "true"}, 125, "--connect gives PROG a socket"},
-		{"connect without a token", []string{"run", "--connect", "/x.sock", "--", "true"}, 125, "no token in $BERTH_RELAY_TOKEN"},
+		{"connect without token-stdin", []string{"run", "--connect", "/x.sock", "--", "true"}, 125, "--connect takes its token as the first line of stdin: give --token-stdin"},
 		{"token-stdin without connect", []string{"run", "--token-stdin", "--", "true"}, 125, "--token-stdin is --connect's token"},
 		{"missing dir", []string{"run", "--dir", "/no/such/dir", "--", "true"}, 126, "the working directory /no/such/dir: no such file or directory"},
 		{"unknown mode", []string{"launch"}, 125, `unknown mode "launch"`},
@@ -249,8 +249,8 @@ func TestRunConnect(t *testing.T) {
 			sock := filepath.Join(dir, l.Name)
 			prog := `readlink /proc/self/fd/0 /proc/self/fd/1; echo "token=${BERTH_RELAY_TOKEN:-none}"; cat; echo after-eof`
 			cmd := exec.Command(relayBin, client.RunArgs("", client.RunOptions{Stdin: client.StdinFramed, Connect: sock}, "sh", "-c", prog)[1:]...)
-			cmd.Env = append(os.Environ(), l.Env())
 			p := start(t, cmd)
+			io.WriteString(p.stdin, l.TokenLine())
 			conn, err := l.Accept(context.Background(), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -280,16 +280,16 @@ func TestRunConnect(t *testing.T) {
 			}
 		})
 	}
-	// An exec API without an environment (Kubernetes') gives the token
-	// as the first line of the relay's stdin; the frames that follow
-	// still reach the relay.
+	// The token is the first line of the relay's stdin, never on its
+	// command line (nor in its environment: see above); the frames that
+	// follow still reach the relay.
 	t.Run("token on stdin", func(t *testing.T) {
 		l, err := client.ListenStdio(short, client.NewTag())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		argv := client.RunArgs("", client.RunOptions{Stdin: client.StdinFramed, Connect: filepath.Join(short, l.Name), TokenStdin: true}, "sh", "-c", `readlink /proc/self/fd/1; echo "token=${BERTH_RELAY_TOKEN:-none}"; exec cat`)
+		argv := client.RunArgs("", client.RunOptions{Stdin: client.StdinFramed, Connect: filepath.Join(short, l.Name)}, "sh", "-c", `readlink /proc/self/fd/1; echo "token=${BERTH_RELAY_TOKEN:-none}"; exec cat`)
 		if !slices.Contains(argv, "--token-stdin") || slices.ContainsFunc(argv, func(a string) bool { return strings.Contains(a, strings.TrimSpace(l.TokenLine())) }) {
 			t.Fatalf("the command line %q: want --token-stdin and no token", argv)
 		}
@@ -330,9 +330,8 @@ func TestRunConnect(t *testing.T) {
 		}
 	})
 	t.Run("nobody listens", func(t *testing.T) {
-		cmd := exec.Command(relayBin, "run", "--connect", filepath.Join(short, "none.sock"), "--", "sh", "-c", "echo ran")
-		cmd.Env = append(os.Environ(), wire.EnvToken+"=x")
-		p := start(t, cmd)
+		p := startRelay(t, "run", "--connect", filepath.Join(short, "none.sock"), "--token-stdin", "--", "sh", "-c", "echo ran")
+		io.WriteString(p.stdin, "x\n")
 		code, out := p.wait(t)
 		if code != wire.ExitRelayFailed || out != "" || !strings.Contains(p.stderr.String(), "--connect") {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, p.stderr)

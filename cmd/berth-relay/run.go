@@ -37,9 +37,9 @@ type runFlags struct {
 	// ("": the relay's stdout, and its stdin as --stdin says).
 	connect string
 	// tokenStdin: --connect's token is the first line of the relay's
-	// stdin, not $BERTH_RELAY_TOKEN (an exec API that takes no
-	// environment would otherwise put it on the command line, which every
-	// process in the container can read).
+	// stdin, the only place it may come from: an environment or a command
+	// line is readable by every process in the container (in
+	// /proc/PID/environ and /proc/PID/cmdline) for the relay's whole life.
 	tokenStdin bool
 	env        []string // KEY=VALUE added to PROG's environment, in order
 }
@@ -72,6 +72,9 @@ func parseRunFlags(args []string) (runFlags, []string, error) {
 	}
 	if f.tokenStdin && f.connect == "" {
 		return f, nil, errors.New("--token-stdin is --connect's token: give --connect too")
+	}
+	if f.connect != "" && !f.tokenStdin {
+		return f, nil, errors.New("--connect takes its token as the first line of stdin: give --token-stdin (an environment or a command line is readable by every process in the container)")
 	}
 	if f.grace < 0 {
 		return f, nil, errors.New("--grace must not be negative")
@@ -127,12 +130,9 @@ func runMode(args []string) int {
 	if flags.connect != "" {
 		// Before PROG is looked up, so that a relay that could not
 		// connect fails with ExitRelayFailed and nothing else has run.
-		token := os.Getenv(wire.EnvToken)
-		if flags.tokenStdin {
-			var err error
-			if token, err = readToken(os.Stdin); err != nil {
-				return fail("run: --token-stdin: %v", err)
-			}
+		token, err := readToken(os.Stdin)
+		if err != nil {
+			return fail("run: --token-stdin: %v", err)
 		}
 		fd, err := connectStdio(flags.connect, token)
 		if err != nil {
@@ -140,7 +140,6 @@ func runMode(args []string) int {
 		}
 		r.sock = os.NewFile(uintptr(fd), flags.connect)
 	}
-	_ = os.Unsetenv(wire.EnvToken)
 	if code := r.start(argv); code != 0 {
 		return code
 	}

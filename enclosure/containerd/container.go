@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	pathpkg "path"
-	"slices"
 	"strings"
 	"sync"
 
@@ -191,11 +190,20 @@ func (c *container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Pro
 func (c *container) startSocket(ctx context.Context, path string, cmd enclosure.Cmd, l *relay.StdioListener) (enclosure.Process, error) {
 	defer l.Close()
 	argv := relay.RunArgs(c.relay, relay.RunOptions{Stdin: relay.StdinFramed, Connect: pathpkg.Join(cmd.Dir, l.Name)}, path, cmd.Args...)
-	h, err := c.exec(ctx, execSpec{argv: argv, env: append(slices.Clip(cmd.Env), l.Env()), dir: cmd.Dir, stdin: stdinFramed, stderr: cmd.Stderr})
+	h, err := c.exec(ctx, execSpec{argv: argv, env: cmd.Env, dir: cmd.Dir, stdin: stdinFramed, stderr: cmd.Stderr})
 	if err != nil {
 		return nil, err
 	}
-	conn, err := c.sockets.Accept(ctx, l, h.exited, h.Wait)
+	// The socket's token goes first on the relay's stdin, before any
+	// frame: in the exec's environment, every process in the container
+	// could read it (issue 24 item 3).
+	if _, err := io.WriteString(h.stdinW, l.TokenLine()); err != nil {
+		_ = h.Kill()
+		return nil, fmt.Errorf("containerd container %s: starting %s in %q: the relay's stdin: %w", c.id, path, cmd.Dir, err)
+	}
+	// containerd's pid of the exec is the host's: where Berth sees the
+	// same, only the relay may connect.
+	conn, err := c.sockets.Accept(ctx, l, h.Pid(), h.exited, h.Wait)
 	if err != nil {
 		if !errors.Is(err, relay.ErrNotConnected) {
 			_ = h.Kill()

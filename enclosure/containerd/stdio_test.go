@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/mounts"
+	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
 
@@ -90,4 +91,26 @@ func TestIssue13Item9ContainerdStdioFallsBackWhenTheRelayCannotConnect(t *testin
 	relaytest.NoSocketLeft(t, elsewhere)
 	onlySleep(t, id)
 	noFIFOs(t, d, id)
+}
+
+// A process in the container that holds the socket's token (as if it
+// had read it where the relay got it) and connects first is closed
+// unread: only the exec's pid, as containerd gives it, may connect
+// (issue 24 item 3).
+func TestContainerdStdioSocketRefusesAStrangerWithTheToken(t *testing.T) {
+	wd := workdir(t)
+	id := run(t, "", fullImage, wd)
+	d := newDriver(t, Options{})
+	c := attach(t, d, id)
+	l := c.sockets.Listen("/workspace", relay.NewTag(), c.HostPath)
+	if l == nil {
+		t.Fatal("no socket in the workdir")
+	}
+	defer l.Close()
+	relaytest.StrangerWithTheToken(t, c, l, "/workspace", func() (enclosure.Process, error) {
+		return c.startSocket(context.Background(), "/bin/cat", enclosure.Cmd{Path: "/bin/cat", Dir: "/workspace", Stderr: io.Discard}, l)
+	})
+	relaytest.NoSocketLeft(t, wd)
+	noFIFOs(t, d, id)
+	onlySleep(t, id)
 }

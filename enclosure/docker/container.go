@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	pathpkg "path"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -116,18 +115,23 @@ func (c *container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Pro
 // without connecting to l.
 func (c *container) start(ctx context.Context, path, tag string, cmd enclosure.Cmd, l *relay.StdioListener) (enclosure.Process, error) {
 	opts := relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag}
-	env := cmd.Env
 	if l != nil {
 		defer l.Close()
 		opts.Connect = pathpkg.Join(cmd.Dir, l.Name)
-		env = append(slices.Clip(env), l.Env())
 	}
 	argv := relay.RunArgs(c.relay, opts, path, cmd.Args...)
-	execID, hj, err := c.exec(ctx, argv, env, cmd.Dir, true)
+	execID, hj, err := c.exec(ctx, argv, cmd.Env, cmd.Dir, true)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.started(ctx, execID, hj); err != nil {
+	pid, err := c.started(ctx, execID, hj)
+	if err == nil && l != nil {
+		// The socket's token goes first on the relay's stdin, before
+		// any frame: in the exec's environment, every process in the
+		// container could read it (issue 24 item 3).
+		_, err = io.WriteString(hj.Conn, l.TokenLine())
+	}
+	if err != nil {
 		hj.Close()
 		return nil, fmt.Errorf("docker container %s: starting %s in %q: %w", c.name, path, cmd.Dir, err)
 	}
@@ -137,7 +141,7 @@ func (c *container) start(ctx context.Context, path, tag string, cmd enclosure.C
 	}
 	// The exit code of a relay that did not connect is read only once
 	// the handle knows it has no socket.
-	conn, err := c.sockets.Accept(ctx, l, h.streamEnded, func() (int, error) {
+	conn, err := c.sockets.Accept(ctx, l, pid, h.streamEnded, func() (int, error) {
 		h.attach(nil)
 		return h.Wait()
 	})
@@ -158,27 +162,28 @@ func (c *container) start(ctx context.Context, path, tag string, cmd enclosure.C
 // failure only as text in the process's stdout and exit code 126, which
 // a caller would take for the program's own. A started exec has a pid,
 // whether it still runs or not; one that failed to start has none and an
-// exit code.
-func (c *container) started(ctx context.Context, execID string, hj client.HijackedResponse) error {
+// exit code. It returns the pid, the host's (the engine's pid
+// namespace's).
+func (c *container) started(ctx context.Context, execID string, hj client.HijackedResponse) (int, error) {
 	wait := time.Millisecond
 	for {
 		res, err := c.cli.ExecInspect(ctx, execID, client.ExecInspectOptions{})
 		if err != nil {
-			return c.failed(ctx, "exec inspect", err)
+			return 0, c.failed(ctx, "exec inspect", err)
 		}
 		if res.PID != 0 {
-			return nil
+			return res.PID, nil
 		}
 		if !res.Running && res.ExitCode != 0 {
 			var out bytes.Buffer
 			_, _ = stdcopy.StdCopy(&out, &out, io.LimitReader(hj.Reader, 4096))
-			return fmt.Errorf("the engine could not start it (exit %d): %s", res.ExitCode, strings.TrimSpace(out.String()))
+			return 0, fmt.Errorf("the engine could not start it (exit %d): %s", res.ExitCode, strings.TrimSpace(out.String()))
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return ctx.Err()
+			return 0, ctx.Err()
 		case <-t.C:
 		}
 		wait = min(2*wait, 20*time.Millisecond)

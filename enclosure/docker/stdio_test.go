@@ -1,14 +1,18 @@
 package docker
 
 import (
+	"context"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/enclosure/mounts"
+	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
 
@@ -70,5 +74,25 @@ func TestIssue13Item9StdioFallsBackWhenTheRelayCannotConnect(t *testing.T) {
 	relaytest.FellBack(t, c, "/workspace", c.sockets.GivenUp, &log, "docker.stdio")
 	relaytest.NoSocketLeft(t, wd)
 	relaytest.NoSocketLeft(t, elsewhere)
+	dockertest.OnlySleep(t, id)
+}
+
+// A process in the container that holds the socket's token (as if it
+// had read it where the relay got it) and connects first is closed
+// unread: only the exec's pid, as docker exec inspect gives it, may
+// connect (issue 24 item 3).
+func TestStdioSocketRefusesAStrangerWithTheToken(t *testing.T) {
+	wd := workdir(t)
+	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	c := attach(t, newDriver(t, Options{}), id)
+	l := c.sockets.Listen("/workspace", relay.NewTag(), c.HostPath)
+	if l == nil {
+		t.Fatal("no socket in the workdir")
+	}
+	defer l.Close()
+	relaytest.StrangerWithTheToken(t, c, l, "/workspace", func() (enclosure.Process, error) {
+		return c.start(context.Background(), "/bin/cat", relay.NewTag(), enclosure.Cmd{Path: "/bin/cat", Dir: "/workspace", Stderr: io.Discard}, l)
+	})
+	relaytest.NoSocketLeft(t, wd)
 	dockertest.OnlySleep(t, id)
 }

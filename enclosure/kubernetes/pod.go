@@ -188,7 +188,7 @@ func (p *pod) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, 
 func (p *pod) runArgs(path, tag string, cmd enclosure.Cmd, connect string) []string {
 	o := relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag, Dir: cmd.Dir, Env: cmd.Env}
 	if connect != "" {
-		o.Connect, o.TokenStdin = pathpkg.Join(cmd.Dir, connect), true
+		o.Connect = pathpkg.Join(cmd.Dir, connect)
 	}
 	return relay.RunArgs(p.relay, o, path, cmd.Args...)
 }
@@ -199,7 +199,9 @@ func (p *pod) runArgs(path, tag string, cmd enclosure.Cmd, connect string) []str
 func (p *pod) startSocket(ctx context.Context, path, tag string, cmd enclosure.Cmd, l *relay.StdioListener) (enclosure.Process, error) {
 	defer l.Close()
 	h := p.start(p.runArgs(path, tag, cmd, l.Name), tag, cmd.Stderr, l.TokenLine())
-	conn, err := p.sockets.Accept(ctx, l, h.streamed.Done(), func() (int, error) {
+	// The exec API says nothing of the relay's pid: the token alone
+	// tells the relay from a stranger.
+	conn, err := p.sockets.Accept(ctx, l, 0, h.streamed.Done(), func() (int, error) {
 		h.attach(nil)
 		return h.Wait()
 	})

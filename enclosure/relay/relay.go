@@ -145,13 +145,12 @@ type RunOptions struct {
 	Env []string
 	// Connect is a unix socket, as the enclosure sees it, that the relay
 	// connects to and gives the program as its stdin and stdout (see
-	// StdioListener); empty: the relay's own stdio.
+	// StdioListener); empty: the relay's own stdio. The relay reads the
+	// socket's token as the first line of its stdin (--token-stdin):
+	// write StdioListener.TokenLine there before anything else. Never
+	// in an environment or on a command line, which every process in the
+	// container can read.
 	Connect string
-	// TokenStdin has the relay read Connect's token as the first line of
-	// its stdin (StdioListener.TokenLine, written before anything else)
-	// rather than from its environment: for an exec API that takes no
-	// environment, where it would otherwise be on the command line.
-	TokenStdin bool
 }
 
 // RunArgs is the command line that runs prog with args under the relay at
@@ -174,10 +173,7 @@ func RunArgs(relayPath string, o RunOptions, prog string, args ...string) []stri
 		argv = append(argv, "--env", kv)
 	}
 	if o.Connect != "" {
-		argv = append(argv, "--connect", o.Connect)
-	}
-	if o.TokenStdin {
-		argv = append(argv, "--token-stdin")
+		argv = append(argv, "--connect", o.Connect, "--token-stdin")
 	}
 	argv = append(argv, "--", prog)
 	return append(argv, args...)

@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/relay"
 )
 
 // StdioKinds starts, in dir of enc, a program that prints what its stdin
@@ -55,5 +58,63 @@ func FellBack(t *testing.T, enc enclosure.Enclosure, dir string, givenUp func() 
 	}
 	if !givenUp() || strings.Count(log.String(), "could not connect to its stdio socket") != 1 || !strings.Contains(log.String(), key+": exec") {
 		t.Fatalf("sockets given up: %v; log %q", givenUp(), log.String())
+	}
+}
+
+// strangerPy connects to the socket argv[1] with the token's line it
+// reads on stdin, says "connected", and then "received N" once the
+// connection ends (N bytes read from it).
+const strangerPy = `import socket, sys
+tok = sys.stdin.readline()
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(tok.encode())
+print("connected", flush=True)
+n = 0
+while True:
+    try:
+        b = s.recv(65536)
+    except OSError:
+        break
+    if not b:
+        break
+    n += len(b)
+print("received", n, flush=True)
+`
+
+// StrangerWithTheToken checks that a process in enc's container that
+// holds l's token (as if it had stolen it) and connects to l before the
+// relay does is not taken for the relay, where the engine says which pid
+// the relay has: l is listening in dir (as the container sees it), start
+// starts the relay's exec of /bin/cat on l. The stranger runs in the
+// container's /tmp, with the exec's pipes. The program started echoes
+// through its socket, and the stranger receives nothing.
+func StrangerWithTheToken(t *testing.T, enc enclosure.Enclosure, l *relay.StdioListener, dir string, start func() (enclosure.Process, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stderr strings.Builder
+	s, err := enc.Start(ctx, enclosure.Cmd{Path: "/usr/bin/python3", Args: []string{"-c", strangerPy, path.Join(dir, l.Name)}, Dir: "/tmp", Stderr: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Kill(); _, _ = s.Wait() }()
+	io.WriteString(s.Stdin(), l.TokenLine())
+	out := bufio.NewReader(s.Stdout())
+	if line, _ := out.ReadString('\n'); line != "connected\n" {
+		t.Fatalf("the stranger did not connect: %q, stderr %q", line, stderr.String())
+	}
+	p, err := start()
+	if err != nil {
+		t.Fatalf("the start behind a stranger with the token: %v", err)
+	}
+	io.WriteString(p.Stdin(), "from Berth\n")
+	p.Stdin().Close()
+	echo, _ := io.ReadAll(p.Stdout())
+	if code, err := p.Wait(); code != 0 || err != nil || string(echo) != "from Berth\n" {
+		t.Errorf("the program behind a stranger with the token: exit %d, %v, echoed %q", code, err, echo)
+	}
+	if line, _ := out.ReadString('\n'); line != "received 0\n" {
+		t.Errorf("the stranger with the token: %q, stderr %q; want its connection closed with nothing received", line, stderr.String())
 	}
 }

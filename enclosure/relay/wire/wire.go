@@ -32,12 +32,6 @@ const (
 	SignalFrame = 1 << 31
 )
 
-// EnvToken names the variable that gives "berth-relay run --connect" the
-// token it writes first on the socket, then a newline, so that the
-// listener can tell the relay it started from any other process that
-// found the socket. The relay removes it from the program's environment.
-const EnvToken = "BERTH_RELAY_TOKEN"
-
 // ReadyLine is the line "berth-relay dial --ready" writes to its stderr
 // once it is connected.
 const ReadyLine = "berth-relay: dial: connected"
