@@ -31,8 +31,9 @@ type Config struct {
 	ImageLimit int `yaml:"image_limit"`
 	// MaxImages caps the images one cell returns.
 	MaxImages int `yaml:"max_images"`
-	// TableRows and TableColumns cap a DataFrame shown as a table.
-	TableRows    int `yaml:"table_rows"`
+	// TableRows caps the rows of a DataFrame shown as a table.
+	TableRows int `yaml:"table_rows"`
+	// TableColumns caps the columns of a DataFrame shown as a table.
 	TableColumns int `yaml:"table_columns"`
 }
 
