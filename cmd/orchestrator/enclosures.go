@@ -50,8 +50,8 @@ type containerdConfig struct {
 	// nerdctl's), or k8s.io (Kubernetes' CRI: a pod's containers). Docker's
 	// own (moby) is refused: its containers are the docker driver's.
 	Namespace string `yaml:"namespace"`
-	// Stdio is how a process's stdin and stdout travel: socket or exec,
-	// as docker.stdio.
+	// Stdio is how a process's stdin and stdout travel, as docker.stdio:
+	// socket, or exec (the exec's FIFOs, through the shim).
 	Stdio string `yaml:"stdio"`
 }
 
@@ -95,8 +95,9 @@ type kubernetesConfig struct {
 	WorkspaceVolume workspaceVolume `yaml:"workspace_volume"`
 	// Stdio is how a process's stdin and stdout travel: socket (a unix
 	// socket in its working directory on the workspace volume, where
-	// Berth sees it and can reach it; the exec's stream otherwise) or
-	// exec (the exec's stream, through the API server and the kubelet).
+	// Berth sees it and can reach it: a sidecar, or a volume on Berth's
+	// node; the exec's stream otherwise) or exec (the exec's stream,
+	// through the API server and the kubelet).
 	Stdio string `yaml:"stdio"`
 }
 
