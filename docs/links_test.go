@@ -8,12 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/text"
+
+	"github.com/berth-dev/berth/internal/markdown"
 )
 
 // root is the repository, seen from this package's directory.
@@ -111,7 +112,7 @@ func parseFile(path string) (*document, error) {
 		}
 		switch n := n.(type) {
 		case *ast.Heading:
-			id := anchor(plain(n, src))
+			id := markdown.Anchor(plain(n, src))
 			if k := seen[id]; k > 0 {
 				doc.anchors[fmt.Sprintf("%s-%d", id, k)] = true
 			} else {
@@ -140,21 +141,6 @@ func plain(n ast.Node, src []byte) string {
 			b.Write(c.Value)
 		default:
 			b.WriteString(plain(c, src))
-		}
-	}
-	return b.String()
-}
-
-// anchor is GitHub's heading id: lower case, every character other than
-// a letter, mark, number, '_', '-' or space dropped, spaces as '-'.
-func anchor(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(strings.TrimSpace(s)) {
-		switch {
-		case r == ' ':
-			b.WriteRune('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsMark(r) || unicode.IsNumber(r):
-			b.WriteRune(r)
 		}
 	}
 	return b.String()

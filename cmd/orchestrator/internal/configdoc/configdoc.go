@@ -19,9 +19,10 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/berth-dev/berth/internal/markdown"
 )
 
 // Section is one top-level section of the configuration file.
@@ -92,7 +93,7 @@ func Render(src Source, d Doc) ([]byte, error) {
 	b.WriteString(strings.TrimSpace(d.Head) + "\n\n")
 	b.WriteString("## Sections\n\n")
 	for _, s := range d.Sections {
-		fmt.Fprintf(&b, "- [`%s`](#%s): %s\n", s.Key, Anchor("`"+s.Key+"`"), s.About)
+		fmt.Fprintf(&b, "- [`%s`](#%s): %s\n", s.Key, markdown.Anchor(s.Key), s.About)
 	}
 	for i, s := range d.Sections {
 		about := s.About
@@ -102,7 +103,7 @@ func Render(src Source, d Doc) ([]byte, error) {
 		fmt.Fprintf(&b, "\n## `%s`\n\n%s\n\n", s.Key, about)
 		b.WriteString("| key | default |\n|---|---|\n")
 		for _, k := range all[i] {
-			fmt.Fprintf(&b, "| [`%s`](#%s) | %s |\n", k.Name, Anchor("`"+k.Name+"`"), k.Short)
+			fmt.Fprintf(&b, "| [`%s`](#%s) | %s |\n", k.Name, markdown.Anchor(k.Name), k.Short)
 		}
 		for _, k := range all[i] {
 			fmt.Fprintf(&b, "\n### `%s`\n\n", k.Name)
@@ -120,21 +121,6 @@ func Render(src Source, d Doc) ([]byte, error) {
 		b.WriteString("\n" + t + "\n")
 	}
 	return b.Bytes(), nil
-}
-
-// Anchor is the id GitHub gives a heading: lower case, punctuation other
-// than '-' and '_' dropped, spaces as '-'.
-func Anchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
-		switch {
-		case r == ' ':
-			b.WriteRune('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsMark(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 type reader struct {

@@ -53,18 +53,6 @@ func TestFieldWithoutDocCommentIsAnError(t *testing.T) {
 	}
 }
 
-func TestAnchorIsGitHubs(t *testing.T) {
-	for in, want := range map[string]string{
-		"`lsp.servers[].name`":                            "lspserversname",
-		"Language servers: what stays inside the workdir": "language-servers-what-stays-inside-the-workdir",
-		"Harness → Berth":                                 "harness--berth",
-	} {
-		if got := Anchor(in); got != want {
-			t.Errorf("Anchor(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestDurationIsWrittenShort(t *testing.T) {
 	for d, want := range map[time.Duration]string{time.Hour: "1h", 3 * time.Minute: "3m", 90 * time.Second: "1m30s", 1500 * time.Millisecond: "1.5s", 500 * time.Millisecond: "500ms"} {
 		if got := Duration(d); got != want {
