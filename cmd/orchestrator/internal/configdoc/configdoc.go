@@ -156,7 +156,11 @@ func (r *reader) walk(prefix string, v reflect.Value, entry bool) ([]Key, error)
 		ft := f.Type
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
-			fv = fv.Elem()
+			if fv.IsNil() {
+				fv = reflect.New(ft).Elem() // no default: its keys' zero values
+			} else {
+				fv = fv.Elem()
+			}
 		}
 		switch {
 		case ft.Kind() == reflect.Struct && ft != reflect.TypeOf(time.Time{}):
