@@ -256,7 +256,8 @@ func run(starts, rounds, queries, servers, launches int, image string, cold bool
 	// full: on this repository, 0.7-1.6 ms more a references query on the
 	// host alone (GOPLSCACHE empty against the host's own cache), and
 	// 1.9-2.9 ms more as a fresh container's first gopls against the
-	// host's (README, "Give gopls a cache that outlives the container").
+	// host's (docs/enclosures/overview.md, "Give gopls a cache that
+	// outlives the container").
 	// A fresh container's cache is empty and the host's is full, so
 	// unless -cold each place first runs a gopls of its own to fill its
 	// cache and stops it, and the timed servers start as a second

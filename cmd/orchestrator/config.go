@@ -34,31 +34,57 @@ type config struct {
 
 type rpcConfig struct {
 	// Listen is the TCP address of the HTTP listener (WebSocket at
-	// /v1/rpc, /metrics, /healthz, /readyz).
+	// /v1/rpc, /metrics, /healthz, /readyz); `serve --listen` overrides
+	// it. Empty: none, and serve then needs --stdio or --unix.
 	Listen string `yaml:"listen"`
-	// Unix, when set, also serves on a unix socket at this path (mode 0600).
+	// Unix, when set, also serves the same HTTP endpoints on a unix socket
+	// at this path, of mode 0600 and without a token.
 	Unix string `yaml:"unix"`
-	// TokenFile holds the bearer token; empty: BERTH_TOKEN, else a
-	// generated token written to a file only the user can read.
+	// TokenFile holds the bearer token (`serve --token-file` overrides
+	// it); empty: BERTH_TOKEN, else a generated token written to a file
+	// only the user can read ($XDG_RUNTIME_DIR/berth/token, else
+	// ~/.local/share/berth/token).
 	TokenFile string `yaml:"token_file"`
-	// MaxMessageBytes bounds one protocol message.
+	// MaxMessageBytes bounds one protocol message, in bytes, both ways: a
+	// larger message is skipped and answered with -32600, a larger result
+	// is not sent and its request is answered with -32603. Set the same
+	// limit on both ends.
 	MaxMessageBytes int64 `yaml:"max_message_bytes"`
 }
 
 type runsConfig struct {
-	// IdleTimeout ends a run with no call for this long (0: never).
+	// IdleTimeout ends a run with no call for this long (0: never); a call
+	// in flight is never idle.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
-	// DisconnectGrace is how long a closed connection's runs live on.
+	// DisconnectGrace is how long a closed connection's runs live on
+	// before they are ended.
 	DisconnectGrace time.Duration `yaml:"disconnect_grace"`
 	// ReaperInterval is how often idle runs are looked for.
 	ReaperInterval time.Duration `yaml:"reaper_interval"`
 	// CallTimeout bounds a tool call whose tool names no timeout.
+	//
+	// Every tool call is answered by its deadline or its cancellation,
+	// even when the tool's work does not stop (a read that blocks for
+	// ever, a library call that ignores cancellation). When its call is
+	// cancelled (`$/cancelRequest`, answered -32800), past its deadline,
+	// or its run ends, a tool has a short grace (2s; eval:
+	// `kernels.interrupt_grace` and 5s) to answer for itself, so the
+	// model still reads what an interrupted cell printed; after that the
+	// call is answered without it, with an error saying it timed out or
+	// was cancelled and did not stop. Work that has not returned is left
+	// to finish in the background and counted in `berth_stuck_calls`
+	// until it does; a tool that must not overlap itself (eval, debug)
+	// stays held by it, so the run's next call of that tool waits, up to
+	// its own deadline.
 	CallTimeout time.Duration `yaml:"call_timeout"`
 }
 
 type envConfig struct {
-	// Drop names variables of Berth's environment that the processes it
-	// starts do not inherit, besides BERTH_TOKEN, which never reaches them.
+	// Drop names variables of Berth's environment that no process it
+	// starts inherits (language servers, kernels, debug adapters and their
+	// programs, workers, and what they start), such as
+	// [AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN]. BERTH_TOKEN never reaches
+	// them, listed or not.
 	Drop []string `yaml:"drop"`
 }
 

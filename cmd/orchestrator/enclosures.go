@@ -20,10 +20,14 @@ import (
 // dockerConfig is the "docker" section: how Berth reaches the Docker
 // engine and runs processes in its containers.
 type dockerConfig struct {
-	// Host is the engine's address; empty: $DOCKER_HOST, else
-	// unix:///var/run/docker.sock.
+	// Host is the Docker engine's address (unix:///var/run/docker.sock,
+	// tcp://HOST:PORT); empty: $DOCKER_HOST, else the local socket. The
+	// client negotiates the API version, so Debian's docker.io 20.10 (API
+	// 1.41) and newer engines both work; it is made at the first run/start
+	// that needs it, never at Berth's start.
 	Host string `yaml:"host"`
-	// User runs processes as this user; empty: the container's default.
+	// User runs processes in the container as this user (name, uid or
+	// uid:gid); empty: the container's default user.
 	User string `yaml:"user"`
 	// Dial is how a port inside is reached: relay (an exec; works with
 	// --network none, no privileges) or netns (Berth enters the
@@ -40,13 +44,14 @@ type dockerConfig struct {
 // containerd, for containers made without Docker (nerdctl, Kubernetes'
 // CRI, a harness's ctr).
 type containerdConfig struct {
-	// Address is containerd's socket.
+	// Address is containerd's socket, for the containerd driver.
 	Address string `yaml:"address"`
-	// Namespace holds the containers: default, or k8s.io (CRI); Docker's
-	// own (moby) is refused, its containers are the docker driver's.
+	// Namespace holds the conversation's containers: default (ctr's and
+	// nerdctl's), or k8s.io (Kubernetes' CRI: a pod's containers). Docker's
+	// own (moby) is refused: its containers are the docker driver's.
 	Namespace string `yaml:"namespace"`
-	// Stdio is how a process's stdin and stdout travel: socket or exec,
-	// as docker.stdio.
+	// Stdio is how a process's stdin and stdout travel, as docker.stdio:
+	// socket, or exec (the exec's FIFOs, through the shim).
 	Stdio string `yaml:"stdio"`
 }
 
@@ -67,32 +72,43 @@ func (c *containerdConfig) check() error {
 // kubernetesConfig is the "kubernetes" section: how Berth reaches the
 // cluster and the conversation's pods.
 type kubernetesConfig struct {
-	// Kubeconfig is a kubeconfig file; empty: $KUBECONFIG,
-	// ~/.kube/config, else in-cluster.
+	// Kubeconfig is a kubeconfig file, for the kubernetes driver; empty:
+	// $KUBECONFIG, else ~/.kube/config, else the in-cluster service
+	// account. With none, "auto" skips the driver with a log line.
 	Kubeconfig string `yaml:"kubeconfig"`
-	// Namespace holds the pods; empty: the kubeconfig context's, or the
-	// in-cluster pod's own.
+	// Namespace is where "auto" looks for the conversation's pod, and where
+	// a bare pod name is; empty: the kubeconfig context's, or Berth's own
+	// pod's, else default.
 	Namespace string `yaml:"namespace"`
-	// Container runs the processes when the id names none; empty: the
-	// pod's default container.
+	// Container is the pod's container processes run in when the id names
+	// none; empty: the pod's kubectl.kubernetes.io/default-container, else
+	// its first.
 	Container string `yaml:"container"`
-	// Sidecar says Berth runs in the sandbox pod: Dial uses loopback.
+	// Sidecar says Berth runs in the sandbox pod itself: Dial uses the
+	// pod's loopback instead of a port-forward. It is also detected from
+	// the downward API's POD_NAMESPACE and POD_NAME.
 	Sidecar bool `yaml:"sidecar"`
 	// WorkspaceVolume is the volume the workspace is on, mounted by the
-	// pod and by Berth.
+	// pod and by Berth: its name in the pod's spec (`workspace_volume:
+	// workspace`), or {name, path}. Empty: no path crosses, and run/start
+	// in a pod is refused.
 	WorkspaceVolume workspaceVolume `yaml:"workspace_volume"`
 	// Stdio is how a process's stdin and stdout travel: socket (a unix
 	// socket in its working directory on the workspace volume, where
-	// Berth sees it and can reach it; the exec's stream otherwise) or
-	// exec (the exec's stream, through the API server and the kubelet).
+	// Berth sees it and can reach it: a sidecar, or a volume on Berth's
+	// node; the exec's stream otherwise) or exec (the exec's stream,
+	// through the API server and the kubelet).
 	Stdio string `yaml:"stdio"`
 }
 
 // workspaceVolume is kubernetes.workspace_volume: a volume's name alone
 // (Berth mounts the volume where the pod does), or {name, path}.
 type workspaceVolume struct {
-	Name string `yaml:"name"` // the volume's name in the pod's spec
-	Path string `yaml:"path"` // where Berth mounts it; empty: where the pod does
+	// Name is the volume's name in the sandbox pod's spec.volumes.
+	Name string `yaml:"name"`
+	// Path is where Berth mounts the same volume's root; empty: where the
+	// pod's container mounts it.
+	Path string `yaml:"path"`
 }
 
 // UnmarshalYAML takes the volume's name alone, or the mapping, whose keys
@@ -127,21 +143,28 @@ func (c *kubernetesConfig) check() error { return c.options().Check() }
 // enclosureConfig is the "enclosure" section: which containers "auto"
 // looks for, and whether the host may stand in.
 type enclosureConfig struct {
-	// Auto names the drivers "auto" asks, in order, for the running
-	// container labelled berth.conversation=<conversationId>.
+	// Auto names the drivers "auto" asks, in order, for the one running
+	// container labelled berth.conversation=<conversationId>; an engine
+	// that does not answer is skipped with a log line.
 	Auto []string `yaml:"auto"`
 	// HostFallback lets a run without a container use Berth's own host.
-	// false: no container is an error, and "host" is refused.
+	// false: no container found is an error, and "host" is refused, so no
+	// tool runs outside the conversation's container (what a sandboxed
+	// platform sets).
 	HostFallback bool `yaml:"host_fallback"`
 	// PathMap translates Berth's paths to the host's when Berth runs in a
-	// container the engine does not know (otherwise its own mounts are
-	// used).
+	// container the engine does not know: directories as Berth sees them
+	// and as the host has them, such as [{berth: /berth/checkout, host:
+	// /home/u/src}]. Empty: Berth's own container's mounts, else Berth's
+	// paths are the host's.
 	PathMap []pathMapEntry `yaml:"path_map"`
 }
 
 type pathMapEntry struct {
-	Berth string `yaml:"berth"` // a directory as Berth sees it
-	Host  string `yaml:"host"`  // the same directory on the engine's host
+	// Berth is a directory as Berth sees it (absolute).
+	Berth string `yaml:"berth"`
+	// Host is the same directory on the engine's host (absolute).
+	Host string `yaml:"host"`
 }
 
 func defaultDockerConfig() dockerConfig {

@@ -28,8 +28,8 @@ import (
 // directory that Berth and the enclosure both see (the workdir's bind
 // mount), through which the program's stdin and stdout pass straight
 // between Berth and the program, with no engine between them (an exec's
-// stream passes each message through the engine and its shim: see the
-// README's "Beside containers" for what that costs). The socket's name is
+// stream passes each message through the engine and its shim: see
+// docs/development/benchmarks.md for what that costs). The socket's name is
 // in the directory only from Listen to Accept: it is removed as soon as
 // the relay connected, or at Close.
 //

@@ -5,7 +5,8 @@ import "time"
 // Config is the "questions" section of the configuration file.
 type Config struct {
 	// Timeout is how long a card waits for a human before ask_user fails
-	// with an instruction to proceed on a stated assumption.
+	// with an instruction to proceed on a stated assumption (the card is
+	// cancelled at the harness).
 	Timeout time.Duration `yaml:"timeout"`
 }
 

@@ -15,8 +15,8 @@ type Config struct {
 	// StopWait bounds how long continue and step_* wait for the program to
 	// stop before answering "still running".
 	StopWait time.Duration `yaml:"stop_wait"`
-	// BuildWait replaces StopWait for a launch whose adapter builds the
-	// program first (delve compiles the package before it runs).
+	// BuildWait replaces debug.stop_wait for a launch whose adapter builds
+	// the program first (delve compiles the package before it runs).
 	BuildWait time.Duration `yaml:"build_wait"`
 	// RequestWait bounds one request to the adapter (stack, variables, …).
 	RequestWait time.Duration `yaml:"request_wait"`
@@ -26,7 +26,8 @@ type Config struct {
 	// OutputLimit caps each of the debuggee's kept stdout and stderr, in bytes;
 	// the oldest output is dropped first.
 	OutputLimit int `yaml:"output_limit"`
-	// Adapters is the catalog, tried in this order.
+	// Adapters is the catalog, tried in this order. A list in the file
+	// replaces the built-in one as a whole.
 	Adapters []Adapter `yaml:"adapters"`
 }
 
@@ -36,18 +37,18 @@ type Adapter struct {
 	ID string `yaml:"id"`
 	// Executables are the names tried for the adapter's program, first
 	// found wins (lldb-dap is also installed as lldb-dap-NN). Ignored when
-	// Interpreter is set.
+	// interpreter is set.
 	Executables []string `yaml:"executables"`
 	// Interpreter, when "python", runs the adapter with the working
-	// directory's .venv/bin/python or venv/bin/python, else Config.Python;
+	// directory's .venv/bin/python or venv/bin/python, else debug.python;
 	// that interpreter is also the debuggee's.
 	Interpreter string `yaml:"interpreter,omitempty"`
-	// Module is a module that must import in Interpreter (debugpy).
+	// Module is a module that must import in that interpreter (debugpy).
 	Module string `yaml:"module,omitempty"`
 	// Args follow the executable.
 	Args []string `yaml:"args"`
 	// Transport is "stdio", or "tcp": the adapter prints the address it
-	// listens on (Args should ask for port 0) and is reached through the
+	// listens on (args should ask for port 0) and is reached through the
 	// enclosure's Dial.
 	Transport string `yaml:"transport"`
 	// Markers are the root markers; one must exist at or above the program,
@@ -65,7 +66,7 @@ type Adapter struct {
 	SourceExtensions []string `yaml:"source_extensions,omitempty"`
 	// Native makes a native executable (ELF) a program of this adapter.
 	Native bool `yaml:"native,omitempty"`
-	// Builds says the launch compiles first, so it waits BuildWait.
+	// Builds says the launch compiles first, so it waits debug.build_wait.
 	Builds bool `yaml:"builds,omitempty"`
 	// AdapterID is sent in initialize.
 	AdapterID string `yaml:"adapter_id"`
@@ -75,7 +76,7 @@ type Adapter struct {
 	// ExceptionFilters are enabled when the adapter offers them.
 	ExceptionFilters []string `yaml:"exception_filters"`
 	// EvaluateContext is the DAP context evaluate sends: "repl" (the
-	// default) or "watch". lldb-dap's repl answers in its command style,
+	// default; unset means this) or "watch" (the built-in lldb entry's). lldb-dap's repl answers in its command style,
 	// "(int) $1 = 4", and runs a name that is also an lldb command (c,
 	// bt) as that command; watch evaluates an expression and answers
 	// with its value.

@@ -11,7 +11,10 @@ type Config struct {
 	// Node is the JavaScript interpreter.
 	Node string `yaml:"node"`
 	// CellIdleBudget is how long a cell may run without output (and with
-	// no tool() call pending) before it is interrupted.
+	// no tool() call pending) before it is interrupted. An interrupted
+	// cell's processes that still run (started since the cell began, in
+	// the kernel's group or, under the relay, anywhere in its tree) are
+	// killed before the result says the kernel is intact.
 	CellIdleBudget time.Duration `yaml:"cell_idle_budget"`
 	// InterruptGrace is how long an interrupted cell has to finish before
 	// its kernel is killed.
@@ -31,8 +34,9 @@ type Config struct {
 	ImageLimit int `yaml:"image_limit"`
 	// MaxImages caps the images one cell returns.
 	MaxImages int `yaml:"max_images"`
-	// TableRows and TableColumns cap a DataFrame shown as a table.
-	TableRows    int `yaml:"table_rows"`
+	// TableRows caps the rows of a DataFrame shown as a table.
+	TableRows int `yaml:"table_rows"`
+	// TableColumns caps the columns of a DataFrame shown as a table.
 	TableColumns int `yaml:"table_columns"`
 }
 

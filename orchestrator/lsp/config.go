@@ -12,13 +12,14 @@ import (
 type Config struct {
 	// Servers is the catalog, in order of preference: for a file, the first
 	// entry whose extension matches and whose root marker and executable
-	// are both found serves it.
+	// are both found serves it. A list in the file replaces the built-in
+	// one as a whole.
 	Servers []ServerConfig `yaml:"servers"`
 	// StartTimeout bounds a server's start up to its answer to initialize.
 	// Cold servers on a busy machine are slow: keep it generous.
 	StartTimeout time.Duration `yaml:"start_timeout"`
 	// LoadTimeout bounds the wait for a server to have loaded the project
-	// (its entry's Ready signal) before a workspace-wide query
+	// (its entry's ready signal) before a workspace-wide query
 	// (references, implementation, workspace symbols) is answered anyway,
 	// marked as possibly incomplete; a rename is refused instead.
 	LoadTimeout time.Duration `yaml:"load_timeout"`
@@ -33,7 +34,9 @@ type Config struct {
 	DiagnosticsTimeout time.Duration `yaml:"diagnostics_timeout"`
 	// Debounce is how long to keep listening for follow-up diagnostics
 	// after the first answer for a synced version (a server may publish
-	// a file in parts, and other files after it).
+	// a file in parts, and other files after it). gopls is started with
+	// diagnosticsDelay: 0s, so its one pass answers for the written file
+	// and the importers it broke together.
 	Debounce time.Duration `yaml:"debounce"`
 	// WillWriteTimeout bounds files/willWrite, which delays the harness's
 	// write.
@@ -46,15 +49,17 @@ type Config struct {
 	// RestartBackoff is the wait before the first restart; it doubles with
 	// each further crash in a row.
 	RestartBackoff time.Duration `yaml:"restart_backoff"`
-	// StderrBytes is how much of each server's stderr is kept for status.
+	// StderrBytes is how much of each server's stderr is kept for status
+	// and errors.
 	StderrBytes int `yaml:"stderr_bytes"`
 	// MaxMessageBytes bounds one message a server sends: a larger
 	// Content-Length ends the server with an error that names it, before
 	// anything is allocated for the message (issue 24 item 2).
 	MaxMessageBytes int64 `yaml:"max_message_bytes"`
-	// MaxPerFile and MaxTotal cap the diagnostics a report lists.
+	// MaxPerFile caps the diagnostics a report lists for one file.
 	MaxPerFile int `yaml:"max_per_file"`
-	MaxTotal   int `yaml:"max_total"`
+	// MaxTotal caps the diagnostics a report lists in all.
+	MaxTotal int `yaml:"max_total"`
 }
 
 // ServerConfig is one catalog entry.
@@ -66,7 +71,7 @@ type ServerConfig struct {
 	// Extensions are the file extensions it serves, with the dot, mapped
 	// to the LSP language id sent in didOpen.
 	Extensions map[string]string `yaml:"extensions"`
-	// Command is the executable and its arguments.
+	// Command is the executable and its arguments (argv, no shell).
 	Command []string `yaml:"command"`
 	// RootMarkers are file or directory names whose nearest directory at or
 	// above a file is its root.
@@ -86,16 +91,21 @@ type ServerConfig struct {
 	// (typescript-language-server's typescript.tsserverRequest).
 	PullDiagnostics string `yaml:"pull_diagnostics,omitempty"`
 	// Checker is the project checker run in the root for diagnostics "*"
-	// and after a rename; its output is parsed into path:line:col: message
-	// lines.
+	// and before and after lsp_rename (go vet ./..., pyright, tsc
+	// --noEmit, ...); its path:line:col: message lines are parsed.
 	Checker []string `yaml:"checker,omitempty"`
 	// CheckerName is how reports name the checker; its command line when
 	// empty. A checker that is a shell script is named by what it runs.
 	CheckerName string `yaml:"checker_name,omitempty"`
 	// Ready names the signal that the server has loaded the project, so
-	// that a workspace-wide answer before it is never taken as complete
-	// (see readiness): "progress" (the default), "progress:TITLE",
-	// "log:REGEXP", "tsserver", "none" or "open-files".
+	// that a workspace-wide answer before it is never taken as complete:
+	// "progress" (every $/progress begun has ended; unset means this),
+	// "progress:TITLE" (the progress of that title has ended),
+	// "log:REGEXP" (a window/logMessage matches), "tsserver" (tsserver
+	// answers projectInfo for the file), "none" (nothing to load) or
+	// "open-files" (the server knows the opened files only, so its
+	// workspace-wide answers always say they may be incomplete). See the
+	// lsp tool's page for each built-in server's signal.
 	Ready string `yaml:"ready,omitempty"`
 }
 

@@ -27,7 +27,8 @@ type GrammarConfig struct {
 	Library string `yaml:"library"`
 	// Symbol is the library's language function ("tree_sitter_dart").
 	Symbol string `yaml:"symbol"`
-	// Extensions are the file name endings of the language (".dart").
+	// Extensions are the file name endings of the language (".dart"; a
+	// missing dot is added); required.
 	Extensions []string `yaml:"extensions"`
 	// Optional entries that fail to load leave the language unavailable
 	// (the tools say why when it is asked for) instead of stopping the
@@ -36,8 +37,8 @@ type GrammarConfig struct {
 	// unless it says otherwise.
 	Optional bool `yaml:"optional"`
 	// Scaffolds are the pattern contexts to try, in order, each with one
-	// "%s" where the snippet goes. Empty: the built-in ladder for Name if
-	// there is one, else the snippet alone.
+	// "%s" where the snippet goes. Empty: the built-in ladder for the
+	// language if there is one, else the snippet alone.
 	Scaffolds []string `yaml:"scaffolds,omitempty"`
 }
 

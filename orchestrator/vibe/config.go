@@ -7,7 +7,9 @@ import (
 
 // Config is the "vibe" section of the configuration file.
 type Config struct {
-	// Runners holds the worker command of each tier.
+	// Runners holds the worker command of each tier. The vibe_* tools are
+	// read-tier, so a plan or readonly agent may start workers: the
+	// worker's own tools must keep to the surface it is told.
 	Runners Runners `yaml:"runners"`
 	// MaxWorkers bounds the workers of one run that are not killed
 	// (running or settled and keeping their result); vibe_kill frees a slot.
@@ -27,7 +29,14 @@ type Config struct {
 // Runners are argv lists, one per tier. Empty means the tier has no
 // runner, and spawning a worker of that tier is an error naming the key.
 type Runners struct {
+	// Fast is the worker command of the fast tier, an argv list (no
+	// shell), run in the working directory with the assignment on stdin;
+	// "{surface}" in any element is replaced with the surface the worker
+	// was started from (full, plan or readonly), which its environment
+	// also holds as BERTH_SURFACE. Empty: spawning a fast worker is an
+	// error naming this key.
 	Fast []string `yaml:"fast"`
+	// Good is the worker command of the good tier, as fast.
 	Good []string `yaml:"good"`
 }
 
