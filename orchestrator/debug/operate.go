@@ -349,7 +349,7 @@ func (p *Provider) output(c *conversation) string {
 	if s == nil {
 		return "no output: no debug session has run in this conversation"
 	}
-	out, errOut := s.stdout.report(), s.stderrOut.report()
+	out, errOut := s.shown(s.stdout.report()), s.shown(s.stderrOut.report())
 	if out == "" && errOut == "" {
 		return "the program has printed nothing yet"
 	}
@@ -395,6 +395,17 @@ func (s *session) writeBreakpoints(b *strings.Builder) {
 	}
 }
 
+// shown is what the adapter or the program printed as an answer shows
+// it: the workdir's paths (as the container sees them: "Building
+// /workspace/internal/demo") relative to it, as every other path is, and
+// control characters other than newlines and tabs escaped.
+func (s *session) shown(out string) string {
+	if s.paths.root != nil {
+		out = s.paths.root.Relativize(out)
+	}
+	return text.Message(out)
+}
+
 // Bounds on what adapterSaid shows.
 const (
 	saidLines = 20
@@ -408,7 +419,7 @@ const (
 func (s *session) adapterSaid() string {
 	var parts []string
 	for _, c := range []*capped{s.console, s.stderrOut, s.stderr} {
-		if t := strings.TrimSpace(c.String()); t != "" {
+		if t := strings.TrimSpace(s.shown(c.String())); t != "" {
 			parts = append(parts, t)
 		}
 	}

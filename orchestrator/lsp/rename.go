@@ -13,6 +13,7 @@ import (
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -167,7 +168,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	}
 	sort.Strings(rels)
 	for _, r := range rels {
-		fmt.Fprintf(&b, "  %s: %d edit(s)\n", r, counts[r])
+		fmt.Fprintf(&b, "  %s: %d edit(s)\n", text.Path(r), counts[r])
 	}
 	b.WriteString(v.details(p.conf.MaxTotal))
 	return orchestrator.Text(strings.TrimRight(b.String(), "\n"))
@@ -262,12 +263,12 @@ func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, erro
 func (s *server) outsideName(p string) string {
 	rel := workspace.Rel(s.workdir, p)
 	if rel == p {
-		return p
+		return s.ws.Show(p) // as the container sees it, when it does
 	}
 	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return fmt.Sprintf("%s (a symlink leads it to %s)", rel, real)
+		return fmt.Sprintf("%s (a symlink leads it to %s)", text.Path(rel), s.ws.Show(real))
 	}
-	return rel + " (through a symlink)"
+	return text.Path(rel) + " (through a symlink)"
 }
 
 // applyEdits applies non-overlapping edits to text.

@@ -97,7 +97,7 @@ func (e editTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 			return nil, err
 		}
 		if nt.errors > f.t.errors {
-			flags = append(flags, fmt.Sprintf("  %s: the rewritten file has %d new syntax error(s)%s", f.rel, nt.errors-f.t.errors, firstErrorAt(nt)))
+			flags = append(flags, fmt.Sprintf("  %s: the rewritten file has %d new syntax error(s)%s", text.Path(f.rel), nt.errors-f.t.errors, firstErrorAt(nt)))
 		}
 		content := newSrc
 		if f.bom {
@@ -105,10 +105,17 @@ func (e editTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 		}
 		staged = append(staged, stagedFile{path: f.path, rel: f.rel, expected: workspace.Hash(f.content()), content: content})
 		replacements += len(edits)
-		diff = append(diff, unifiedDiff(f.rel, f.t.src, edits)...)
+		diff = append(diff, unifiedDiff(text.Path(f.rel), f.t.src, edits)...)
 	}
 	if len(staged) == 0 {
 		return orchestrator.Textf("%d match(es), but the rewrite leaves every one unchanged: nothing staged", found.total), nil
+	}
+	// A file the container has read-only could not be written by resolve
+	// (issue 24 item 5): say so now, not after the model accepts.
+	for _, f := range staged {
+		if err := sc.root.CheckWritable(f.path); err != nil {
+			return orchestrator.Errorf("nothing staged: %v", err), nil
+		}
 	}
 	id := sc.state.stage(staged, replacements)
 
