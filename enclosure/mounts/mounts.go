@@ -208,12 +208,12 @@ func (c Crossing) Writable(berthPath string) error {
 	if err != nil || !m.ReadOnly {
 		return nil
 	}
-	return fmt.Errorf("%s is %s in %s, which mounts %s read-only: %w", berthPath, q, c.Name, m.Destination, ErrReadOnly)
+	return fmt.Errorf("%s is on a %w of %s at %s", q, ErrReadOnly, c.Name, m.Destination)
 }
 
 // ErrReadOnly is wrapped by Writable's error for a path on a read-only
 // mount.
-var ErrReadOnly = errors.New("read-only in the container")
+var ErrReadOnly = errors.New("read-only mount")
 
 // Outside is Inside's inverse: a path as the container sees it turned
 // into Berth's.

@@ -118,7 +118,7 @@ func TestWritableRefusesReadOnlyMounts(t *testing.T) {
 		{Source: "/host/wd", Destination: "/workspace", ReadOnly: true},
 		{Source: "/host/wd/out", Destination: "/workspace/out"},
 	}}
-	if err := c.Writable("/host/wd/main.go"); !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "/workspace/main.go") || !strings.Contains(err.Error(), "mounts /workspace read-only") {
+	if err := c.Writable("/host/wd/main.go"); !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "/workspace/main.go") || !strings.Contains(err.Error(), "/workspace/main.go is on a read-only mount of docker container web at /workspace") {
 		t.Errorf("Writable(on the read-only mount) = %v, want ErrReadOnly naming the path inside and the mount", err)
 	}
 	if err := c.Writable("/host/wd/out/x"); err != nil {

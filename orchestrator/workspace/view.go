@@ -188,10 +188,10 @@ func (r *Root) CheckWritable(abs string) error {
 		return nil
 	}
 	if err := r.opts.View.Writable(abs); err != nil {
-		return fmt.Errorf("%s is read-only in the container (%v), so Berth does not write it either: change the file another way, or mount the workdir read-write; a harness whose own file tools write the host's copy can set enclosure.write_read_only_mounts: %w", r.Show(abs), err, ErrReadOnly)
+		return fmt.Errorf("%s is %w (%v), so Berth does not write it either: mount the workdir read-write, or set enclosure.write_read_only_mounts: true for a harness whose own file tools write the host's copy too", r.Show(abs), ErrReadOnly, err)
 	}
 	return nil
 }
 
 // ErrReadOnly is wrapped by CheckWritable's error.
-var ErrReadOnly = errors.New("read-only mount")
+var ErrReadOnly = errors.New("read-only in the container")

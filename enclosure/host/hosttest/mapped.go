@@ -82,7 +82,8 @@ func (m *Mapped) Writable(hostPath string) error {
 	if _, err := move(hostPath, m.Workdir, m.View); err != nil || !m.ReadOnly {
 		return nil
 	}
-	return fmt.Errorf("%s is under %s, mounted read-only in the mapped enclosure", hostPath, m.View)
+	p, _ := move(hostPath, m.Workdir, m.View)
+	return fmt.Errorf("%s is on a read-only mount of the mapped enclosure at %s", p, m.View)
 }
 
 func move(p, from, to string) (string, error) {
