@@ -187,8 +187,12 @@ func TestContainersReadOnlyWorkdirIsNotWritten(t *testing.T) {
 			before := snapshotTree(t, s.Dir)
 			c := pathsClient(t, p, nil)
 			run := s.start(t, c, nil)
-			for name, args := range map[string]map[string]any{"lsp_rename": rename, "ast_edit": edit} {
-				res := callTool(t, c, run, name, args)
+			for _, call := range []struct {
+				name string
+				args map[string]any
+			}{{"ast_edit", edit}, {"lsp_rename", rename}} {
+				name := call.name
+				res := callTool(t, c, run, name, call.args)
 				got := text(res)
 				t.Logf("%s on a read-only workdir: %s", name, got)
 				if !res.IsError || !strings.Contains(got, "read-only") || !strings.Contains(got, "/workspace") ||
