@@ -140,7 +140,7 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args, 
 		return err
 	})
 	if err != nil {
-		return orchestrator.Errorf("%s could not answer %s: %v%s", s.cfg.Name, a.Action, err, advice(err)), errors.Is(err, errExited)
+		return orchestrator.Errorf("%s could not answer %s: %s%s", s.cfg.Name, a.Action, text.Indent(err.Error(), "  "), advice(err)), errors.Is(err, errExited)
 	}
 	return orchestrator.Text(withNote(render(), note)), false
 }

@@ -45,7 +45,7 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 		return err
 	})
 	if err != nil {
-		return orchestrator.Errorf("%s could not list symbols: %v%s", s.cfg.Name, err, advice(err)), errors.Is(err, errExited)
+		return orchestrator.Errorf("%s could not list symbols: %s%s", s.cfg.Name, text.Indent(err.Error(), "  "), advice(err)), errors.Is(err, errExited)
 	}
 	var out []string
 	total := 0
@@ -139,7 +139,7 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 			return err
 		})
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("%s could not search: %v", s.cfg.Name, err))
+			notes = append(notes, fmt.Sprintf("%s could not search: %s", s.cfg.Name, text.Line(err.Error())))
 			crashed = crashed || errors.Is(err, errExited)
 			continue
 		}
