@@ -40,7 +40,7 @@ Returns each changed file with its number of edits, plus any problems the rename
 		"additionalProperties": false,
 		"required":             []string{"file", "line", "symbol", "new_name"},
 		"properties": map[string]any{
-			"file":     map[string]any{"type": "string", "description": "path relative to the workdir"},
+			"file":     map[string]any{"type": "string", "description": "path relative to the workdir (or absolute as the container sees it)"},
 			"line":     map[string]any{"type": "integer", "minimum": 1, "description": "1-based line of the symbol"},
 			"symbol":   map[string]any{"type": "string", "minLength": 1, "description": "a substring of that line naming the symbol, occurring once in it"},
 			"new_name": map[string]any{"type": "string", "minLength": 1, "description": "the symbol's new name"},
