@@ -53,28 +53,34 @@ func NewWith(dir string, o Options) (*Root, error) {
 }
 
 // fromView maps an absolute path as the enclosure sees it to the host's,
-// when it is inside the workdir there: under the workdir's own mount point
-// it is joined to the root as the relative path it is; under another mount
-// that shows part of the workdir, HostPath maps it. ok is false for a path
-// that does not map into the root (left for the caller to refuse).
-func (r *Root) fromView(abs string) (string, bool) {
+// when it is inside the workdir there: HostPath maps it through the
+// container's mounts (so a path under a mount that hides part of the
+// workdir, a tmpfs at /workspace/tmp, is not taken for the workdir's
+// file), then it is joined to the root as the relative path it is under
+// the workdir's mount point (whose source may be named through a
+// symlink). ok is false for a path that does not map into the root (left
+// for the caller to refuse); why, when set, says why a path under the
+// workdir's mount point is not the workdir's.
+func (r *Root) fromView(abs string) (_ string, ok bool, why error) {
 	if r.opts.View == nil {
-		return "", false
-	}
-	if r.seen != "" {
-		if rel, ok := Inside(r.seen, abs); ok {
-			return filepath.Join(r.dir, filepath.FromSlash(rel)), true
-		}
+		return "", false, nil
 	}
 	h, err := r.opts.View.HostPath(abs)
 	if err != nil {
-		return "", false
+		if _, under := Inside(r.seen, abs); r.seen != "" && under {
+			return "", false, err
+		}
+		return "", false, nil
 	}
-	h = filepath.Clean(h)
-	if !r.contains(h) {
-		return "", false
+	if h = filepath.Clean(h); r.contains(h) {
+		return h, true, nil
 	}
-	return h, true
+	if r.seen != "" {
+		if rel, ok := Inside(r.seen, abs); ok {
+			return filepath.Join(r.dir, filepath.FromSlash(rel)), true, nil
+		}
+	}
+	return "", false, nil
 }
 
 // Where names the workdir in errors as the model knows it: as the
@@ -94,6 +100,13 @@ func (r *Root) Seen() string {
 		return r.dir
 	}
 	return r.seen
+}
+
+// hidden is the error for p, under the workdir's mount point in the
+// container but not the workdir's file there (a tmpfs mounted over part
+// of it): why says so.
+func (r *Root) hidden(p string, why error) error {
+	return fmt.Errorf("path %q is not the working directory's file (%v), so it is %w %s (as the container sees it): pass a path relative to it (like \"src/main.go\")", p, why, ErrOutside, r.seen)
 }
 
 // outside is the error for a path p that leaves the root; real, when

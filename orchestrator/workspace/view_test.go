@@ -70,6 +70,7 @@ func TestContainerPathsMapIntoTheWorkdir(t *testing.T) {
 		{"/workspace/escape/secret", ""},
 		{"/workspace/escape", ""},
 		{"/workspaces/x.go", ""},
+		{"/workspace/tmp/x", ""}, // the container's tmpfs, not the workdir's tmp
 		{"/etc/passwd", ""},
 		{"/", ""},
 	} {
@@ -101,6 +102,9 @@ func TestContainerPathErrorsNameTheWorkdirAsTheContainerSeesIt(t *testing.T) {
 		if strings.Contains(msg, dir) || !strings.Contains(msg, "/workspace (as the container sees it)") || !strings.Contains(msg, "relative to it") {
 			t.Errorf("Resolve(%q): %q: want the workdir as the container sees it (/workspace), a relative path suggested, and no host path", in, msg)
 		}
+	}
+	if _, err := root.Resolve("/workspace/tmp/x"); !errors.Is(err, ErrOutside) || !strings.Contains(err.Error(), "a tmpfs") || strings.Contains(err.Error(), dir) {
+		t.Errorf("Resolve(/workspace/tmp/x, under the container's tmpfs) = %v: want ErrOutside saying it is a tmpfs, without the host's path", err)
 	}
 	if got, want := root.Where(), "/workspace (the working directory as the container sees it)"; got != want {
 		t.Errorf("Where() = %q, want %q", got, want)

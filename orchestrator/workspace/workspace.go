@@ -227,7 +227,11 @@ func (r *Root) resolveStat(p string, lstat func(string) (fs.FileInfo, error)) (s
 		// a relative path is. A host path inside the root is taken as it
 		// is.
 		if !r.contains(abs) {
-			if h, ok := r.fromView(abs); ok {
+			h, ok, why := r.fromView(abs)
+			if why != nil {
+				return "", nil, r.hidden(p, why)
+			}
+			if ok {
 				abs = h
 			}
 		}
