@@ -133,6 +133,18 @@ func TestContainersAcceptPathsAsTheContainerSeesThem(t *testing.T) {
 			}
 			ok("debug", map[string]any{"operation": "output"}, "running where.py")
 			refused("debug", map[string]any{"operation": "launch", "program": in("esc/hostname")})
+			// delve builds the program and says so on its stdout
+			// ("Building /workspace/gosub"): shown relative.
+			copyTree(t, filepath.Join("..", "orchestrator", "debug", "testdata", "golang"), filepath.Join(s.Dir, "gosub"))
+			ok("debug", map[string]any{"operation": "breakpoints", "file": in("app.py"), "lines": []int{}}, "cleared the breakpoints of app.py")
+			ok("debug", map[string]any{"operation": "launch", "program": in("gosub")}, "launched gosub with delve")
+			for range 40 {
+				if strings.Contains(text(callTool(t, c, run, "debug", map[string]any{"operation": "output"})), "total 49") {
+					break
+				}
+				time.Sleep(250 * time.Millisecond)
+			}
+			ok("debug", map[string]any{"operation": "output"}, "Building gosub", "total 49")
 
 			if err := c.StopRun(testCtx(t), run); err != nil {
 				t.Fatal(err)

@@ -69,6 +69,16 @@ func (p paths) show(path string) string {
 	return text.Path(path)
 }
 
+// relative is an adapter's message (an unverified breakpoint's "could not
+// find file /workspace/app.py", a stop's description) with the workdir's
+// paths relative to it, as every answer shows paths.
+func (p paths) relative(msg string) string {
+	if p.root == nil {
+		return msg
+	}
+	return p.root.Relativize(msg)
+}
+
 // host is an adapter's path as Berth sees it; ok is false for a path the
 // host does not share with the enclosure.
 func (p paths) host(path string) (string, bool) {

@@ -445,7 +445,7 @@ const debugConsole = "Check the debug console for details."
 // it said anything, its output instead of a pointer to its console.
 func (s *session) failed(what string, err error) error {
 	said := s.adapterSaid()
-	msg := text.Indent(err.Error(), "  ") // the adapter's words
+	msg := text.Indent(s.paths.relative(err.Error()), "  ") // the adapter's words
 	if said != "" {
 		msg = strings.TrimRight(strings.Replace(msg, debugConsole, "", 1), ": ")
 	}

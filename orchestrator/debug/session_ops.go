@@ -107,7 +107,7 @@ func (s *session) describeStop(ctx context.Context) string {
 	}
 	text := fmt.Sprintf("stopped (%s) in thread %d", cutValue(st.reason), st.threadID)
 	if st.description != "" && st.description != st.reason {
-		text += ": " + cutValue(st.description)
+		text += ": " + cutValue(s.paths.relative(st.description))
 	}
 	if st.frame != nil {
 		text += " at " + s.paths.location(sourcePath(st.frame.Source), st.frame.Line, st.frame.Name, fmt.Sprintf(" (frame_id %d)", st.frame.Id))
@@ -487,7 +487,7 @@ func (s *session) breakpointTextMapped(mapped string) string {
 		} else {
 			b.WriteString("unverified")
 			if bp.Message != "" {
-				b.WriteString(": " + cutValue(bp.Message))
+				b.WriteString(": " + cutValue(s.paths.relative(bp.Message)))
 			}
 		}
 		if src := s.paths.sourceLine(mapped, bp.Line); src != "" {
