@@ -93,15 +93,6 @@ func (r *Root) Where() string {
 	return r.seen + " (the working directory as the container sees it)"
 }
 
-// Seen is the workdir as the enclosure sees it (the root's Dir when the
-// enclosure sees the host's paths).
-func (r *Root) Seen() string {
-	if r.seen == "" {
-		return r.dir
-	}
-	return r.seen
-}
-
 // hidden is the error for p, under the workdir's mount point in the
 // container but not the workdir's file there (a tmpfs mounted over part
 // of it): why says so.
