@@ -41,6 +41,12 @@ type Enclosure interface {
 	// see it (an LSP URI, a DAP stack frame) turned into the host's path.
 	// A path outside every mount is an error wrapping ErrNotFound.
 	HostPath(enclosedPath string) (string, error)
+	// Writable says whether the enclosure's processes may write a file
+	// at a workspace path on the host: nil when they may (the host, a
+	// read-write mount), else an error naming the read-only mount that
+	// shows it. A path the enclosure does not see is MapPath's error, not
+	// this one's: nil.
+	Writable(hostPath string) error
 }
 
 // Cmd is a process to start.

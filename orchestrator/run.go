@@ -24,6 +24,9 @@ type Run struct {
 	// Owner identifies the connection that started the run; other
 	// connections cannot see it.
 	Owner any
+	// WriteReadOnly lets the run's tools write files its enclosure has on
+	// a read-only mount (enclosure.write_read_only_mounts).
+	WriteReadOnly bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -53,7 +56,14 @@ func (r *Run) Root() (*workspace.Root, error) {
 	if r.ended {
 		return nil, fmt.Errorf("run %s has ended (%s): start a new run", r.ID, r.endReason)
 	}
-	root, err := workspace.New(r.Workdir)
+	// The enclosure's view: the paths an agent in the container passes
+	// (/workspace/x.go) are accepted, errors name the workdir as it sees
+	// it, and a read-only mount is not written.
+	opts := workspace.Options{WriteReadOnly: r.WriteReadOnly}
+	if r.Enclosure != nil {
+		opts.View = r.Enclosure
+	}
+	root, err := workspace.NewWith(r.Workdir, opts)
 	if err != nil {
 		return nil, err
 	}

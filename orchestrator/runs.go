@@ -40,6 +40,11 @@ type StartParams struct {
 // Runs keeps the live runs, ends idle ones, and ends a connection's runs
 // when it goes away.
 type Runs struct {
+	// WriteReadOnlyMounts lets runs write files their container has on
+	// a read-only mount (enclosure.write_read_only_mounts); set it before
+	// serving.
+	WriteReadOnlyMounts bool
+
 	metrics     *metrics.Metrics
 	idleTimeout time.Duration
 	lookup      *enclosure.Lookup
@@ -97,6 +102,7 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	}
 	run := NewRun(id, p.ConversationID, wd, enc, p.Harness, p.Features)
 	run.Owner = p.Owner
+	run.WriteReadOnly = rs.WriteReadOnlyMounts
 	rs.mu.Lock()
 	if _, dup := rs.runs[id]; dup {
 		rs.mu.Unlock()

@@ -158,6 +158,11 @@ type enclosureConfig struct {
 	// /home/u/src}]. Empty: Berth's own container's mounts, else Berth's
 	// paths are the host's.
 	PathMap []pathMapEntry `yaml:"path_map"`
+	// WriteReadOnlyMounts lets lsp_rename, ast_edit and resolve write
+	// files the container has on a read-only mount (a harness whose own
+	// file tools write the host's copy too); false refuses such writes,
+	// as the container would.
+	WriteReadOnlyMounts bool `yaml:"write_read_only_mounts"`
 }
 
 type pathMapEntry struct {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	pathpkg "path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -102,7 +103,7 @@ func mountTable(ms []specs.Mount) mounts.Table {
 		if isBind(m) {
 			src = m.Source
 		}
-		t = append(t, mounts.Mount{Source: src, Destination: m.Destination})
+		t = append(t, mounts.Mount{Source: src, Destination: m.Destination, ReadOnly: slices.Contains(m.Options, "ro")})
 	}
 	return t
 }
@@ -130,6 +131,9 @@ func (c *container) MapPath(berthPath string) (string, error) {
 func (c *container) HostPath(enclosedPath string) (string, error) {
 	return c.crossing().Outside(enclosedPath)
 }
+
+// Writable refuses a path on a mount the container has read-only.
+func (c *container) Writable(berthPath string) error { return c.crossing().Writable(berthPath) }
 
 func (c *container) crossing() mounts.Crossing {
 	return mounts.Crossing{Self: c.self, Container: c.mounts, Name: "containerd container " + c.id, Mount: "ctr run --mount type=bind,src=%s,dst=/workspace,options=rbind:rw ..."}

@@ -62,6 +62,9 @@ func (c *container) HostPath(enclosedPath string) (string, error) {
 	return c.crossing().Outside(enclosedPath)
 }
 
+// Writable refuses a path on a mount the container has read-only.
+func (c *container) Writable(berthPath string) error { return c.crossing().Writable(berthPath) }
+
 func (c *container) crossing() mounts.Crossing {
 	return mounts.Crossing{Self: c.self, Container: c.mounts, Name: "docker container " + c.name, Mount: "docker run -v %s:/workspace ..."}
 }

@@ -295,7 +295,7 @@ func (d *Driver) checkArch(ctx context.Context, info ctypes.InspectResponse, bin
 func mountTable(info ctypes.InspectResponse) mounts.Table {
 	var t mounts.Table
 	for _, m := range info.Mounts {
-		t = append(t, mounts.Mount{Source: m.Source, Destination: m.Destination})
+		t = append(t, mounts.Mount{Source: m.Source, Destination: m.Destination, ReadOnly: !m.RW})
 	}
 	if info.HostConfig != nil {
 		for _, dst := range sortedKeys(info.HostConfig.Tmpfs) {

@@ -102,6 +102,10 @@ func (*Enclosure) HostPath(enclosedPath string) (string, error) {
 	return filepath.Clean(enclosedPath), nil
 }
 
+// Writable is nil: Berth writes the host's files as the host's processes
+// would.
+func (*Enclosure) Writable(string) error { return nil }
+
 // Start starts c.
 func (e *Enclosure) Start(ctx context.Context, c enclosure.Cmd) (enclosure.Process, error) {
 	path := c.Path

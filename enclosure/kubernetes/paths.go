@@ -53,7 +53,7 @@ func (d *Driver) crossing(p *pod, k *corev1.Pod) crossing {
 			// volume the container mounts.
 			src = path.Join(cmp.Or(v.Path, m.MountPath), m.SubPath)
 		}
-		c.Container = append(c.Container, mounts.Mount{Source: src, Destination: m.MountPath})
+		c.Container = append(c.Container, mounts.Mount{Source: src, Destination: m.MountPath, ReadOnly: m.ReadOnly})
 	}
 	if !mounted {
 		c.unusable = fmt.Errorf("%s does not mount the workspace volume %q (kubernetes.workspace_volume) (mounts: %s): add a volumeMount of it to the container, or name the volume it does mount: %w", p, v.Name, c.Container, enclosure.ErrNotFound)
@@ -66,6 +66,13 @@ func (c crossing) inside(berthPath string) (string, error) {
 		return "", c.unusable
 	}
 	return c.Inside(berthPath)
+}
+
+func (c crossing) writable(berthPath string) error {
+	if c.unusable != nil {
+		return nil
+	}
+	return c.Writable(berthPath)
 }
 
 func (c crossing) outside(enclosedPath string) (string, error) {

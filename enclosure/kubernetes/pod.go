@@ -137,6 +137,9 @@ func (p *pod) HostPath(enclosedPath string) (string, error) {
 	return p.crossing.outside(enclosedPath)
 }
 
+// Writable refuses a path on a volumeMount the container has readOnly.
+func (p *pod) Writable(berthPath string) error { return p.crossing.writable(berthPath) }
+
 // LookPath asks the relay which executable name is on the container's
 // PATH (its own environment's, as every exec gets it).
 func (p *pod) LookPath(ctx context.Context, name string) (string, error) {

@@ -7,6 +7,7 @@ package mounts
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -17,10 +18,13 @@ import (
 
 // Mount is one mount: Source is the path outside (on the host), and
 // Destination where it appears inside. A mount without a Source (a tmpfs)
-// maps nothing, but hides whatever lies under its Destination.
+// maps nothing, but hides whatever lies under its Destination. ReadOnly
+// is a mount the container's processes cannot write through (Docker's
+// RW false, an OCI mount's "ro" option, a volumeMount's readOnly).
 type Mount struct {
 	Source      string
 	Destination string
+	ReadOnly    bool
 }
 
 // Table is a container's mounts.
@@ -31,9 +35,15 @@ type Table []Mount
 // the result (a tmpfs or another bind mounted beneath its Destination).
 // A path no mount shows is an error wrapping enclosure.ErrNotFound.
 func (t Table) Inside(p string) (string, error) {
+	q, _, err := t.inside(p)
+	return q, err
+}
+
+// inside is Inside that also returns the mount that shows the path.
+func (t Table) inside(p string) (string, Mount, error) {
 	p, err := clean(p)
 	if err != nil {
-		return "", err
+		return "", Mount{}, err
 	}
 	candidates := slices.SortedFunc(slices.Values(t.indexes()), func(a, b int) int {
 		return cmp.Compare(len(t[b].Source), len(t[a].Source))
@@ -50,12 +60,12 @@ func (t Table) Inside(p string) (string, error) {
 			hidden = append(hidden, fmt.Sprintf("%s is hidden by the mount at %s", q, t[j].Destination))
 			continue
 		}
-		return q, nil
+		return q, m, nil
 	}
 	if len(hidden) > 0 {
-		return "", fmt.Errorf("%s is not visible inside: %s (mounts: %s): %w", p, strings.Join(hidden, "; "), t, enclosure.ErrNotFound)
+		return "", Mount{}, fmt.Errorf("%s is not visible inside: %s (mounts: %s): %w", p, strings.Join(hidden, "; "), t, enclosure.ErrNotFound)
 	}
-	return "", fmt.Errorf("%s is not under any mount's source (mounts: %s): %w", p, t, enclosure.ErrNotFound)
+	return "", Mount{}, fmt.Errorf("%s is not under any mount's source (mounts: %s): %w", p, t, enclosure.ErrNotFound)
 }
 
 // Outside maps a path inside to the path outside: the mount whose
@@ -90,6 +100,9 @@ func (t Table) String() string {
 			src = "(tmpfs)"
 		}
 		parts[i] = src + " -> " + m.Destination
+		if m.ReadOnly {
+			parts[i] += " (read-only)"
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -178,6 +191,29 @@ func (c Crossing) Inside(berthPath string) (string, error) {
 	}
 	return in, nil
 }
+
+// Writable says whether the container's processes may write the file at
+// a path as Berth sees it: nil when the mount that shows it is writable,
+// else an error wrapping ErrReadOnly that names the mount.
+func (c Crossing) Writable(berthPath string) error {
+	host := berthPath
+	if c.Self != nil {
+		h, err := c.Self.Outside(berthPath)
+		if err != nil {
+			return nil // not in the container at all: MapPath says so
+		}
+		host = h
+	}
+	q, m, err := c.Container.inside(host)
+	if err != nil || !m.ReadOnly {
+		return nil
+	}
+	return fmt.Errorf("%s is on a %w of %s at %s", q, ErrReadOnly, c.Name, m.Destination)
+}
+
+// ErrReadOnly is wrapped by Writable's error for a path on a read-only
+// mount.
+var ErrReadOnly = errors.New("read-only mount")
 
 // Outside is Inside's inverse: a path as the container sees it turned
 // into Berth's.

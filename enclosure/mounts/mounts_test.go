@@ -108,3 +108,30 @@ func TestIssue13Item4CrossingThroughBerthsOwnMounts(t *testing.T) {
 		t.Errorf("Outside without Berth's own mounts = %s, %v", out, err)
 	}
 }
+
+// A path on a read-only mount is not writable, named with the mount; a
+// read-write mount beneath it (or the one that shows the path) is; a path
+// crossing Berth's own mounts first is judged by the container's mount of
+// its host path (issue 24 item 5).
+func TestWritableRefusesReadOnlyMounts(t *testing.T) {
+	c := Crossing{Name: "docker container web", Container: Table{
+		{Source: "/host/wd", Destination: "/workspace", ReadOnly: true},
+		{Source: "/host/wd/out", Destination: "/workspace/out"},
+	}}
+	if err := c.Writable("/host/wd/main.go"); !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "/workspace/main.go") || !strings.Contains(err.Error(), "/workspace/main.go is on a read-only mount of docker container web at /workspace") {
+		t.Errorf("Writable(on the read-only mount) = %v, want ErrReadOnly naming the path inside and the mount", err)
+	}
+	if err := c.Writable("/host/wd/out/x"); err != nil {
+		t.Errorf("Writable(on the read-write mount beneath) = %v, want nil", err)
+	}
+	if err := c.Writable("/elsewhere/x"); err != nil {
+		t.Errorf("Writable(not mounted) = %v, want nil (MapPath's error, not this one's)", err)
+	}
+	c.Self = Table{{Source: "/host/wd", Destination: "/berth/wd"}}
+	if err := c.Writable("/berth/wd/main.go"); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Writable(through Berth's own mount) = %v, want ErrReadOnly", err)
+	}
+	if got := c.Container.String(); !strings.Contains(got, "/host/wd -> /workspace (read-only)") {
+		t.Errorf("String() = %q, want the read-only mount marked", got)
+	}
+}

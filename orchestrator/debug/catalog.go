@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -145,7 +146,7 @@ func (p *Provider) imports(ctx context.Context, run *orchestrator.Run, python, m
 	defer stop()
 	code, err := proc.Wait()
 	if err != nil || code != 0 {
-		last := lastLine(stderr.String())
+		last := text.Line(lastLine(stderr.String()))
 		return fmt.Sprintf("%s is not importable in %s (%s): install it there, or set debug.python to an interpreter that has it", module, python, last)
 	}
 	p.mu.Lock()

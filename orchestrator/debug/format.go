@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
@@ -23,8 +24,11 @@ const (
 )
 
 // cutValue caps a value at maxValue characters, on a UTF-8 boundary, and
-// says so when it cut.
+// says so when it cut. A value is the adapter's or the program's text:
+// its control characters other than newlines and tabs are escaped
+// (text.Message), so that it cannot rewrite what the answer shows.
 func cutValue(v string) string {
+	v = text.Message(v)
 	n := utf8.RuneCountInString(v)
 	if n <= maxValue {
 		return v
@@ -56,11 +60,23 @@ type paths struct {
 
 // show is the path the model reads: relative to the workdir when inside
 // it, else as the adapter named it.
+// A path with a control character in it is quoted (text.Path): it could
+// otherwise print a line of its own.
 func (p paths) show(path string) string {
 	if rel, _, ok := p.inside(path); ok {
-		return rel
+		return text.Path(rel)
 	}
-	return path
+	return text.Path(path)
+}
+
+// relative is an adapter's message (an unverified breakpoint's "could not
+// find file /workspace/app.py", a stop's description) with the workdir's
+// paths relative to it, as every answer shows paths.
+func (p paths) relative(msg string) string {
+	if p.root == nil {
+		return msg
+	}
+	return p.root.Relativize(msg)
 }
 
 // host is an adapter's path as Berth sees it; ok is false for a path the
@@ -127,6 +143,7 @@ func (p paths) sourceLine(path string, n int) string {
 // location is "file:line in name" and note, with the source line
 // beneath, or the frame name when the adapter gave no source.
 func (p paths) location(path string, line int, name, note string) string {
+	name = text.Line(name)
 	if path == "" {
 		return fmt.Sprintf("%s (no source available)%s", name, note)
 	}

@@ -357,7 +357,7 @@ func (p *Provider) output(c *conversation) string {
 	if s == nil {
 		return "no output: no debug session has run in this conversation"
 	}
-	out, errOut := s.stdout.report(), s.stderrOut.report()
+	out, errOut := s.shown(s.stdout.report()), s.shown(s.stderrOut.report())
 	if out == "" && errOut == "" {
 		return "the program has printed nothing yet"
 	}
@@ -432,6 +432,17 @@ func extOf(path string) string {
 	return "extensionless"
 }
 
+// shown is what the adapter or the program printed as an answer shows
+// it: the workdir's paths (as the container sees them: "Building
+// /workspace/internal/demo") relative to it, as every other path is, and
+// control characters other than newlines and tabs escaped.
+func (s *session) shown(out string) string {
+	if s.paths.root != nil {
+		out = s.paths.root.Relativize(out)
+	}
+	return text.Message(out)
+}
+
 // Bounds on what adapterSaid shows.
 const (
 	saidLines = 20
@@ -445,7 +456,7 @@ const (
 func (s *session) adapterSaid() string {
 	var parts []string
 	for _, c := range []*capped{s.console, s.stderrOut, s.stderr} {
-		if t := strings.TrimSpace(c.String()); t != "" {
+		if t := strings.TrimSpace(s.shown(c.String())); t != "" {
 			parts = append(parts, t)
 		}
 	}
@@ -471,7 +482,7 @@ const debugConsole = "Check the debug console for details."
 // it said anything, its output instead of a pointer to its console.
 func (s *session) failed(what string, err error) error {
 	said := s.adapterSaid()
-	msg := err.Error()
+	msg := text.Indent(s.paths.relative(err.Error()), "  ") // the adapter's words
 	if said != "" {
 		msg = strings.TrimRight(strings.Replace(msg, debugConsole, "", 1), ": ")
 	}

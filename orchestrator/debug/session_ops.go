@@ -72,7 +72,7 @@ func (s *session) endText() string {
 	if code != nil {
 		text += fmt.Sprintf(" (exit code %d)", *code)
 	}
-	if stderr := strings.TrimSpace(s.stderr.String()); stderr != "" && detail != "the program ended" {
+	if stderr := strings.TrimSpace(s.shown(s.stderr.String())); stderr != "" && detail != "the program ended" {
 		text += "\nadapter said: " + cutValue(lastLines(stderr, 5))
 	}
 	return text + "\ncall output for what the program printed"
@@ -105,9 +105,9 @@ func (s *session) describeStop(ctx context.Context) string {
 		}
 		s.mu.Unlock()
 	}
-	text := fmt.Sprintf("stopped (%s) in thread %d", st.reason, st.threadID)
+	text := fmt.Sprintf("stopped (%s) in thread %d", cutValue(st.reason), st.threadID)
 	if st.description != "" && st.description != st.reason {
-		text += ": " + cutValue(st.description)
+		text += ": " + cutValue(s.paths.relative(st.description))
 	}
 	if st.frame != nil {
 		text += " at " + s.paths.location(sourcePath(st.frame.Source), st.frame.Line, st.frame.Name, fmt.Sprintf(" (frame_id %d)", st.frame.Id))
@@ -232,7 +232,7 @@ func (s *session) threads(ctx context.Context) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s:\n", text.Count(len(ts), "thread"))
 	for _, t := range ts {
-		fmt.Fprintf(&b, "thread_id %d: %s\n", t.Id, t.Name)
+		fmt.Fprintf(&b, "thread_id %d: %s\n", t.Id, text.Line(t.Name))
 	}
 	return strings.TrimRight(b.String(), "\n"), nil
 }
@@ -293,7 +293,7 @@ func (s *session) scopes(ctx context.Context, frameID int) (string, error) {
 	fmt.Fprintf(&b, "scopes of frame %d (pass a reference to variables):\n", frameID)
 	for _, sc := range resp.Body.Scopes {
 		s.noteRef(st, sc.VariablesReference)
-		fmt.Fprintf(&b, "%s: reference %d", sc.Name, sc.VariablesReference)
+		fmt.Fprintf(&b, "%s: reference %d", text.Line(sc.Name), sc.VariablesReference)
 		if n := sc.NamedVariables + sc.IndexedVariables; n > 0 {
 			fmt.Fprintf(&b, " (%d variables)", n)
 		}
@@ -331,9 +331,9 @@ func (s *session) variables(ctx context.Context, ref int) (string, error) {
 	}
 	b.WriteString(":\n")
 	for _, v := range shown {
-		b.WriteString(v.Name)
+		b.WriteString(text.Line(v.Name))
 		if v.Type != "" {
-			fmt.Fprintf(&b, " (%s)", v.Type)
+			fmt.Fprintf(&b, " (%s)", text.Line(v.Type))
 		}
 		b.WriteString(" = " + cutValue(v.Value))
 		s.noteRef(st, v.VariablesReference)
@@ -377,7 +377,7 @@ func (s *session) evaluate(ctx context.Context, expr string, frameID int) (strin
 	s.noteRef(st, body.VariablesReference)
 	text := cutValue(body.Result)
 	if body.Type != "" {
-		text += " (" + body.Type + ")"
+		text += " (" + cutValue(body.Type) + ")"
 	}
 	if body.VariablesReference > 0 {
 		text += fmt.Sprintf(" [reference %d]", body.VariablesReference)
@@ -437,7 +437,7 @@ func (s *session) checkFrame(ctx context.Context, st *stopState, id int) error {
 		}
 		where := f.Name
 		if path := sourcePath(f.Source); path != "" {
-			where = fmt.Sprintf("%s:%d in %s", s.paths.show(path), f.Line, f.Name)
+			where = fmt.Sprintf("%s:%d in %s", s.paths.show(path), f.Line, text.Line(f.Name))
 		}
 		fmt.Fprintf(&b, "\n#%d frame_id %d: %s", i, f.Id, where)
 	}
@@ -487,7 +487,7 @@ func (s *session) breakpointTextMapped(mapped string) string {
 		} else {
 			b.WriteString("unverified")
 			if bp.Message != "" {
-				b.WriteString(": " + cutValue(bp.Message))
+				b.WriteString(": " + cutValue(s.paths.relative(bp.Message)))
 			}
 		}
 		if src := s.paths.sourceLine(mapped, bp.Line); src != "" {

@@ -55,7 +55,7 @@ var operations = []struct {
 
 // properties are every operation's arguments, described for the model.
 const properties = `{
-  "file": {"type": "string", "description": "breakpoints: the source file, relative to the working directory"},
+  "file": {"type": "string", "description": "breakpoints: the source file, relative to the working directory (or absolute as the container sees it)"},
   "lines": {"type": "array", "items": {"type": "integer", "minimum": 1}, "description": "breakpoints: 1-based lines; empty clears the file"},
   "program": {"type": "string", "description": "launch: a .py or .go file, a Go package directory, a native executable or a .dart file"},
   "args": {"type": "array", "items": {"type": "string"}, "description": "launch: the program's arguments"},

@@ -10,6 +10,7 @@ import (
 
 	"go.lsp.dev/protocol"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -139,7 +140,7 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args, 
 		return err
 	})
 	if err != nil {
-		return orchestrator.Errorf("%s could not answer %s: %v%s", s.cfg.Name, a.Action, err, advice(err)), errors.Is(err, errExited)
+		return orchestrator.Errorf("%s could not answer %s: %s%s", s.cfg.Name, a.Action, text.Indent(err.Error(), "  "), advice(err)), errors.Is(err, errExited)
 	}
 	return orchestrator.Text(withNote(render(), note)), false
 }
@@ -192,16 +193,16 @@ func codeActionsText(res []protocol.CommandOrCodeAction, what string, all bool) 
 		switch v := a.(type) {
 		case *protocol.Command:
 			if !all {
-				hidden = append(hidden, v.Title)
+				hidden = append(hidden, text.Line(v.Title))
 				continue
 			}
-			others = append(others, fmt.Sprintf("- %s (command %s)", v.Title, v.Command))
+			others = append(others, fmt.Sprintf("- %s (command %s)", text.Line(v.Title), text.Line(v.Command)))
 		case *protocol.CodeAction:
 			if !all && !changesCode(v) {
-				hidden = append(hidden, v.Title)
+				hidden = append(hidden, text.Line(v.Title))
 				continue
 			}
-			line := "- " + v.Title
+			line := "- " + text.Line(v.Title)
 			if v.Kind != nil && *v.Kind != "" {
 				line += " [" + string(*v.Kind) + "]"
 			}

@@ -10,6 +10,7 @@ import (
 
 	"go.lsp.dev/protocol"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
@@ -117,9 +118,12 @@ func (d diag) key() diagKey {
 }
 
 func (d diag) String() string {
-	s := fmt.Sprintf("%s:%d:%d: %s: %s", d.rel, d.line, d.col, severityName(d.severity), d.message)
+	// The server's message keeps its lines, each after the first
+	// indented, so that none reads as a diagnostic of its own; the path
+	// is quoted when a control character is in it.
+	s := fmt.Sprintf("%s:%d:%d: %s: %s", text.Path(d.rel), d.line, d.col, severityName(d.severity), text.Indent(d.message, "    "))
 	if d.code != "" {
-		s += " [" + d.code + "]"
+		s += " [" + text.Line(d.code) + "]"
 	}
 	return s
 }

@@ -13,6 +13,7 @@ import (
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
@@ -35,12 +36,12 @@ func (l location) String() string {
 // writeTo writes the location as String does: a long list writes each
 // straight into its answer.
 func (l location) writeTo(b *strings.Builder) {
-	b.WriteString(l.path)
+	b.WriteString(text.Path(l.path))
 	b.WriteByte(':')
 	b.WriteString(strconv.Itoa(l.line))
 	b.WriteByte(':')
 	b.WriteString(strconv.Itoa(l.col))
-	text := strings.TrimSpace(l.text)
+	text := text.Line(strings.TrimSpace(l.text))
 	if text == "" {
 		return
 	}
@@ -101,7 +102,9 @@ func (s *server) lineReader() *lines {
 // rel is a host path as locations show it, relative to the workdir.
 func (r *lines) rel(abs string) string {
 	if abs != r.lastAbs || r.lastRel == "" {
-		r.lastAbs, r.lastRel = abs, workspace.Rel(r.s.workdir, abs)
+		// Quoted when a control character is in it (a server's URI
+		// "main.go%0a/etc/passwd" must not print a line of its own).
+		r.lastAbs, r.lastRel = abs, text.Path(workspace.Rel(r.s.workdir, abs))
 	}
 	return r.lastRel
 }
@@ -400,8 +403,11 @@ func kindName(k protocol.SymbolKind) string {
 	return fmt.Sprintf("kind %d", k)
 }
 
-// hoverText renders hover contents as plain text.
-func hoverText(c protocol.HoverContents) string {
+// hoverText renders hover contents as plain text, escaping the server's
+// control characters other than newlines and tabs.
+func hoverText(c protocol.HoverContents) string { return text.Message(hoverRaw(c)) }
+
+func hoverRaw(c protocol.HoverContents) string {
 	switch v := c.(type) {
 	case *protocol.MarkupContent:
 		return v.Value

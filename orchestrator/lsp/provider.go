@@ -77,7 +77,7 @@ func resolveFile(run *orchestrator.Run, file string) (string, *orchestrator.Resu
 	case err != nil:
 		return "", orchestrator.Errorf("file: %v", err)
 	case st == nil:
-		return "", orchestrator.Errorf("file %q does not exist in the workdir: pass a path relative to %s", file, run.Workdir)
+		return "", orchestrator.Errorf("file %q does not exist in the workdir: pass a path relative to %s", file, root.Where())
 	case st.IsDir():
 		return "", orchestrator.Errorf("file %q is a directory: pass a source file", file)
 	}

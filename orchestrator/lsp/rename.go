@@ -13,6 +13,7 @@ import (
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -39,7 +40,7 @@ Returns each changed file with its number of edits, plus any problems the rename
 		"additionalProperties": false,
 		"required":             []string{"file", "line", "symbol", "new_name"},
 		"properties": map[string]any{
-			"file":     map[string]any{"type": "string", "description": "path relative to the workdir"},
+			"file":     map[string]any{"type": "string", "description": "path relative to the workdir (or absolute as the container sees it)"},
 			"line":     map[string]any{"type": "integer", "minimum": 1, "description": "1-based line of the symbol"},
 			"symbol":   map[string]any{"type": "string", "minLength": 1, "description": "a substring of that line naming the symbol, occurring once in it"},
 			"new_name": map[string]any{"type": "string", "minLength": 1, "description": "the symbol's new name"},
@@ -173,7 +174,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	}
 	sort.Strings(rels)
 	for _, r := range rels {
-		fmt.Fprintf(&b, "  %s: %d edit(s)\n", r, counts[r])
+		fmt.Fprintf(&b, "  %s: %d edit(s)\n", text.Path(r), counts[r])
 	}
 	b.WriteString(v.details(p.conf.MaxTotal))
 	return orchestrator.Text(strings.TrimRight(b.String(), "\n"))
@@ -268,12 +269,12 @@ func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, erro
 func (s *server) outsideName(p string) string {
 	rel := workspace.Rel(s.workdir, p)
 	if rel == p {
-		return p
+		return s.ws.Show(p) // as the container sees it, when it does
 	}
 	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return fmt.Sprintf("%s (a symlink leads it to %s)", rel, real)
+		return fmt.Sprintf("%s (a symlink leads it to %s)", text.Path(rel), s.ws.Show(real))
 	}
-	return rel + " (through a symlink)"
+	return text.Path(rel) + " (through a symlink)"
 }
 
 // applyEdits applies non-overlapping edits to text.

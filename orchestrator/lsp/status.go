@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -38,7 +39,7 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 			fmt.Fprintf(&b, "  %s for root %s: down (%s); %d failure(s) in a row\n", sl.key.name, root, sl.lastErr, sl.crashes)
 		}
 		if sl.srv != nil {
-			if tail := sl.srv.stderr.tail(5); tail != "" {
+			if tail := text.Message(sl.srv.stderr.tail(5)); tail != "" {
 				fmt.Fprintf(&b, "    stderr (last lines):\n      %s\n", strings.ReplaceAll(tail, "\n", "\n      "))
 			}
 		}

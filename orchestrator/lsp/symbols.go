@@ -11,6 +11,7 @@ import (
 
 	"go.lsp.dev/protocol"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -44,7 +45,7 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 		return err
 	})
 	if err != nil {
-		return orchestrator.Errorf("%s could not list symbols: %v%s", s.cfg.Name, err, advice(err)), errors.Is(err, errExited)
+		return orchestrator.Errorf("%s could not list symbols: %s%s", s.cfg.Name, text.Indent(err.Error(), "  "), advice(err)), errors.Is(err, errExited)
 	}
 	var out []string
 	total := 0
@@ -53,9 +54,9 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 		for _, d := range ds {
 			total++
 			if len(out) < maxDocumentSymbols {
-				line := fmt.Sprintf("%s%s %s (line %d)", strings.Repeat("  ", depth), kindName(d.Kind), d.Name, d.SelectionRange.Start.Line+1)
+				line := fmt.Sprintf("%s%s %s (line %d)", strings.Repeat("  ", depth), kindName(d.Kind), text.Line(d.Name), d.SelectionRange.Start.Line+1)
 				if d.Detail != nil && *d.Detail != "" {
-					line += " " + *d.Detail
+					line += " " + text.Line(*d.Detail)
 				}
 				out = append(out, line)
 			}
@@ -69,15 +70,15 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 		for _, si := range v {
 			total++
 			if len(out) < maxDocumentSymbols {
-				line := fmt.Sprintf("%s %s (line %d)", kindName(si.Kind), si.Name, si.Location.Range.Start.Line+1)
+				line := fmt.Sprintf("%s %s (line %d)", kindName(si.Kind), text.Line(si.Name), si.Location.Range.Start.Line+1)
 				if si.ContainerName != nil && *si.ContainerName != "" {
-					line += " in " + *si.ContainerName
+					line += " in " + text.Line(*si.ContainerName)
 				}
 				out = append(out, line)
 			}
 		}
 	}
-	head := countLine("symbols in "+workspace.Rel(run.Workdir, abs), total, maxDocumentSymbols)
+	head := countLine("symbols in "+text.Path(workspace.Rel(run.Workdir, abs)), total, maxDocumentSymbols)
 	return orchestrator.Text(strings.TrimRight(head+"\n"+strings.Join(out, "\n"), "\n")), false
 }
 
@@ -126,7 +127,7 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 			return err
 		})
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("%s could not search: %v", s.cfg.Name, err))
+			notes = append(notes, fmt.Sprintf("%s could not search: %s", s.cfg.Name, text.Line(err.Error())))
 			crashed = crashed || errors.Is(err, errExited)
 			continue
 		}
@@ -137,9 +138,9 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 			if sp.out {
 				return // counted in r's note
 			}
-			entry := kindName(kind) + " " + name
+			entry := kindName(kind) + " " + text.Line(name)
 			if container != nil && *container != "" {
-				entry += " in " + *container
+				entry += " in " + text.Line(*container)
 			}
 			rel := r.rel(sp.abs)
 			hits = append(hits, symbolHit{entry: entry, r: r, sp: sp, rank: symbolRank(name, a.Query, rel)})

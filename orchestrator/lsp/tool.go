@@ -177,7 +177,7 @@ Locations come back as path:line:col: source line, paths relative to the workdir
 		"required":             []string{"action"},
 		"properties": map[string]any{
 			"action": map[string]any{"type": "string", "enum": actionNames(), "description": "what to ask"},
-			"file":   map[string]any{"type": "string", "description": "path relative to the workdir; \"*\" with diagnostics runs the project checker"},
+			"file":   map[string]any{"type": "string", "description": "path relative to the workdir (or absolute as the container sees it); \"*\" with diagnostics runs the project checker"},
 			"line":   map[string]any{"type": "integer", "minimum": 1, "description": "1-based line of the symbol"},
 			"symbol": map[string]any{"type": "string", "minLength": 1, "description": "a substring of that line naming the symbol, occurring once in it"},
 			"query":  map[string]any{"type": "string", "description": "symbols: the name (or part of it) to search the workspace for"},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -97,7 +98,7 @@ func (p *Provider) prepare(ctx context.Context, run *orchestrator.Run, path, lan
 		return nil, orchestrator.Errorf("%v", err), nil
 	}
 	if st == nil {
-		return nil, orchestrator.Errorf("path %q does not exist in the workspace: pass a file or folder inside %s, or omit path to search all of it", path, root.Dir()), nil
+		return nil, orchestrator.Errorf("path %q does not exist in the workspace: pass a file or folder inside %s, relative to it, or omit path to search all of it", path, root.Where()), nil
 	}
 	if !st.IsDir() && !st.Mode().IsRegular() {
 		// Said here from the stat; the read itself refuses it again from
@@ -154,7 +155,7 @@ func skippedNote(sk []skippedFile) string {
 			s += fmt.Sprintf("\n  … and %d more", len(sk)-10)
 			break
 		}
-		s += fmt.Sprintf("\n  %s (%s)", f.rel, f.why)
+		s += fmt.Sprintf("\n  %s (%s)", text.Path(f.rel), f.why)
 	}
 	return s
 }

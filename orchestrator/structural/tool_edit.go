@@ -98,7 +98,7 @@ func (e editTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 		}
 		if nt.errors > f.t.errors {
 			n, at := newErrors(f.t, nt, edits)
-			flags = append(flags, fmt.Sprintf("  %s: the rewritten file has %d new syntax error(s), the first at %s", f.rel, n, at))
+			flags = append(flags, fmt.Sprintf("  %s: the rewritten file has %d new syntax error(s), the first at %s", text.Path(f.rel), n, at))
 		}
 		content := newSrc
 		if f.bom {
@@ -106,10 +106,17 @@ func (e editTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 		}
 		staged = append(staged, stagedFile{path: f.path, rel: f.rel, expected: workspace.Hash(f.content()), content: content})
 		replacements += len(edits)
-		diff = append(diff, unifiedDiff(f.rel, f.t.src, edits)...)
+		diff = append(diff, unifiedDiff(text.Path(f.rel), f.t.src, edits)...)
 	}
 	if len(staged) == 0 {
 		return orchestrator.Textf("%d match(es), but the rewrite leaves every one unchanged: nothing staged", found.total), nil
+	}
+	// A file the container has read-only could not be written by resolve
+	// (issue 24 item 5): say so now, not after the model accepts.
+	for _, f := range staged {
+		if err := sc.root.CheckWritable(f.path); err != nil {
+			return orchestrator.Errorf("nothing staged: %v", err), nil
+		}
 	}
 	id := sc.state.stage(staged, replacements)
 

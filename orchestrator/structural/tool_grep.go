@@ -83,7 +83,7 @@ func (g grepTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 			}
 			start, end := sc.p.extent(f.t, m)
 			line, col := position(f.t.src, start)
-			loc := fmt.Sprintf("%s:%d:%d", f.rel, line, col)
+			loc := fmt.Sprintf("%s:%d:%d", text.Path(f.rel), line, col)
 			writeMatch(&list, loc, firstLines(string(f.t.src[start:end]), matchLines), bindingsText(f.t, m.bindings))
 			shown++
 		}

@@ -86,7 +86,11 @@ func (r resolveTool) Call(ctx context.Context, run *orchestrator.Run, raw json.R
 		return orchestrator.Errorf("%s was not applied: %v. It is still staged: call resolve again, or discard it.", e.id, werr), nil
 	}
 	st.done(e.id, "accepted")
-	return orchestrator.Textf("accepted %s: wrote %s in %s: %s\n%s", e.id, text.Count(e.replacements, "replacement"), text.Count(len(e.files), "file"), strings.Join(names, ", "),
+	shown := make([]string, len(names))
+	for i, n := range names {
+		shown[i] = text.Path(n)
+	}
+	return orchestrator.Textf("accepted %s: wrote %s in %s: %s\n%s", e.id, text.Count(e.replacements, "replacement"), text.Count(len(e.files), "file"), strings.Join(shown, ", "),
 		checkWrite(ctx, run, obs, names)), nil
 }
 

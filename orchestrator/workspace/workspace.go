@@ -37,6 +37,10 @@ type Root struct {
 	dir    string   // absolute, cleaned, symlinks resolved
 	fs     *os.Root // opened on dir: every read and write goes through it
 	leaves leaves   // what Resolvers found at the ends of paths
+	opts   Options  // the run's enclosure (NewWith)
+	// seen is the workdir as the enclosure sees it; "" when that is dir
+	// (the host).
+	seen string
 }
 
 // New returns the root for dir, which must exist. Close it when done
@@ -218,18 +222,31 @@ func (r *Root) resolveStat(p string, lstat func(string) (fs.FileInfo, error)) (s
 	var abs string // "" and "." are the root itself
 	if filepath.IsAbs(p) {
 		abs = filepath.Clean(p)
+		// An absolute path as the enclosure sees it (/workspace/x.go):
+		// the host's path it maps to, contained from here on exactly as
+		// a relative path is. A host path inside the root is taken as it
+		// is.
+		if !r.contains(abs) {
+			h, ok, why := r.fromView(abs)
+			if why != nil {
+				return "", nil, r.hidden(p, why)
+			}
+			if ok {
+				abs = h
+			}
+		}
 	} else {
 		abs = filepath.Join(r.dir, p)
 	}
 	if !r.contains(abs) {
-		return "", nil, fmt.Errorf("path %q is %w %s: pass a path inside it", p, ErrOutside, r.dir)
+		return "", nil, r.outside(p, "")
 	}
 	real, st, err := r.resolveBelow(abs, lstat)
 	if err != nil {
 		return "", nil, fmt.Errorf("path %q: %w", p, err)
 	}
 	if !r.contains(real) {
-		return "", nil, fmt.Errorf("path %q leads through a symlink to %s, %w %s: pass a path inside it", p, real, ErrOutside, r.dir)
+		return "", nil, r.outside(p, real)
 	}
 	return real, st, nil
 }

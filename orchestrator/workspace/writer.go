@@ -80,6 +80,14 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 		}
 	}
 
+	// 0. Every file must be one the enclosure could write itself (a
+	// read-only mount refuses the whole change).
+	for _, c := range sorted {
+		if err := root.CheckWritable(c.Path); err != nil {
+			return fmt.Errorf("nothing was written: %w", err)
+		}
+	}
+
 	// 1. Every file must still hold what the change was computed from.
 	originals := make([]original, len(sorted))
 	var conflicts []string

@@ -29,6 +29,9 @@ import (
 type Mapped struct {
 	host          enclosure.Enclosure
 	Workdir, View string
+	// ReadOnly makes the view a read-only mount: Writable refuses every
+	// path under Workdir.
+	ReadOnly bool
 
 	mu    sync.Mutex
 	cmds  []enclosure.Cmd
@@ -72,6 +75,15 @@ func (m *Mapped) MapPath(hostPath string) (string, error) {
 // HostPath maps View back to Workdir.
 func (m *Mapped) HostPath(enclosedPath string) (string, error) {
 	return move(enclosedPath, m.View, m.Workdir)
+}
+
+// Writable refuses a path under Workdir when ReadOnly is set.
+func (m *Mapped) Writable(hostPath string) error {
+	if _, err := move(hostPath, m.Workdir, m.View); err != nil || !m.ReadOnly {
+		return nil
+	}
+	p, _ := move(hostPath, m.Workdir, m.View)
+	return fmt.Errorf("%s is on a read-only mount of the mapped enclosure at %s", p, m.View)
 }
 
 func move(p, from, to string) (string, error) {

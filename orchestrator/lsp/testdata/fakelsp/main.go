@@ -20,7 +20,7 @@ import (
 )
 
 var (
-	mode  = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename, endless-header-on-hover, huge-on-hover, endless-header-on-start")
+	mode  = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename, hostile-names, endless-header-on-hover, huge-on-hover, endless-header-on-start")
 	flood = flag.Int64("flood", 256<<20, "endless-header-on-*, huge-on-hover: how many bytes to write before it stops writing (and hangs)")
 	once  = flag.String("once", "", "crash only when this file does not exist yet (it is created)")
 	mute  = flag.String("mute", "", "publish no diagnostics for the file of this name: it is never read")
@@ -126,6 +126,9 @@ func main() {
 				caps["renameProvider"] = true
 			case "loading":
 				caps["workspaceSymbolProvider"] = true
+			case "hostile-names":
+				caps["workspaceSymbolProvider"] = true
+				caps["referencesProvider"] = true
 			}
 			reply(m.ID, map[string]any{"capabilities": caps})
 		case "initialized":
@@ -137,6 +140,10 @@ func main() {
 				})
 			}
 		case "workspace/symbol":
+			if *mode == "hostile-names" {
+				reply(m.ID, []any{map[string]any{"name": "evil\n/etc/passwd:1:1: fake", "kind": 12, "location": hostileLocation(rootURI)}})
+				continue
+			}
 			reply(m.ID, []any{map[string]any{"name": fmt.Sprintf("loaded=%v", loaded.Load()), "kind": 12, "location": map[string]any{
 				"uri": rootURI + "/a.fake", "range": map[string]any{"start": map[string]any{"line": 0, "character": 0}, "end": map[string]any{"line": 0, "character": 5}}}}})
 		case "textDocument/rename":
@@ -148,6 +155,10 @@ func main() {
 				continue
 			}
 			reply(m.ID, nil)
+		case "textDocument/references":
+			// A path with a newline in it, percent-encoded as a URI
+			// has it: shown raw, it prints a line of its own.
+			reply(m.ID, []any{hostileLocation(rootURI)})
 		case "shutdown":
 			reply(m.ID, nil)
 		case "exit":
@@ -171,6 +182,10 @@ func main() {
 					send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32801, "message": "content modified"}})
 					continue
 				}
+			}
+			if *mode == "hostile-names" {
+				reply(m.ID, map[string]any{"contents": "hover\x1b[2J\rwiped"})
+				continue
 			}
 			reply(m.ID, map[string]any{"contents": fmt.Sprintf("fake hover from pid %d after %d ContentModified", os.Getpid(), modified)})
 		case "textDocument/didOpen", "textDocument/didChange":
@@ -208,6 +223,11 @@ func main() {
 						"uri": rootURI + "/b.fake", "diagnostics": append([]any{}, diags...)}})
 				})
 			case "silent":
+			case "hostile-names":
+				send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": map[string]any{
+					"uri": p.TextDocument.URI, "version": p.TextDocument.Version,
+					"diagnostics": []any{map[string]any{"range": map[string]any{"start": map[string]any{"line": 0, "character": 0}, "end": map[string]any{"line": 0, "character": 1}},
+						"message": "bad\n/etc/passwd:1:1: error: forged\x1b[2J", "code": "c\nd"}}}})
 			case "stale":
 				send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": map[string]any{
 					"uri": p.TextDocument.URI, "version": p.TextDocument.Version - 1,
@@ -255,4 +275,11 @@ func partialRename(params json.RawMessage, texts map[string]string) any {
 	rng := map[string]any{"start": map[string]any{"line": p.Position.Line, "character": p.Position.Character},
 		"end": map[string]any{"line": p.Position.Line, "character": end}}
 	return map[string]any{"changes": map[string]any{p.TextDocument.URI: []any{map[string]any{"range": rng, "newText": p.NewName}}}}
+}
+
+// hostileLocation is a place in a file whose name holds a newline
+// ("a.fake\n/etc/passwd"), as a server names it in a URI.
+func hostileLocation(rootURI string) map[string]any {
+	return map[string]any{"uri": rootURI + "/a.fake%0A/etc/passwd", "range": map[string]any{
+		"start": map[string]any{"line": 0, "character": 0}, "end": map[string]any{"line": 0, "character": 1}}}
 }
