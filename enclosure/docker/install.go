@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,8 +28,15 @@ const installUser = "0"
 // the archive copy, or the root is read-only). If none works it names
 // what it tried.
 func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, info ctypes.InspectResponse) (string, error) {
+	// refused keeps the engine's own reason when it could not start an
+	// exec at all: every attempt then fails for it, not for a mount.
+	var refused error
 	asRoot := func(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
-		return c.runAs(ctx, installUser, argv, stdin)
+		r, err := c.runAs(ctx, installUser, argv, stdin)
+		if er := (*execRefused)(nil); errors.As(err, &er) && refused == nil {
+			refused = er
+		}
+		return r, err
 	}
 	done := func(p, how string) (string, error) {
 		d.installed.Store(c.id, p)
@@ -57,6 +65,8 @@ func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, i
 		tried = append(tried, "an archive copy to "+fixed+": "+err.Error())
 	} else if ok, why := relay.Check(ctx, asRoot, fixed, bin.Version); ok {
 		return done(fixed, "archive copy")
+	} else if refused != nil {
+		tried = append(tried, "an archive copy to "+fixed+", which could not be run: "+why)
 	} else {
 		tried = append(tried, "an archive copy to "+fixed+", which the container does not see (a mount over /opt/berth?): "+why)
 	}
@@ -68,6 +78,10 @@ func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, i
 		return done(p, "streamed through sh")
 	}
 	tried = append(tried, more...)
+	if refused != nil {
+		return "", fmt.Errorf("docker container %s: the engine starts no process in it: %v. Berth could not install its relay (version %s) and runs nothing without it; tried: %s. Fix what the engine names (a working directory deleted and re-created under a bind mount: restart the container, docker restart %s), then start a new run: %w",
+			c.name, refused, bin.Version, strings.Join(tried, "; "), c.name, enclosure.ErrNotSupported)
+	}
 	return "", fmt.Errorf("docker container %s: Berth could not install its relay (version %s) and runs nothing without it; tried: %s. Bake it into the image at %s (as images/* do), or give the container a writable directory that allows exec: %w",
 		c.name, bin.Version, strings.Join(tried, "; "), fixed, enclosure.ErrNotSupported)
 }

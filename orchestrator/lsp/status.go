@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -32,8 +33,8 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 			if !done(s.loaded) {
 				state = "loading the workspace"
 			}
-			fmt.Fprintf(&b, "  %s for root %s: %s, pid %d, up %s, positions in %s\n", sl.key.name, root, state,
-				s.proc.Pid(), time.Since(s.started).Round(time.Second), s.enc)
+			fmt.Fprintf(&b, "  %s for root %s: %s, %s, up %s, positions in %s\n", sl.key.name, root, state,
+				enclosure.Describe(s.proc), time.Since(s.started).Round(time.Second), s.enc)
 		default:
 			fmt.Fprintf(&b, "  %s for root %s: down (%s); %d failure(s) in a row\n", sl.key.name, root, sl.lastErr, sl.crashes)
 		}
