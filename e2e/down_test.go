@@ -400,3 +400,68 @@ func TestContainersRunStartWithEngineDownIsUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// A container where the engine starts no exec at all (its working
+// directory deleted and re-created under its bind mount): run/start's
+// relay installation fails with the engine's own reason, not a list of
+// "exit 126" and a guess at "a mount over /opt/berth?" (issue 24 item 12).
+func TestContainersRelayInstallCarriesTheEnginesReason(t *testing.T) {
+	dir := t.TempDir()
+	id := dockertest.Must(t, "run", "-d", "--network", "none", "-w", "/workspace", "-v", dir+":/workspace", kernelImage, "sleep", "infinity")
+	t.Cleanup(func() { _, _ = dockertest.Run("rm", "-f", id) })
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := startStdio(t)
+	_, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: dir, Enclosure: &rpc.EnclosureParam{Driver: "docker", ID: id}})
+	t.Logf("run/start: %v", err)
+	if err == nil {
+		t.Fatal("run/start succeeded in a container that runs no exec")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "outside of container mount namespace root") || strings.Contains(msg, "a mount over /opt/berth?") || !strings.Contains(msg, "the engine starts no process in it") {
+		t.Errorf("run/start: %v\nwant the engine's reason (outside of container mount namespace root), said once as the cause, and no guess at a mount", err)
+	}
+}
+
+// lsp status names each server by its pid under Docker, as under
+// containerd: the relay's pid as the host sees it (the engine's exec
+// inspect), a process docker top lists; never "pid 0" (issue 24 item 14).
+func TestContainersLSPStatusShowsTheServersPid(t *testing.T) {
+	s := inContainer(lspImage).fresh(t)
+	writeTree(t, s.Dir, downProject)
+	c := startStdio(t)
+	run := s.start(t, c, nil)
+	if res := callTool(t, c, run, "lsp", map[string]any{"action": "definition", "file": "main.go", "line": 8, "symbol": "greet"}); res.IsError {
+		t.Fatalf("lsp definition: %s", text(res))
+	}
+	st := text(callTool(t, c, run, "lsp", map[string]any{"action": "status"}))
+	t.Logf("lsp status:\n%s", st)
+	var pid string
+	for _, l := range strings.Split(st, "\n") {
+		if strings.Contains(l, "gopls for root .:") {
+			if _, after, ok := strings.Cut(l, ", pid "); ok {
+				pid, _, _ = strings.Cut(after, ",")
+			}
+		}
+	}
+	if pid == "" || pid == "0" {
+		t.Fatalf("lsp status names gopls by no pid:\n%s", st)
+	}
+	top := s.top(t)
+	found := false
+	for _, p := range top {
+		if f := strings.Fields(p); len(f) > 2 && f[0] == pid && strings.Contains(p, "berth-relay") && strings.Contains(p, "gopls") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("pid %s is not gopls's relay in docker top:\n%s", pid, strings.Join(top, "\n"))
+	}
+	if err := c.StopRun(testCtx(t), run); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNoProcesses(t, "run/stop")
+}

@@ -79,8 +79,9 @@ func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, i
 	}
 	tried = append(tried, more...)
 	if refused != nil {
-		return "", fmt.Errorf("docker container %s: the engine starts no process in it: %v. Berth could not install its relay (version %s) and runs nothing without it; tried: %s. Fix what the engine names (a working directory deleted and re-created under a bind mount: restart the container, docker restart %s), then start a new run: %w",
-			c.name, refused, bin.Version, strings.Join(tried, "; "), c.name, enclosure.ErrNotSupported)
+		// Every attempt failed for that one reason: it alone is said.
+		return "", fmt.Errorf("docker container %s: the engine starts no process in it: %v. Berth could not install its relay (version %s) and runs nothing without it. Fix what the engine names (a working directory deleted and re-created under a bind mount: restart the container, docker restart %s), then start a new run: %w",
+			c.name, refused, bin.Version, c.name, enclosure.ErrNotSupported)
 	}
 	return "", fmt.Errorf("docker container %s: Berth could not install its relay (version %s) and runs nothing without it; tried: %s. Bake it into the image at %s (as images/* do), or give the container a writable directory that allows exec: %w",
 		c.name, bin.Version, strings.Join(tried, "; "), fixed, enclosure.ErrNotSupported)

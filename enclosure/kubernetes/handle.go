@@ -91,6 +91,8 @@ func (h *handle) Stdout() io.Reader {
 // its Tag names it instead (enclosure.Describe).
 func (h *handle) Pid() int { return 0 }
 
+var _ enclosure.Tagged = (*handle)(nil)
+
 // Tag is the relay's tag, which names the process in lsp status.
 func (h *handle) Tag() string { return h.tag }
 
