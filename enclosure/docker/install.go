@@ -29,13 +29,19 @@ const installUser = "0"
 // what it tried.
 func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, info ctypes.InspectResponse) (string, error) {
 	// refused keeps the engine's own reason when it could not start an
-	// exec at all: every attempt then fails for it, not for a mount.
+	// exec; everyExec says it refused every one, sh's too: then nothing
+	// runs in the container, for that reason, not for a mount (a relay
+	// missing at a path is refused as well, but sh still runs).
 	var refused error
+	everyExec, lastRefused := true, false
 	asRoot := func(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
 		r, err := c.runAs(ctx, installUser, argv, stdin)
-		if er := (*execRefused)(nil); errors.As(err, &er) && refused == nil {
+		er := (*execRefused)(nil)
+		lastRefused = errors.As(err, &er)
+		if lastRefused && refused == nil {
 			refused = er
 		}
+		everyExec = everyExec && lastRefused
 		return r, err
 	}
 	done := func(p, how string) (string, error) {
@@ -65,8 +71,8 @@ func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, i
 		tried = append(tried, "an archive copy to "+fixed+": "+err.Error())
 	} else if ok, why := relay.Check(ctx, asRoot, fixed, bin.Version); ok {
 		return done(fixed, "archive copy")
-	} else if refused != nil {
-		tried = append(tried, "an archive copy to "+fixed+", which could not be run: "+why)
+	} else if lastRefused {
+		tried = append(tried, "an archive copy to "+fixed+", which the engine could not start: "+why)
 	} else {
 		tried = append(tried, "an archive copy to "+fixed+", which the container does not see (a mount over /opt/berth?): "+why)
 	}
@@ -78,7 +84,7 @@ func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, i
 		return done(p, "streamed through sh")
 	}
 	tried = append(tried, more...)
-	if refused != nil {
+	if everyExec && refused != nil {
 		// Every attempt failed for that one reason: it alone is said.
 		return "", fmt.Errorf("docker container %s: the engine starts no process in it: %v. Berth could not install its relay (version %s) and runs nothing without it. Fix what the engine names (a working directory deleted and re-created under a bind mount: restart the container, docker restart %s), then start a new run: %w",
 			c.name, refused, bin.Version, c.name, enclosure.ErrNotSupported)
