@@ -426,42 +426,66 @@ func TestContainersRelayInstallCarriesTheEnginesReason(t *testing.T) {
 	}
 }
 
-// lsp status names each server by its pid under Docker, as under
-// containerd: the relay's pid as the host sees it (the engine's exec
-// inspect), a process docker top lists; never "pid 0" (issue 24 item 14).
-func TestContainersLSPStatusShowsTheServersPid(t *testing.T) {
-	s := inContainer(lspImage).fresh(t)
-	writeTree(t, s.Dir, downProject)
-	c := startStdio(t)
-	run := s.start(t, c, nil)
-	if res := callTool(t, c, run, "lsp", map[string]any{"action": "definition", "file": "main.go", "line": 8, "symbol": "greet"}); res.IsError {
-		t.Fatalf("lsp definition: %s", text(res))
-	}
-	st := text(callTool(t, c, run, "lsp", map[string]any{"action": "status"}))
-	t.Logf("lsp status:\n%s", st)
-	var pid string
-	for _, l := range strings.Split(st, "\n") {
-		if strings.Contains(l, "gopls for root .:") {
-			if _, after, ok := strings.Cut(l, ", pid "); ok {
-				pid, _, _ = strings.Cut(after, ",")
+// lsp status tells each server apart (issue 24 item 14): under Docker
+// and containerd by the relay's pid as the host sees it (Docker's from the
+// engine's exec inspect), a process the container's top lists as gopls's
+// relay; under Kubernetes, where no pid can be known, by the relay's tag,
+// which that relay's command line carries. Never "pid 0".
+func TestContainersLSPStatusTellsTheServersApart(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		place   func(t *testing.T) place
+		section func(t *testing.T, p place) family
+		by      string // ", pid " or ", relay tag "
+	}{
+		{"docker", func(*testing.T) place { return inContainer(lspImage) }, nil, ", pid "},
+		{"containerd", func(t *testing.T) place { return inContainerd(t, lspImage) }, func(*testing.T, place) family { return containerdSection }, ", pid "},
+		{"kubernetes", func(t *testing.T) place { return inKubernetes(t, lspImage) }, kubernetesSection, ", relay tag "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.place(t)
+			s := p.fresh(t)
+			writeTree(t, s.Dir, downProject)
+			var fs []family
+			if tc.section != nil {
+				fs = append(fs, tc.section(t, p))
 			}
-		}
+			c := startFamilies(t, fs...)
+			run := s.start(t, c, nil)
+			if res := callTool(t, c, run, "lsp", map[string]any{"action": "definition", "file": "main.go", "line": 8, "symbol": "greet"}); res.IsError {
+				t.Fatalf("lsp definition: %s", text(res))
+			}
+			st := text(callTool(t, c, run, "lsp", map[string]any{"action": "status"}))
+			t.Logf("lsp status:\n%s", st)
+			var id string
+			for _, l := range strings.Split(st, "\n") {
+				if strings.Contains(l, "gopls for root .:") {
+					if _, after, ok := strings.Cut(l, tc.by); ok {
+						id, _, _ = strings.Cut(after, ",")
+					}
+				}
+			}
+			if id == "" || id == "0" || strings.Contains(st, "pid 0,") {
+				t.Fatalf("lsp status does not name gopls by%s:\n%s", tc.by, st)
+			}
+			top := s.top(t)
+			found := false
+			for _, proc := range top {
+				f := strings.Fields(proc)
+				if len(f) < 3 || !strings.Contains(proc, "berth-relay") || !strings.Contains(proc, "gopls") {
+					continue
+				}
+				if tc.by == ", pid " && f[0] == id || tc.by != ", pid " && strings.Contains(proc, "--tag "+id) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s%s is not gopls's relay in the container's processes:\n%s", strings.TrimPrefix(tc.by, ", "), id, strings.Join(top, "\n"))
+			}
+			if err := c.StopRun(testCtx(t), run); err != nil {
+				t.Fatal(err)
+			}
+			s.waitNoProcesses(t, "run/stop")
+		})
 	}
-	if pid == "" || pid == "0" {
-		t.Fatalf("lsp status names gopls by no pid:\n%s", st)
-	}
-	top := s.top(t)
-	found := false
-	for _, p := range top {
-		if f := strings.Fields(p); len(f) > 2 && f[0] == pid && strings.Contains(p, "berth-relay") && strings.Contains(p, "gopls") {
-			found = true
-		}
-	}
-	if !found {
-		t.Errorf("pid %s is not gopls's relay in docker top:\n%s", pid, strings.Join(top, "\n"))
-	}
-	if err := c.StopRun(testCtx(t), run); err != nil {
-		t.Fatal(err)
-	}
-	s.waitNoProcesses(t, "run/stop")
 }
