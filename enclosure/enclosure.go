@@ -18,6 +18,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -103,6 +104,22 @@ var (
 // on rather than guess at the program ("not on the PATH").
 func Down(err error) bool {
 	return errors.Is(err, ErrGone) || errors.Is(err, ErrUnavailable)
+}
+
+// Say is err's message for a person: without the class words the %w
+// sentinels append (": paused: unavailable", ": not running: not found"),
+// which tell code what happened and only make a sentence longer.
+func Say(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	for _, class := range []error{ErrPaused, ErrUnavailable, ErrGone, ErrNotFound} {
+		if t, ok := strings.CutSuffix(msg, ": "+class.Error()); ok {
+			return t
+		}
+	}
+	return msg
 }
 
 // Checker is an enclosure that can say whether it still serves: nil

@@ -1,6 +1,8 @@
 package enclosure_test
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/berth-dev/berth/enclosure"
@@ -30,6 +32,27 @@ func TestDescribeNamesAProcessByPidElseByItsRelayTag(t *testing.T) {
 	} {
 		if got := enclosure.Describe(c.p); got != c.want {
 			t.Errorf("Describe(%+v) = %q, want %q", c.p, got, c.want)
+		}
+	}
+}
+
+// Say drops the class words the sentinels append, which an agent has no
+// use for, and keeps the sentence.
+func TestSayDropsTheClassWords(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("unpause it and call again: %w", enclosure.ErrPaused), "unpause it and call again"},
+		{fmt.Errorf("start it and start a new run: %w", enclosure.ErrGone), "start it and start a new run"},
+		{fmt.Errorf("check the engine: %w", enclosure.ErrUnavailable), "check the engine"},
+		{errors.New("plain"), "plain"},
+	} {
+		if got := enclosure.Say(c.err); got != c.want {
+			t.Errorf("Say(%v) = %q, want %q", c.err, got, c.want)
+		}
+		if !enclosure.Down(c.err) && c.want != "plain" {
+			t.Errorf("Down(%v) is false", c.err)
 		}
 	}
 }

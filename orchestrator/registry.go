@@ -274,12 +274,12 @@ func enclosureDown(name string, down error, res *Result, err error) *Result {
 	case res != nil:
 		said = res.FirstText()
 	}
-	if res != nil && err == nil && strings.Contains(said, down.Error()) {
+	if res != nil && err == nil && strings.Contains(said, enclosure.Say(down)) {
 		res.IsError = true
 		return res
 	}
 	slog.Debug("a call failed in an enclosure that is down; its own answer is replaced", "tool", name, "answer", said, "enclosure", down)
-	return Errorf("%s could not do its work: %v.", name, down)
+	return Errorf("%s could not do its work: %s.", name, enclosure.Say(down))
 }
 
 // DefaultCancelGrace is how long a tool whose Spec names no CancelGrace

@@ -84,7 +84,7 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 			// An engine that did not answer, or a paused container:
 			// nothing is wrong with the parameters, and the same call
 			// can succeed later.
-			return nil, fmt.Errorf("enclosure: %v: %w", err, ErrUnavailable)
+			return nil, fmt.Errorf("enclosure: %s: %w", enclosure.Say(err), ErrUnavailable)
 		}
 		return nil, fmt.Errorf("enclosure: %v: %w", err, ErrInvalid)
 	}

@@ -82,7 +82,7 @@ func (p *Provider) executable(ctx context.Context, run *orchestrator.Run, a *Ada
 			return path, ""
 		}
 		if enclosure.Down(err) {
-			return "", err.Error() // the container, not the adapter (issue 24 item 11)
+			return "", enclosure.Say(err) // the container, not the adapter (issue 24 item 11)
 		}
 	}
 	return "", fmt.Sprintf("executable not found: none of %s is on the %s enclosure's PATH; install it there or set debug.adapters[%s].executables",
@@ -111,7 +111,7 @@ func (p *Provider) interpreter(ctx context.Context, run *orchestrator.Run, a *Ad
 	if path == "" {
 		lp, err := run.Enclosure.LookPath(ctx, p.cfg.Python)
 		if enclosure.Down(err) {
-			return "", err.Error() // the container, not the interpreter (issue 24 item 11)
+			return "", enclosure.Say(err) // the container, not the interpreter (issue 24 item 11)
 		}
 		if err != nil {
 			return "", fmt.Sprintf("no interpreter: the working directory has no .venv/bin/python or venv/bin/python and %s is not on the PATH (set debug.python)", p.cfg.Python)
@@ -146,7 +146,7 @@ func (p *Provider) imports(ctx context.Context, run *orchestrator.Run, python, m
 	stderr := enclosure.NewTail(4 << 10)
 	proc, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: python, Args: []string{"-c", "import " + module}, Dir: dir, Stderr: stderr})
 	if enclosure.Down(err) {
-		return err.Error()
+		return enclosure.Say(err)
 	}
 	if err != nil {
 		return fmt.Sprintf("%s cannot be started: %v", python, err)
@@ -155,7 +155,7 @@ func (p *Provider) imports(ctx context.Context, run *orchestrator.Run, python, m
 	defer stop()
 	code, err := proc.Wait()
 	if enclosure.Down(err) {
-		return err.Error()
+		return enclosure.Say(err)
 	}
 	if err != nil || code != 0 {
 		last := lastLine(stderr.String())

@@ -154,7 +154,7 @@ func (s *session) adapterStopped() string {
 		case <-s.proc.Done():
 			if _, err := s.proc.Wait(); enclosure.Down(err) {
 				t.Stop()
-				return "the adapter stopped with its container: " + err.Error()
+				return "the adapter stopped with its container: " + enclosure.Say(err)
 			}
 		case <-t.C:
 		}
@@ -164,7 +164,7 @@ func (s *session) adapterStopped() string {
 		ctx, cancel := context.WithTimeout(context.Background(), checkWait)
 		defer cancel()
 		if err := enclosure.Check(ctx, s.enc); err != nil {
-			return "the adapter stopped with its container: " + err.Error()
+			return "the adapter stopped with its container: " + enclosure.Say(err)
 		}
 	}
 	return why

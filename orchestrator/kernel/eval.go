@@ -104,7 +104,7 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 		if errors.Is(err, enclosure.ErrGone) || errors.Is(err, enclosure.ErrUnavailable) {
 			// The container or its engine, not the interpreter: its
 			// error says what to do.
-			return orchestrator.Errorf("The %s kernel could not start: %v.%s", lang, err, died), nil
+			return orchestrator.Errorf("The %s kernel could not start: %s.%s", lang, enclosure.Say(err), died), nil
 		}
 		return orchestrator.Errorf("The %s kernel could not start: %v. Check the interpreter (kernels.%s in the configuration, or the working directory's .venv) and call again.%s", lang, err, interpKey(lang), died), nil
 	}
@@ -129,7 +129,7 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 		cancel()
 		if down != nil {
 			res.IsError = true
-			res.Content = append([]orchestrator.Block{orchestrator.TextBlock(fmt.Sprintf("The cell could not finish: %v.", down))}, res.Content...)
+			res.Content = append([]orchestrator.Block{orchestrator.TextBlock(fmt.Sprintf("The cell could not finish: %s.", enclosure.Say(down)))}, res.Content...)
 		}
 	}
 	return res, nil

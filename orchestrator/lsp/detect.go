@@ -43,7 +43,7 @@ func detect(ctx context.Context, run *orchestrator.Run, cfg Config, abs string, 
 	rel := workspace.Rel(run.Workdir, abs)
 	for _, m := range tried {
 		if enclosure.Down(m.exeErr) {
-			return match{}, orchestrator.Errorf("no language server can serve %s: %s", rel, m.exeErr)
+			return match{}, orchestrator.Errorf("no language server can serve %s: %s", rel, enclosure.Say(m.exeErr))
 		}
 	}
 	if len(tried) == 0 {
@@ -77,7 +77,7 @@ func probe(ctx context.Context, run *orchestrator.Run, s ServerConfig, dir strin
 			// The container, not the server: a stopped, removed or
 			// paused container, or an engine that does not answer, says
 			// so and what to do (issue 24 item 11).
-			m.missing = m.exeErr.Error()
+			m.missing = enclosure.Say(m.exeErr)
 			return m
 		}
 		missing = append(missing, fmt.Sprintf("executable %q not found in the %s enclosure", s.Command[0], run.Enclosure.Driver()))

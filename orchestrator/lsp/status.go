@@ -57,7 +57,7 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 		if path, err := run.Enclosure.LookPath(ctx, sc.Command[0]); err == nil {
 			exe = "executable " + path
 		} else if enclosure.Down(err) {
-			exe = "executable unknown: " + err.Error() // the container, not the server
+			exe = "executable unknown: " + enclosure.Say(err) // the container, not the server
 		} else {
 			exe = fmt.Sprintf("executable %q MISSING in the %s enclosure", sc.Command[0], run.Enclosure.Driver())
 		}

@@ -81,7 +81,7 @@ func (p *pool) spawn(tier, label, brief string, surface orchestrator.Surface) (*
 		if enclosure.Down(err) {
 			// The container, not the runner's configuration (issue 24
 			// item 11): its error says what to do.
-			return nil, fmt.Errorf("could not start the %s runner: %w", tier, err)
+			return nil, fmt.Errorf("could not start the %s runner: %s", tier, enclosure.Say(err))
 		}
 		return nil, fmt.Errorf("could not start the %s runner %q: %v; fix vibe.runners.%s in Berth's configuration", tier, argv, err, tier)
 	}
@@ -242,7 +242,7 @@ func (p *pool) send(w *worker, message string, surface orchestrator.Surface) (st
 		w.cur = startFailure(fmt.Errorf("could not start the %s runner %q: %w", w.tier, w.argv, err))
 		p.settle(w, statusFailed)
 		if enclosure.Down(err) {
-			return running, fmt.Errorf("worker %s could not be restarted: %w", w.id, err)
+			return running, fmt.Errorf("worker %s could not be restarted: %s", w.id, enclosure.Say(err))
 		}
 		return running, fmt.Errorf("worker %s could not be restarted: %v; fix vibe.runners.%s in Berth's configuration", w.id, err, w.tier)
 	}
