@@ -18,6 +18,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -64,7 +65,9 @@ type Cmd struct {
 
 // Process is one started process and everything it started.
 type Process interface {
-	Pid() int // the process id as the driver sees it (0 if unknown)
+	// Pid is the process id as the driver sees it (0 if unknown: then
+	// the process may be Tagged; Describe names it either way).
+	Pid() int
 	Stdin() io.WriteCloser
 	Stdout() io.Reader
 	// Stderr is nil when Cmd.Stderr was set.
@@ -92,7 +95,76 @@ var (
 	ErrGone          = fmt.Errorf("not running: %w", ErrNotFound)
 	ErrNotSupported  = errors.New("not supported")
 	ErrInvalidConfig = errors.New("invalid")
+	// ErrPaused marks an enclosure that exists but is paused (docker
+	// pause, a paused containerd task): its processes keep their state
+	// and answer nothing until it is unpaused, and the engine starts
+	// nothing in it. It is also ErrUnavailable: the call can succeed
+	// once the enclosure is unpaused, in the same run.
+	ErrPaused = fmt.Errorf("paused: %w", ErrUnavailable)
 )
+
+// Down reports whether err says the enclosure itself cannot serve: it
+// stopped, was removed or is paused (ErrGone, ErrPaused), or its engine
+// did not answer (ErrUnavailable). Such an error names the enclosure and
+// says what to do, and no program in it is to blame: a caller passes it
+// on rather than guess at the program ("not on the PATH").
+func Down(err error) bool {
+	return errors.Is(err, ErrGone) || errors.Is(err, ErrUnavailable)
+}
+
+// Say is err's message for a person: without the class words the %w
+// sentinels append (": paused: unavailable", ": not running: not found"),
+// which tell code what happened and only make a sentence longer.
+func Say(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	for _, class := range []error{ErrPaused, ErrUnavailable, ErrGone, ErrNotFound} {
+		if t, ok := strings.CutSuffix(msg, ": "+class.Error()); ok {
+			return t
+		}
+	}
+	return msg
+}
+
+// Checker is an enclosure that can say whether it still serves: nil
+// while it runs, else an error for which Down is true, naming it and
+// saying what to do. Container enclosures implement it; the host needs
+// not.
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
+// Check asks enc whether it still serves (see Checker); an enclosure that
+// cannot say is taken to serve. Callers ask once a call has failed or
+// hung, to tell the enclosure's fault from the program's.
+func Check(ctx context.Context, enc Enclosure) error {
+	c, ok := enc.(Checker)
+	if !ok {
+		return nil
+	}
+	return c.Check(ctx)
+}
+
+// Tagged is a process whose pid the driver cannot know (a Kubernetes
+// exec) but whose relay carries a tag of its own.
+type Tagged interface {
+	Tag() string
+}
+
+// Describe names p for a status line: "pid N" where the driver knows its
+// pid, else "relay tag T", so that two processes can always be told
+// apart.
+func Describe(p Process) string {
+	if pid := p.Pid(); pid > 0 {
+		return fmt.Sprintf("pid %d", pid)
+	}
+	if t, ok := p.(Tagged); ok && t.Tag() != "" {
+		return "relay tag " + t.Tag()
+	}
+	return "pid unknown"
+}
 
 // Driver finds and attaches to the enclosures of one kind. It never
 // creates, starts, stops or removes one.
@@ -108,7 +180,8 @@ type Driver interface {
 	Find(ctx context.Context, conversationID string) ([]string, error)
 }
 
-// ErrUnavailable marks an engine that did not answer; "auto" skips it.
+// ErrUnavailable marks an engine that did not answer, or an enclosure
+// that is paused (ErrPaused); "auto" skips it.
 var ErrUnavailable = errors.New("unavailable")
 
 // ConversationLabel is the label "auto" looks for, its value the

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
@@ -229,10 +230,56 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	if err == nil && res == nil {
 		res = Text("")
 	}
+	if o.panicked == nil && caller.Err() == nil && (res != nil && res.IsError || err != nil && !errors.Is(err, ErrRunEnded)) {
+		if ended, _ := run.Ended(); !ended {
+			if down := checkEnclosure(caller, run); down != nil {
+				return enclosureDown(name, down, res, err), nil
+			}
+		}
+	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return Errorf("%s timed out after %s: %v", name, timeout, err), nil
 	}
 	return res, err
+}
+
+// checkWait bounds the look at a failed call's enclosure: an engine that
+// does not answer takes the driver's own API timeout to say so.
+const checkWait = 15 * time.Second
+
+// checkEnclosure asks the run's enclosure, once a call failed or hung,
+// whether it still serves: a container that stopped, was removed or is
+// paused, or an engine that does not answer, is the cause then, whatever
+// the tool made of it ("not on the PATH", "context deadline exceeded").
+func checkEnclosure(caller context.Context, run *Run) error {
+	if run.Enclosure == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(caller), checkWait)
+	defer cancel()
+	return enclosure.Check(ctx, run.Enclosure)
+}
+
+// enclosureDown is a failed call's answer when its enclosure is down
+// (issue 24 item 11): the enclosure's error, which names the container
+// and says what to do (start it, unpause it, check the engine). A tool
+// that said so itself keeps its answer; any other tool's answer was a
+// consequence that would send the agent the wrong way ("context deadline
+// exceeded", "the adapter may be busy or stuck") and is only logged.
+func enclosureDown(name string, down error, res *Result, err error) *Result {
+	var said string
+	switch {
+	case err != nil:
+		said = err.Error()
+	case res != nil:
+		said = res.FirstText()
+	}
+	if res != nil && err == nil && strings.Contains(said, enclosure.Say(down)) {
+		res.IsError = true
+		return res
+	}
+	slog.Debug("a call failed in an enclosure that is down; its own answer is replaced", "tool", name, "answer", said, "enclosure", down)
+	return Errorf("%s could not do its work: %s.", name, enclosure.Say(down))
 }
 
 // DefaultCancelGrace is how long a tool whose Spec names no CancelGrace

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,6 +85,12 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	enc, err := rs.lookup.Find(ctx, p.Enclosure, p.ConversationID)
 	if err != nil {
 		rs.metrics.AttachFailed(p.Enclosure.Driver, err)
+		if errors.Is(err, enclosure.ErrUnavailable) {
+			// An engine that did not answer, or a paused container:
+			// nothing is wrong with the parameters, and the same call
+			// can succeed later.
+			return nil, fmt.Errorf("enclosure: %s: %w", enclosure.Say(err), ErrUnavailable)
+		}
 		return nil, fmt.Errorf("enclosure: %v: %w", err, ErrInvalid)
 	}
 	// Every tool works on the workdir through the enclosure's view of it:

@@ -45,6 +45,9 @@ func (c *container) ID() string     { return c.id }
 
 // runningTask loads the container's task and checks that it runs.
 func (c *container) runningTask(ctx context.Context) (client.Task, error) {
+	if e := c.d.silentNow(); e != nil {
+		return nil, e
+	}
 	t, err := c.ctr.Task(ctx, nil)
 	if cerrdefs.IsNotFound(err) {
 		return nil, c.d.notRunning(c.id, "no task")
@@ -67,6 +70,9 @@ func (c *container) running(ctx context.Context, t client.Task) error {
 	if err != nil {
 		return c.d.unavailable(err)
 	}
+	if st.Status == client.Paused || st.Status == client.Pausing {
+		return c.d.paused(c.id)
+	}
 	if st.Status != client.Running {
 		state := "a task that is " + string(st.Status)
 		if st.Status == client.Stopped {
@@ -80,17 +86,35 @@ func (c *container) running(ctx context.Context, t client.Task) error {
 // failed explains an error of a call on the container: its task stopped,
 // the container is gone, or containerd did not answer.
 func (c *container) failed(ctx context.Context, what string, err error) error {
+	if e := c.d.silentNow(); e != nil {
+		return fmt.Errorf("containerd container %s: %s: %w", c.id, what, e)
+	}
+	if err != nil && (isUnavailable(err) || strings.Contains(err.Error(), context.DeadlineExceeded.Error())) {
+		// containerd's call timed out (apiTimeout bounds each): asking
+		// it again would wait as long.
+		return fmt.Errorf("containerd container %s: %s: %w", c.id, what, c.d.unavailable(err))
+	}
 	cctx, cancel := c.d.ctx(context.WithoutCancel(ctx))
 	defer cancel()
 	if _, lerr := c.d.cli.LoadContainer(cctx, c.id); cerrdefs.IsNotFound(lerr) {
 		return fmt.Errorf("containerd container %s no longer exists: it was deleted; Berth never creates one: start a new run with a running container: %w", c.id, enclosure.ErrGone)
 	} else if lerr != nil {
-		return fmt.Errorf("containerd container %s: %s: containerd at %s did not answer: %v: %w", c.id, what, c.d.opts.Address, err, enclosure.ErrUnavailable)
+		return fmt.Errorf("containerd container %s: %s: %w", c.id, what, c.d.unavailable(lerr))
 	}
 	if _, terr := c.runningTask(cctx); terr != nil {
 		return terr
 	}
 	return fmt.Errorf("containerd container %s: %s: %w", c.id, what, err)
+}
+
+// Check is nil while the container's task runs, else the error saying
+// what became of it: deleted, its task stopped or paused, or a containerd
+// that does not answer.
+func (c *container) Check(ctx context.Context) error {
+	if err := c.failed(ctx, "checking its task", nil); enclosure.Down(err) {
+		return err
+	}
+	return nil
 }
 
 // mountTable is the container's mounts from its OCI spec: bind mounts by

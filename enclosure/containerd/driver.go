@@ -104,6 +104,27 @@ type Driver struct {
 	// while it has none.
 	ownMu sync.Mutex
 	own   *owner
+
+	// silent is containerd's last failure to answer, kept for
+	// silentMemory: the calls of that moment say so at once rather than
+	// each wait apiTimeout again.
+	silentMu sync.Mutex
+	silent   error
+	silentAt time.Time
+}
+
+// silentMemory is how long a containerd that did not answer is taken not
+// to answer without asking it again.
+const silentMemory = 5 * time.Second
+
+// silentNow is containerd's recent failure to answer, or nil.
+func (d *Driver) silentNow() error {
+	d.silentMu.Lock()
+	defer d.silentMu.Unlock()
+	if d.silent != nil && time.Since(d.silentAt) < silentMemory {
+		return d.silent
+	}
+	return nil
 }
 
 var _ enclosure.Driver = (*Driver)(nil)
@@ -244,7 +265,17 @@ func (d *Driver) ctx(ctx context.Context) (context.Context, context.CancelFunc) 
 
 // unavailable wraps an error of a containerd that did not answer.
 func (d *Driver) unavailable(err error) error {
-	return fmt.Errorf("containerd at %s did not answer: %v: %w", d.opts.Address, err, enclosure.ErrUnavailable)
+	timedOut := isUnavailable(err) || strings.Contains(err.Error(), context.DeadlineExceeded.Error())
+	if timedOut {
+		err = fmt.Errorf("no answer within %s", apiTimeout)
+	}
+	e := fmt.Errorf("containerd at %s did not answer (%v): check that containerd runs and answers there (ctr -a %s version; containerd.address names it), then call again: %w", d.opts.Address, err, d.opts.Address, enclosure.ErrUnavailable)
+	if timedOut {
+		d.silentMu.Lock()
+		d.silent, d.silentAt = e, time.Now()
+		d.silentMu.Unlock()
+	}
+	return e
 }
 
 // Find returns the containers labelled berth.conversation=<conversationID>
@@ -354,6 +385,12 @@ func (d *Driver) relay() (*relay.Binary, error) {
 		return nil, fmt.Errorf("containerd: the relay Berth installs into containers: %w", err)
 	}
 	return bin, nil
+}
+
+// paused is the error for a container whose task is paused.
+func (d *Driver) paused(id string) error {
+	return fmt.Errorf("containerd container %s (namespace %s) has a paused task: its processes are frozen and answer nothing, and no process starts in it; Berth never resumes a task: unpause it (ctr -n %s task resume %s, or the platform's own tool) and call again: %w",
+		id, d.opts.Namespace, d.opts.Namespace, id, enclosure.ErrPaused)
 }
 
 // notRunning is the error for a container whose task does not run.

@@ -123,6 +123,9 @@ func (c *container) exec(ctx context.Context, s execSpec) (*handle, error) {
 		return d, err
 	}
 	c.d.ready()
+	if e := c.d.silentNow(); e != nil {
+		return nil, fmt.Errorf("containerd container %s: exec %s: %w", c.id, s.argv[0], e)
+	}
 	cctx, cancel := c.d.ctx(ctx)
 	defer cancel()
 	proc, err := c.task.Exec(cctx, id, &p, create)

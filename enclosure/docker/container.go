@@ -43,6 +43,45 @@ type container struct {
 	// at the next exec, once the engine answers again.
 	lostMu sync.Mutex
 	lost   []string
+
+	// silent is the engine's last failure to answer, kept for
+	// silentMemory: the calls of that moment (a LookPath per server, the
+	// check that explains a failed call) say so at once rather than each
+	// wait apiTimeout again.
+	silentMu sync.Mutex
+	silent   error
+	silentAt time.Time
+}
+
+// silentMemory is how long an engine that did not answer is taken not
+// to answer without asking it again.
+const silentMemory = 5 * time.Second
+
+// silentNow is the engine's recent failure to answer, or nil.
+func (c *container) silentNow() error {
+	c.silentMu.Lock()
+	defer c.silentMu.Unlock()
+	if c.silent != nil && time.Since(c.silentAt) < silentMemory {
+		return c.silent
+	}
+	return nil
+}
+
+// unanswered is the error for an engine that did not answer what, and
+// remembers it.
+func (c *container) unanswered(what string, err error) error {
+	why := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		why = fmt.Sprintf("no answer within %s", apiTimeout)
+	}
+	if what != "" {
+		what += ": "
+	}
+	e := fmt.Errorf("docker container %s: %sthe engine at %s did not answer (%s): check that the engine runs and answers there (docker info), then call again: %w", c.name, what, c.cli.DaemonHost(), why, enclosure.ErrUnavailable)
+	c.silentMu.Lock()
+	c.silent, c.silentAt = e, time.Now()
+	c.silentMu.Unlock()
+	return e
 }
 
 var _ enclosure.Enclosure = (*container)(nil)
@@ -139,6 +178,7 @@ func (c *container) start(ctx context.Context, path, tag string, cmd enclosure.C
 		return nil, fmt.Errorf("docker container %s: starting %s in %q: %w", c.name, path, cmd.Dir, err)
 	}
 	h := newHandle(c, execID, tag, hj, cmd.Stderr, l != nil)
+	h.pid = pid
 	if l == nil {
 		return h, nil
 	}
@@ -165,8 +205,7 @@ func (c *container) start(ctx context.Context, path, tag string, cmd enclosure.C
 // failure only as text in the process's stdout and exit code 126, which
 // a caller would take for the program's own. A started exec has a pid,
 // whether it still runs or not; one that failed to start has none and an
-// exit code. It returns the pid, the host's (the engine's pid
-// namespace's).
+// exit code. It returns that pid (the host's), which the handle reports.
 func (c *container) started(ctx context.Context, execID string, hj client.HijackedResponse) (int, error) {
 	wait := time.Millisecond
 	for {
@@ -180,7 +219,7 @@ func (c *container) started(ctx context.Context, execID string, hj client.Hijack
 		if !res.Running && res.ExitCode != 0 {
 			var out bytes.Buffer
 			_, _ = stdcopy.StdCopy(&out, &out, io.LimitReader(hj.Reader, 4096))
-			return 0, fmt.Errorf("the engine could not start it (exit %d): %s", res.ExitCode, strings.TrimSpace(out.String()))
+			return 0, &execRefused{code: res.ExitCode, msg: strings.TrimSpace(out.String())}
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -191,6 +230,19 @@ func (c *container) started(ctx context.Context, execID string, hj client.Hijack
 		}
 		wait = min(2*wait, 20*time.Millisecond)
 	}
+}
+
+// execRefused is an exec the engine could not start (a working
+// directory that does not exist, or that lies outside the container's
+// mount namespace): its exit code and the engine's own words, which
+// Docker gives only as the exec's output.
+type execRefused struct {
+	code int
+	msg  string
+}
+
+func (e *execRefused) Error() string {
+	return fmt.Sprintf("the engine could not start it (exit %d): %s", e.code, e.msg)
 }
 
 // Dial connects to a TCP port on the container's loopback.
@@ -211,6 +263,9 @@ func (c *container) exec(ctx context.Context, argv, env []string, dir string, st
 }
 
 func (c *container) execAs(ctx context.Context, user string, argv, env []string, dir string, stdin bool) (string, client.HijackedResponse, error) {
+	if e := c.silentNow(); e != nil {
+		return "", client.HijackedResponse{}, e
+	}
 	c.killLost(ctx)
 	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	created, err := c.cli.ExecCreate(cctx, c.id, client.ExecCreateOptions{
@@ -255,6 +310,14 @@ const goneWait = time.Second
 // failed explains an error of a call on the container: it stopped, it
 // is gone, or the engine did not answer.
 func (c *container) failed(ctx context.Context, what string, err error) error {
+	if e := c.silentNow(); e != nil {
+		return e
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The engine's call timed out (apiTimeout bounds each): asking
+		// it again would wait as long.
+		return c.unanswered(what, err)
+	}
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), apiTimeout)
 	defer cancel()
 	res, ierr := c.cli.ContainerInspect(ictx, c.id, client.ContainerInspectOptions{})
@@ -262,7 +325,7 @@ func (c *container) failed(ctx context.Context, what string, err error) error {
 	case cerrdefs.IsNotFound(ierr):
 		return fmt.Errorf("docker container %s (%.12s) no longer exists: it was removed; Berth never creates one: start a new run with a running container: %w", c.name, c.id, enclosure.ErrGone)
 	case ierr != nil:
-		return fmt.Errorf("docker container %s: %s: the engine at %s did not answer: %v: %w", c.name, what, c.cli.DaemonHost(), err, enclosure.ErrUnavailable)
+		return c.unanswered(what, ierr)
 	case res.Container.State != nil:
 		if nerr := notRunning(res.Container); nerr != nil {
 			return nerr
@@ -271,9 +334,17 @@ func (c *container) failed(ctx context.Context, what string, err error) error {
 	return fmt.Errorf("docker container %s: %s: %w", c.name, what, err)
 }
 
+// Check is nil while the container runs, else the error saying what
+// became of it: stopped, removed, paused, or an engine that does not
+// answer.
+func (c *container) Check(ctx context.Context) error { return c.running(ctx) }
+
 // running is nil while the container runs, else the error saying what
 // became of it.
 func (c *container) running(ctx context.Context) error {
+	if e := c.silentNow(); e != nil {
+		return e
+	}
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	res, err := c.cli.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
@@ -311,9 +382,19 @@ func (c *container) runAs(ctx context.Context, user string, argv []string, stdin
 	if _, err := stdcopy.StdCopy(&out, &errOut, hj.Reader); err != nil && ctx.Err() == nil {
 		return relay.Result{}, c.failed(ctx, what(argv), err)
 	}
-	code, err := c.exitCode(ctx, id)
+	code, pid, err := c.exitStatus(ctx, id)
 	if err != nil {
 		return relay.Result{}, c.failed(ctx, what(argv), err)
+	}
+	if pid == 0 && code != 0 {
+		// The engine never started it: its reason, which Docker writes
+		// as the exec's output, is the error, not an exit code that
+		// would read as the command's own.
+		if err := c.running(ctx); err != nil {
+			return relay.Result{}, err
+		}
+		return relay.Result{}, fmt.Errorf("docker container %s: %s: %w", c.name, what(argv),
+			&execRefused{code: code, msg: strings.TrimSpace(out.String() + errOut.String())})
 	}
 	return relay.Result{Stdout: out.String(), Stderr: errOut.String(), Code: code}, nil
 }
@@ -353,20 +434,27 @@ func what(argv []string) string { return strings.Join(argv[:min(2, len(argv))], 
 // engine marks an exec ended a moment after its streams close, so it
 // is asked again, more slowly each time, until it says so.
 func (c *container) exitCode(ctx context.Context, execID string) (int, error) {
+	code, _, err := c.exitStatus(ctx, execID)
+	return code, err
+}
+
+// exitStatus is exitCode with the exec's pid, 0 when the engine never
+// started it.
+func (c *container) exitStatus(ctx context.Context, execID string) (int, int, error) {
 	wait := time.Millisecond
 	for {
 		res, err := c.cli.ExecInspect(ctx, execID, client.ExecInspectOptions{})
 		if err != nil {
-			return -1, err
+			return -1, 0, err
 		}
 		if !res.Running {
-			return res.ExitCode, nil
+			return res.ExitCode, res.PID, nil
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return -1, fmt.Errorf("the exec still runs: %w", ctx.Err())
+			return -1, 0, fmt.Errorf("the exec still runs: %w", ctx.Err())
 		case <-t.C:
 		}
 		wait = min(2*wait, 50*time.Millisecond)

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -156,7 +157,10 @@ func (d *Driver) client() (*client.Client, error) {
 
 // unavailable wraps an error of the engine that did not answer.
 func (d *Driver) unavailable(err error) error {
-	return fmt.Errorf("docker engine at %s did not answer: %v: %w", d.cli.DaemonHost(), err, enclosure.ErrUnavailable)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within %s", apiTimeout)
+	}
+	return fmt.Errorf("docker engine at %s did not answer: %v: check that the engine runs and answers there (docker info; docker.host or DOCKER_HOST names it), then call again: %w", d.cli.DaemonHost(), err, enclosure.ErrUnavailable)
 }
 
 // Find returns the running containers labelled
@@ -260,6 +264,14 @@ func notRunning(info ctypes.InspectResponse) error {
 		state += ")"
 	}
 	name := strings.TrimPrefix(info.Name, "/")
+	if s.Status == ctypes.StateRemoving || s.Status == ctypes.StateDead {
+		return fmt.Errorf("docker container %s (%.12s) is %s: it is being removed; Berth never creates one: start a new run with a running container: %w", name, info.ID, s.Status, enclosure.ErrGone)
+	}
+	if s.Paused {
+		// Its processes are frozen, not gone: unpausing it lets the run
+		// go on where it was.
+		return fmt.Errorf("docker container %s (%.12s) is paused: its processes are frozen and answer nothing, and the engine starts nothing in it; Berth never unpauses a container: unpause it (docker unpause %s) and call again: %w", name, info.ID, name, enclosure.ErrPaused)
+	}
 	return fmt.Errorf("docker container %s (%.12s) is %s, not running: Berth never starts, unpauses or restarts a container; start it (docker start %s) and start a new run: %w", name, info.ID, state, name, enclosure.ErrGone)
 }
 

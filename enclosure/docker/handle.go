@@ -27,6 +27,7 @@ type handle struct {
 	c      *container
 	execID string
 	tag    string
+	pid    int // the relay's host pid, set once before the handle is shared
 	hj     client.HijackedResponse
 	frames *relay.FrameWriter // the relay's stdin: signals, and stdin without a socket
 	stdin  io.WriteCloser
@@ -85,8 +86,14 @@ func (h *handle) Stdout() io.Reader {
 	return h.Output.Stdout()
 }
 
-// Pid is 0: the relay's pid inside the container is not the engine's.
-func (h *handle) Pid() int              { return 0 }
+// Pid is the relay's pid as the host sees it, from the engine's exec
+// inspect (0 for an exec the engine reported no pid for).
+func (h *handle) Pid() int { return h.pid }
+
+// Tag is the relay's tag, which names the process should its pid be
+// unknown.
+func (h *handle) Tag() string { return h.tag }
+
 func (h *handle) Stdin() io.WriteCloser { return h.stdin }
 
 // signalTimeout bounds the exec that carries a signal.

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,8 +28,21 @@ const installUser = "0"
 // the archive copy, or the root is read-only). If none works it names
 // what it tried.
 func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, info ctypes.InspectResponse) (string, error) {
+	// refused keeps the engine's own reason when it could not start an
+	// exec; everyExec says it refused every one, sh's too: then nothing
+	// runs in the container, for that reason, not for a mount (a relay
+	// missing at a path is refused as well, but sh still runs).
+	var refused error
+	everyExec, lastRefused := true, false
 	asRoot := func(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
-		return c.runAs(ctx, installUser, argv, stdin)
+		r, err := c.runAs(ctx, installUser, argv, stdin)
+		er := (*execRefused)(nil)
+		lastRefused = errors.As(err, &er)
+		if lastRefused && refused == nil {
+			refused = er
+		}
+		everyExec = everyExec && lastRefused
+		return r, err
 	}
 	done := func(p, how string) (string, error) {
 		d.installed.Store(c.id, p)
@@ -57,6 +71,8 @@ func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, i
 		tried = append(tried, "an archive copy to "+fixed+": "+err.Error())
 	} else if ok, why := relay.Check(ctx, asRoot, fixed, bin.Version); ok {
 		return done(fixed, "archive copy")
+	} else if lastRefused {
+		tried = append(tried, "an archive copy to "+fixed+", which the engine could not start: "+why)
 	} else {
 		tried = append(tried, "an archive copy to "+fixed+", which the container does not see (a mount over /opt/berth?): "+why)
 	}
@@ -68,6 +84,11 @@ func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary, i
 		return done(p, "streamed through sh")
 	}
 	tried = append(tried, more...)
+	if everyExec && refused != nil {
+		// Every attempt failed for that one reason: it alone is said.
+		return "", fmt.Errorf("docker container %s: the engine starts no process in it: %v. Berth could not install its relay (version %s) and runs nothing without it. Fix what the engine names (a working directory deleted and re-created under a bind mount: restart the container, docker restart %s), then start a new run: %w",
+			c.name, refused, bin.Version, c.name, enclosure.ErrNotSupported)
+	}
 	return "", fmt.Errorf("docker container %s: Berth could not install its relay (version %s) and runs nothing without it; tried: %s. Bake it into the image at %s (as images/* do), or give the container a writable directory that allows exec: %w",
 		c.name, bin.Version, strings.Join(tried, "; "), fixed, enclosure.ErrNotSupported)
 }

@@ -87,8 +87,15 @@ func (h *handle) Stdout() io.Reader {
 	return h.Output.Stdout()
 }
 
-// Pid is 0: the relay's pid inside the container is not known outside.
-func (h *handle) Pid() int              { return 0 }
+// Pid is 0: the relay's pid inside the container is not known outside;
+// its Tag names it instead (enclosure.Describe).
+func (h *handle) Pid() int { return 0 }
+
+var _ enclosure.Tagged = (*handle)(nil)
+
+// Tag is the relay's tag, which names the process in lsp status.
+func (h *handle) Tag() string { return h.tag }
+
 func (h *handle) Stdin() io.WriteCloser { return h.stdin }
 
 // signalTimeout bounds the exec that carries a signal.

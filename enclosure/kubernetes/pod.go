@@ -119,6 +119,10 @@ func (p *pod) running(ctx context.Context) error {
 	return p.check(k)
 }
 
+// Check is nil while the pod and its container run, else why not, or
+// why the API server did not answer.
+func (p *pod) Check(ctx context.Context) error { return p.running(ctx) }
+
 // gone is the error saying the pod or its container no longer runs; nil
 // while it runs, or when the API server does not answer.
 func (p *pod) gone(ctx context.Context) error {

@@ -78,8 +78,12 @@ func (p *Provider) executable(ctx context.Context, run *orchestrator.Run, a *Ada
 		return p.interpreter(ctx, run, a)
 	}
 	for _, name := range a.Executables {
-		if path, err := run.Enclosure.LookPath(ctx, name); err == nil {
+		path, err := run.Enclosure.LookPath(ctx, name)
+		if err == nil {
 			return path, ""
+		}
+		if enclosure.Down(err) {
+			return "", enclosure.Say(err) // the container, not the adapter (issue 24 item 11)
 		}
 	}
 	return "", fmt.Sprintf("executable not found: none of %s is on the %s enclosure's PATH; install it there or set debug.adapters[%s].executables",
@@ -107,6 +111,9 @@ func (p *Provider) interpreter(ctx context.Context, run *orchestrator.Run, a *Ad
 	}
 	if path == "" {
 		lp, err := run.Enclosure.LookPath(ctx, p.cfg.Python)
+		if enclosure.Down(err) {
+			return "", enclosure.Say(err) // the container, not the interpreter (issue 24 item 11)
+		}
 		if err != nil {
 			return "", fmt.Sprintf("no interpreter: the working directory has no .venv/bin/python or venv/bin/python and %s is not on the PATH (set debug.python)", p.cfg.Python)
 		}
@@ -139,12 +146,18 @@ func (p *Provider) imports(ctx context.Context, run *orchestrator.Run, python, m
 	}
 	stderr := enclosure.NewTail(4 << 10)
 	proc, err := run.Enclosure.Start(ctx, enclosure.Cmd{Path: python, Args: []string{"-c", "import " + module}, Dir: dir, Stderr: stderr})
+	if enclosure.Down(err) {
+		return enclosure.Say(err)
+	}
 	if err != nil {
 		return fmt.Sprintf("%s cannot be started: %v", python, err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
 	defer stop()
 	code, err := proc.Wait()
+	if enclosure.Down(err) {
+		return enclosure.Say(err)
+	}
 	if err != nil || code != 0 {
 		last := text.Line(lastLine(stderr.String()))
 		return fmt.Sprintf("%s is not importable in %s (%s): install it there, or set debug.python to an interpreter that has it", module, python, last)

@@ -207,7 +207,7 @@ func (p *Provider) newSessionFor(run *orchestrator.Run, c *conversation, a *Adap
 	}
 	pp := paths{root: root, anywhere: run.Enclosure.Driver() == "host", toAdapter: run.Enclosure.MapPath, toHost: run.Enclosure.HostPath}
 	s := newSession(&p.cfg, a, p.metrics, pp, program)
-	s.driver = run.Enclosure.Driver()
+	s.driver, s.enc = run.Enclosure.Driver(), run.Enclosure
 	p.adopt(c, s)
 	run.OnEnd(func() { s.end(run.SessionEndReason(), "the run that launched it ended") })
 	return s, nil

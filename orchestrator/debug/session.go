@@ -42,10 +42,13 @@ import (
 //     adapter's stderr is drained into a capped buffer (cmd.Stderr) that
 //     explains a failed start.
 type session struct {
-	cfg      *Config
-	adapter  *Adapter
-	metrics  *metrics.Metrics
-	driver   string // the enclosure's, for metrics
+	cfg     *Config
+	adapter *Adapter
+	metrics *metrics.Metrics
+	driver  string // the enclosure's, for metrics
+	// enc is the run's enclosure, asked when the adapter's stream ends
+	// unexpectedly; nil in unit tests that build a session alone.
+	enc      enclosure.Enclosure
 	paths    paths
 	program  string // as the model gave it
 	attached bool
@@ -130,12 +133,53 @@ func (s *session) connect(r io.Reader, w io.Writer) {
 			if finished {
 				go s.end(metrics.ReasonStopped, "the program ended")
 			} else {
-				go s.end(metrics.ReasonCrashed, "the adapter stopped: "+errString(s.c.Err()))
+				go s.end(metrics.ReasonCrashed, s.adapterStopped())
 			}
 		case <-s.ended:
 		}
 	}()
 }
+
+// adapterStopped says why the adapter's stream ended before the program
+// did: when its container stopped, went away, is paused, or its engine
+// does not answer, that (naming the container and what to do), not only
+// "the adapter closed its connection" (issue 24 item 11).
+func (s *session) adapterStopped() string {
+	why := "the adapter stopped: " + errString(s.c.Err())
+	if s.enc == nil || s.driver == "host" {
+		return why // the host does not stop under its processes
+	}
+	if s.proc != nil {
+		// A container's handle learns why its process ended (its
+		// container stopped) once the engine says so.
+		t := time.NewTimer(adapterExitWait)
+		select {
+		case <-s.proc.Done():
+			if _, err := s.proc.Wait(); enclosure.Down(err) {
+				t.Stop()
+				return "the adapter stopped with its container: " + enclosure.Say(err)
+			}
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if s.enc != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), checkWait)
+		defer cancel()
+		if err := enclosure.Check(ctx, s.enc); err != nil {
+			return "the adapter stopped with its container: " + enclosure.Say(err)
+		}
+	}
+	return why
+}
+
+// adapterExitWait bounds the wait for an adapter's process to be known
+// ended once its stream ended; checkWait bounds the look at its
+// enclosure.
+const (
+	adapterExitWait = 3 * time.Second
+	checkWait       = 15 * time.Second
+)
 
 // onEvent keeps the session's state; it runs on the reader goroutine.
 func (s *session) onEvent(e dap.EventMessage) {

@@ -110,7 +110,7 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 		if errors.Is(err, enclosure.ErrGone) || errors.Is(err, enclosure.ErrUnavailable) {
 			// The container or its engine, not the interpreter: its
 			// error says what to do.
-			return orchestrator.Errorf("The %s kernel could not start: %v.%s", lang, err, died), nil
+			return orchestrator.Errorf("The %s kernel could not start: %s.%s", lang, enclosure.Say(err), died), nil
 		}
 		return orchestrator.Errorf("The %s kernel could not start: %v. Check the interpreter (kernels.%s in the configuration, or the working directory's .venv) and call again.%s", lang, err, interpKey(lang), died), nil
 	}
@@ -124,8 +124,26 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 	if lost != "" {
 		notes = append(notes, fmt.Sprintf("The previous %s kernel had died since the last cell (%s), so this cell ran in a fresh one: earlier variables and imports are gone.", lang, lost))
 	}
-	return c.out.result(append(notes, t.settle(ks, lang, c))...), nil
+	res := c.out.result(append(notes, t.settle(ks, lang, c))...)
+	if c.end != endDone {
+		// A cell that hung or whose kernel died in a paused, stopped or
+		// removed container: the container is the cause, and its error
+		// says what to do (issue 24 item 11); what became of the kernel
+		// follows.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkWait)
+		down := enclosure.Check(cctx, run.Enclosure)
+		cancel()
+		if down != nil {
+			res.IsError = true
+			res.Content = append([]orchestrator.Block{orchestrator.TextBlock(fmt.Sprintf("The cell could not finish: %s.", enclosure.Say(down)))}, res.Content...)
+		}
+	}
+	return res, nil
 }
+
+// checkWait bounds the look at the enclosure of a cell that did not
+// finish: an engine that does not answer takes its driver's API timeout.
+const checkWait = 15 * time.Second
 
 // settle keeps or discards the kernel after a cell and says what became
 // of it when the cell did not simply finish.

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -40,6 +41,11 @@ func detect(ctx context.Context, run *orchestrator.Run, cfg Config, abs string, 
 		tried = append(tried, m)
 	}
 	rel := workspace.Rel(run.Workdir, abs)
+	for _, m := range tried {
+		if enclosure.Down(m.exeErr) {
+			return match{}, orchestrator.Errorf("no language server can serve %s: %s", rel, enclosure.Say(m.exeErr))
+		}
+	}
 	if len(tried) == 0 {
 		return match{}, orchestrator.Errorf("no language server is configured for %q files (%s); configured extensions: %s. Use ast_grep or read the file instead.",
 			ext, rel, strings.Join(knownExtensions(cfg), " "))
@@ -67,6 +73,13 @@ func probe(ctx context.Context, run *orchestrator.Run, s ServerConfig, dir strin
 	}
 	if m.exeErr != nil {
 		m.exe = ""
+		if enclosure.Down(m.exeErr) {
+			// The container, not the server: a stopped, removed or
+			// paused container, or an engine that does not answer, says
+			// so and what to do (issue 24 item 11).
+			m.missing = enclosure.Say(m.exeErr)
+			return m
+		}
 		missing = append(missing, fmt.Sprintf("executable %q not found in the %s enclosure", s.Command[0], run.Enclosure.Driver()))
 	}
 	m.missing = strings.Join(missing, "; and ")

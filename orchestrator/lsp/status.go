@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
@@ -33,8 +34,8 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 			if !done(s.loaded) {
 				state = "loading the workspace"
 			}
-			fmt.Fprintf(&b, "  %s for root %s: %s, pid %d, up %s, positions in %s\n", sl.key.name, root, state,
-				s.proc.Pid(), time.Since(s.started).Round(time.Second), s.enc)
+			fmt.Fprintf(&b, "  %s for root %s: %s, %s, up %s, positions in %s\n", sl.key.name, root, state,
+				enclosure.Describe(s.proc), time.Since(s.started).Round(time.Second), s.enc)
 		default:
 			fmt.Fprintf(&b, "  %s for root %s: down (%s); %d failure(s) in a row\n", sl.key.name, root, sl.lastErr, sl.crashes)
 		}
@@ -56,6 +57,8 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 		var exe string
 		if path, err := run.Enclosure.LookPath(ctx, sc.Command[0]); err == nil {
 			exe = "executable " + path
+		} else if enclosure.Down(err) {
+			exe = "executable unknown: " + enclosure.Say(err) // the container, not the server
 		} else {
 			exe = fmt.Sprintf("executable %q MISSING in the %s enclosure", sc.Command[0], run.Enclosure.Driver())
 		}

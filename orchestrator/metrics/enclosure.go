@@ -44,6 +44,12 @@ type timedEnclosure struct {
 	exec   prometheus.Observer
 }
 
+// Check passes through: it asks the enclosure itself, not a wrapper
+// that would hide its Checker.
+func (e *timedEnclosure) Check(ctx context.Context) error {
+	return enclosure.Check(ctx, e.Enclosure)
+}
+
 func (e *timedEnclosure) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
 	start := time.Now()
 	p, err := e.Enclosure.Start(ctx, cmd)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -158,6 +159,9 @@ func toError(err error) error {
 		{orchestrator.ErrInvalid, CodeInvalidParams},
 		{orchestrator.ErrRunEnded, CodeRunEnded},
 		{orchestrator.ErrUnavailable, CodeUnavailable},
+		// An enclosure's engine that did not answer, or a paused
+		// container, wherever it reaches the protocol unwrapped.
+		{enclosure.ErrUnavailable, CodeUnavailable},
 	} {
 		if errors.Is(err, c.class) {
 			return &Error{Code: c.code, Message: strings.TrimSuffix(err.Error(), ": "+c.class.Error())}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -244,6 +245,8 @@ func TestCoreErrorsMapToCodes(t *testing.T) {
 		{fmt.Errorf("workdir is required: %w", orchestrator.ErrInvalid), CodeInvalidParams, "workdir is required"},
 		{fmt.Errorf("run r1 has ended: %w", orchestrator.ErrRunEnded), CodeRunEnded, "run r1 has ended"},
 		{fmt.Errorf("no docker: %w", orchestrator.ErrUnavailable), CodeUnavailable, "no docker"},
+		// issue 24 item 13: an engine that did not answer is unavailable.
+		{fmt.Errorf("docker engine did not answer: %w", enclosure.ErrUnavailable), CodeUnavailable, "docker engine did not answer"},
 		{errors.New("disk on fire"), CodeInternalError, "internal error: disk on fire"},
 	}
 	for _, c := range cases {

@@ -78,6 +78,11 @@ func (p *pool) spawn(tier, label, brief string, surface orchestrator.Surface) (*
 	w := &worker{id: fmt.Sprintf("w%d", p.next+1), label: label, tier: tier, argv: argv, brief: brief, surface: surface}
 	if err := p.begin(w); err != nil {
 		p.metrics.SessionFailed(metrics.KindWorker)
+		if enclosure.Down(err) {
+			// The container, not the runner's configuration (issue 24
+			// item 11): its error says what to do.
+			return nil, fmt.Errorf("could not start the %s runner: %s", tier, enclosure.Say(err))
+		}
 		return nil, fmt.Errorf("could not start the %s runner %q: %v; fix vibe.runners.%s in Berth's configuration", tier, argv, err, tier)
 	}
 	p.next++
@@ -236,6 +241,9 @@ func (p *pool) send(w *worker, message string, surface orchestrator.Surface) (st
 	if err := p.begin(w); err != nil {
 		w.cur = startFailure(fmt.Errorf("could not start the %s runner %q: %w", w.tier, w.argv, err))
 		p.settle(w, statusFailed)
+		if enclosure.Down(err) {
+			return running, fmt.Errorf("worker %s could not be restarted: %s", w.id, enclosure.Say(err))
+		}
 		return running, fmt.Errorf("worker %s could not be restarted: %v; fix vibe.runners.%s in Berth's configuration", w.id, err, w.tier)
 	}
 	return running, nil
