@@ -18,7 +18,7 @@ import (
 // non-root by default, has the relay next to Berth, and serves the
 // protocol with its Dart grammar loaded (ast_grep finds a Dart match in
 // a workdir mounted into the container).
-func TestIssue15Item5BerthImage(t *testing.T) {
+func TestBerthImageRunsAsNonRootAndServesDart(t *testing.T) {
 	docker := "/usr/bin/docker"
 	tag := fmt.Sprintf("berth/berth:deploy-test-%d", os.Getpid())
 	build := exec.Command("../images/berth/build", tag)

@@ -62,7 +62,7 @@ var wantRules = []string{
 // RoleBinding binds it to the shape's ServiceAccount in the namespace
 // the ServiceAccount is in, and the ServiceAccount's token is not
 // mounted by default.
-func TestIssue16Item6RoleGrantsOnlyWhatTheDriverUses(t *testing.T) {
+func TestRoleGrantsOnlyWhatTheDriverUses(t *testing.T) {
 	for _, dir := range shapes {
 		s := buildShape(t, dir)
 		if sas := boundServiceAccounts(t, s); len(sas) != 1 {
@@ -122,7 +122,7 @@ func boundServiceAccounts(t *testing.T, s *shape) []string {
 // native sidecar of the image the kustomization sets, as non-root,
 // knowing its own pod's name and namespace,
 // running as the ServiceAccount the RoleBinding binds (what it grants is
-// TestIssue16Item6RoleGrantsOnlyWhatTheDriverUses's), the only
+// TestRoleGrantsOnlyWhatTheDriverUses's), the only
 // container with that account's token, configured from a ConfigMap of
 // the shape that keeps the image's settings and sets the driver's keys.
 // bin is the orchestrator, which loads the configuration.
@@ -317,7 +317,7 @@ func containerNamed(cs []corev1.Container, name string) (corev1.Container, bool)
 // conversation's directory of it) in the container the configuration
 // names; the sandbox pods run no Berth and get no API token; the Service
 // and ServiceMonitor reach Berth's port.
-func TestIssue16Item6BesideTheHarness(t *testing.T) {
+func TestKubernetesShapeBesideTheHarness(t *testing.T) {
 	bin := buildBerth(t)
 	s := buildShape(t, "kubernetes")
 	if len(s.deployments) != 1 || len(s.templates) != 1 {
@@ -394,7 +394,7 @@ func TestIssue16Item6BesideTheHarness(t *testing.T) {
 // pod whose container kubernetes.container names, sharing the pod's
 // workspace volume with it at the same path; the PodMonitor scrapes
 // every such Berth under the job the alerts watch.
-func TestIssue16Item6SidecarInEachSandboxPod(t *testing.T) {
+func TestKubernetesShapeSidecarInEachSandboxPod(t *testing.T) {
 	bin := buildBerth(t)
 	s := buildShape(t, "kubernetes/sidecar")
 	if len(s.deployments) != 0 || len(s.templates) != 1 {

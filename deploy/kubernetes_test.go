@@ -45,7 +45,7 @@ func decodeStrict(t *testing.T, file string, into any) {
 // with kustomize, and the PrometheusRule's groups equal
 // deploy/prometheus's rules. Berth's container in each shape is checked
 // by checkBerth (kubernetes_shapes_test.go).
-func TestIssue15Item5KubernetesManifestsDecodeStrictly(t *testing.T) {
+func TestKubernetesManifestsDecodeStrictly(t *testing.T) {
 	var manifests, listed []string
 	err := filepath.WalkDir("kubernetes", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" {
@@ -278,7 +278,7 @@ func operatorGroups(gs []monitoringv1.RuleGroup) []group {
 
 // Issue 15 item 5: the systemd unit is hardened and gets its token as a
 // credential and its home as a state directory.
-func TestIssue15Item5SystemdUnitIsHardened(t *testing.T) {
+func TestSystemdUnitIsHardened(t *testing.T) {
 	f, err := os.Open("systemd/berth.service")
 	if err != nil {
 		t.Fatal(err)

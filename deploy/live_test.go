@@ -60,7 +60,7 @@ var liveTree = map[string]string{
 // rule returns data through Prometheus's HTTP API, and the TTL, idle,
 // crash, restart, interrupt, disconnect and enclosure series moved as
 // the workload says.
-func TestIssue15Item4LivePrometheus(t *testing.T) {
+func TestLivePrometheusAnswersEveryPanelAndRule(t *testing.T) {
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Fatalf("prometheus is not on PATH: install Debian's prometheus package (scripts/setup does): %v", err)

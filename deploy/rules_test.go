@@ -47,7 +47,7 @@ func promtool(t *testing.T) string {
 // Issue 15 item 2: the rules pass promtool's check, and its unit tests
 // (each alert fired by its own input series with exact labels and
 // annotations, and not fired before its for:).
-func TestIssue15Item2PromtoolCheckAndTestRules(t *testing.T) {
+func TestPromtoolCheckAndTestRules(t *testing.T) {
 	pt := promtool(t)
 	for _, args := range [][]string{{"check", "rules", rulesFile}, {"test", "rules", rulesTestFile}} {
 		out, err := exec.Command(pt, args...).CombinedOutput()
@@ -59,7 +59,7 @@ func TestIssue15Item2PromtoolCheckAndTestRules(t *testing.T) {
 
 // Issue 15 item 2: every alert has a promtool test that fires it and one
 // before its for: where it does not, and its annotations.
-func TestIssue15Item2EveryAlertIsTested(t *testing.T) {
+func TestEveryAlertIsTested(t *testing.T) {
 	groups := loadRules(t)
 	tested := testedAlerts(t)
 	for _, g := range groups.Groups {
@@ -225,7 +225,7 @@ var labelValuesRE = regexp.MustCompile(`^label_values\((.+),\s*\w+\)$`)
 // parses with Prometheus's parser, names only series Berth exports (or
 // the rules record, or Prometheus's up), and the dashboard's panel ids
 // are unique, its uid fixed and its datasource a variable.
-func TestIssue15Item4ExpressionsParseAndNameBerthsMetrics(t *testing.T) {
+func TestExpressionsParseAndNameBerthsMetrics(t *testing.T) {
 	known := exportedNames(t)
 	known["up"] = true
 	groups := loadRules(t)
@@ -315,7 +315,7 @@ func TestIssue15Item4ExpressionsParseAndNameBerthsMetrics(t *testing.T) {
 }
 
 // Issue 15 item 3: the dashboard has the rows the issue lists.
-func TestIssue15Item3DashboardRows(t *testing.T) {
+func TestDashboardHasItsRows(t *testing.T) {
 	d, _ := loadDashboard(t)
 	var rows []string
 	for _, p := range d.Panels {

@@ -110,7 +110,9 @@ func ctrTaskPid(t *testing.T, id string) int {
 // breakpoints, dlv through Dial, kernels' state and tool() re-entry,
 // workers), each ending with run/stop leaving no process. Berth creates
 // no container: the namespace holds the same containers before and after.
-func TestIssue14Item6Families(t *testing.T) {
+//
+// Issue 14 item 6.
+func TestContainersContainerdFamilies(t *testing.T) {
 	p := inContainerd(t, fullImage)
 	p.auto = true
 	before, err := containerdtest.Count(e2eLabel)
@@ -140,7 +142,9 @@ func TestIssue14Item6Families(t *testing.T) {
 // with an error result that says so, later calls of its run too, and a
 // run in another container keeps its kernel and its state; run/stop of
 // that one leaves no process.
-func TestIssue14Item6TaskKilledMidCall(t *testing.T) {
+//
+// Issue 14 item 6.
+func TestContainersContainerdTaskKilledMidCall(t *testing.T) {
 	kernels := family{config: map[string]any{"kernels": map[string]any{"python": "/usr/bin/python3"}}}
 	stoppedMidCall(t, inContainerd(t, kernelImage), []family{containerdSection, kernels}, func(container string) {
 		if _, err := containerdtest.Ctr("tasks", "kill", "-s", "KILL", container); err != nil {
@@ -154,7 +158,9 @@ func TestIssue14Item6TaskKilledMidCall(t *testing.T) {
 // is down; a call that must start a process gets an error result that
 // says containerd did not answer; once containerd is back that call
 // works, and run/stop leaves no process.
-func TestIssue14Item6ContainerdRestart(t *testing.T) {
+//
+// Issue 14 item 6.
+func TestContainersContainerdRestart(t *testing.T) {
 	s := inContainerd(t, kernelImage).fresh(t)
 	c := startFamilies(t, containerdSection, family{config: kernelsSection})
 	run := s.start(t, c, nil)
@@ -190,12 +196,16 @@ func TestIssue14Item6ContainerdRestart(t *testing.T) {
 
 // A workdir the containerd container does not mount is refused at
 // run/start, by id and by "auto", with an error naming the mounts found.
-func TestIssue14Item6UnmountedWorkdirRefused(t *testing.T) {
+//
+// Issue 14 item 6.
+func TestContainersContainerdUnmountedWorkdirRefused(t *testing.T) {
 	unmountedWorkdirRefused(t, inContainerd(t, kernelImage).fresh(t), startFamilies(t, containerdSection), "containerd")
 }
 
 // The same in containerd (containerd.stdio: socket).
-func TestIssue14Item6KernelStdioIsASocket(t *testing.T) {
+//
+// Issue 14 item 6.
+func TestContainersContainerdKernelStdioIsASocket(t *testing.T) {
 	s := inContainerd(t, fullImage).fresh(t)
 	stdioSocket.check(t, startFamilies(t, stdioSocket, containerdSection), s)
 }

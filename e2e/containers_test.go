@@ -21,7 +21,7 @@ import (
 // images scripts/images builds, made as a harness makes them. Each runs
 // the host test's own family (lspGo, debugpy, eval, ...), so the checks
 // are the host's. scripts/test runs these as a stage of their own
-// (go test -run '^TestIssue13Item8' ./e2e/); a missing engine or image
+// (go test -run '^TestContainers' ./e2e/); a missing engine or image
 // fails them, never skips.
 
 const (
@@ -31,40 +31,53 @@ const (
 	fullImage   = "berth/full:dev"
 )
 
-func TestIssue13Item8LSPGo(t *testing.T) { runFamily(t, inContainer(lspImage), lspGo) }
+// Issue 13 item 8.
+func TestContainersDockerLSPGo(t *testing.T) { runFamily(t, inContainer(lspImage), lspGo) }
 
-func TestIssue13Item8LSPLanguages(t *testing.T) {
+// Issue 13 item 8.
+func TestContainersDockerLSPLanguages(t *testing.T) {
 	for _, f := range lspLanguages {
 		t.Run(f.name, func(t *testing.T) { runFamily(t, inContainer(lspImage), f) })
 	}
 }
 
-func TestIssue13Item8ResolveWithGopls(t *testing.T) {
+// Issue 13 item 8.
+func TestContainersDockerResolveWithGopls(t *testing.T) {
 	runFamily(t, inContainer(lspImage), resolveChecks)
 }
 
-func TestIssue13Item8Structural(t *testing.T) { runFamily(t, inContainer(kernelImage), structural) }
+// Issue 13 item 8.
+func TestContainersDockerStructural(t *testing.T) { runFamily(t, inContainer(kernelImage), structural) }
 
-func TestIssue13Item8Debugpy(t *testing.T) { runFamily(t, inContainer(debugImage), debugpy) }
+// Issue 13 item 8.
+func TestContainersDockerDebugpy(t *testing.T) { runFamily(t, inContainer(debugImage), debugpy) }
 
-func TestIssue13Item8DebugAttach(t *testing.T) { runFamily(t, inContainer(debugImage), debugAttach) }
+// Issue 13 item 8.
+func TestContainersDockerDebugAttach(t *testing.T) {
+	runFamily(t, inContainer(debugImage), debugAttach)
+}
 
-func TestIssue13Item8DebugAdapters(t *testing.T) {
+// Issue 13 item 8.
+func TestContainersDockerDebugAdapters(t *testing.T) {
 	for _, f := range []family{debugDelve, debugLLDB} {
 		t.Run(f.name, func(t *testing.T) { runFamily(t, inContainer(debugImage), f) })
 	}
 }
 
-func TestIssue13Item8Eval(t *testing.T) { runFamily(t, inContainer(kernelImage), eval) }
+// Issue 13 item 8.
+func TestContainersDockerEval(t *testing.T) { runFamily(t, inContainer(kernelImage), eval) }
 
-func TestIssue13Item8Vibe(t *testing.T) { runFamily(t, inContainer(kernelImage), vibeWorkers()) }
+// Issue 13 item 8.
+func TestContainersDockerVibe(t *testing.T) { runFamily(t, inContainer(kernelImage), vibeWorkers()) }
 
 // Every family in one berth/full container, found by "auto" from its
 // conversation label, as a conversation would: one binary, one
 // container, a run per family in a part of the tree the container
 // mounts. Berth creates no container: the engine holds the same
 // containers before and after, and during the test only this one more.
-func TestIssue13Item8OneContainer(t *testing.T) {
+//
+// Issue 13 item 8.
+func TestContainersDockerEveryFamilyInOneContainer(t *testing.T) {
 	before := containers(t)
 	t.Cleanup(func() {
 		after := containers(t)
@@ -94,7 +107,9 @@ func TestIssue13Item8OneContainer(t *testing.T) {
 // descriptors, docker top shows its relay connecting there, and no
 // socket's name is left in the workdir, each removed once its relay
 // connected.
-func TestIssue13Item8KernelStdioIsASocket(t *testing.T) {
+//
+// Issue 13 item 8.
+func TestContainersDockerKernelStdioIsASocket(t *testing.T) {
 	runFamily(t, inContainer(kernelImage), stdioSocket)
 }
 
@@ -129,7 +144,9 @@ func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s
 // After run/stop, a runs' idle timeout, and a debug session's TTL, docker
 // top shows only the container's own process: language server, kernels,
 // adapters, debuggees and the relays running them are all gone.
-func TestIssue13Item8StopAndTTLLeaveOnlyTheContainersProcess(t *testing.T) {
+//
+// Issue 13 item 8.
+func TestContainersDockerStopAndTTLLeaveOnlyTheContainersProcess(t *testing.T) {
 	s := inContainer(fullImage).fresh(t)
 	writeTree(t, s.Dir, debugApp)
 	copyProjectInto(t, "go", s.Dir)
@@ -184,7 +201,9 @@ func TestIssue13Item8StopAndTTLLeaveOnlyTheContainersProcess(t *testing.T) {
 // A container stopped in the middle of a call: that call ends with an
 // error that says so, later calls of its run too, and a run in another
 // container keeps its kernel and its state.
-func TestIssue13Item8ContainerStoppedMidCall(t *testing.T) {
+//
+// Issue 13 item 8.
+func TestContainersDockerContainerStoppedMidCall(t *testing.T) {
 	kernels := family{config: map[string]any{"kernels": map[string]any{"python": "/usr/bin/python3"}}}
 	stoppedMidCall(t, inContainer(kernelImage), []family{kernels}, func(container string) { dockertest.Must(t, "stop", "-t", "1", container) }, "container", "container")
 }
@@ -260,7 +279,9 @@ func stoppedMidCall(t *testing.T, p place, sections []family, stop func(containe
 // dockerd restarts (with --live-restore, as scripts/setup starts it): a
 // call while the engine is down ends with an error that says so, within
 // its time, and the next call after the engine is back works.
-func TestIssue13Item8DockerdRestart(t *testing.T) {
+//
+// Issue 13 item 8.
+func TestContainersDockerdRestart(t *testing.T) {
 	s := inContainer(kernelImage).fresh(t)
 	c := startFamilies(t, family{config: kernelsSection})
 	run := s.start(t, c, nil)
@@ -305,7 +326,9 @@ func dockerd(t *testing.T, verb string) {
 
 // A workdir the container does not mount is refused at run/start, by id
 // and by "auto", with an error naming the mounts found.
-func TestIssue13Item8UnmountedWorkdirRefused(t *testing.T) {
+//
+// Issue 13 item 8.
+func TestContainersDockerUnmountedWorkdirRefused(t *testing.T) {
 	unmountedWorkdirRefused(t, inContainer(kernelImage).fresh(t), startStdio(t), "docker")
 }
 
@@ -326,7 +349,9 @@ func unmountedWorkdirRefused(t *testing.T, s *site, c *rpc.Client, driver string
 
 // The workdir mounted somewhere else than /workspace works the same:
 // Berth maps through the container's mounts.
-func TestIssue13Item8WorkdirMountedElsewhere(t *testing.T) {
+//
+// Issue 13 item 8.
+func TestContainersDockerWorkdirMountedElsewhere(t *testing.T) {
 	p := place{image: fullImage, mount: "/src/project"}
 	for _, f := range []family{lspGo, eval, debugpy} {
 		t.Run(f.name, func(t *testing.T) { runFamily(t, p, f) })

@@ -10,8 +10,8 @@ import (
 
 // family is one tool family's end-to-end checks, written once and run in
 // any place: TestLSPThroughTheProtocol runs lspGo on the host,
-// TestIssue13Item8LSPGo in a berth/lsp:dev container, and
-// TestIssue13Item8OneContainer every family in one berth/full container.
+// TestContainersDockerLSPGo in a berth/lsp:dev container, and
+// TestContainersDockerEveryFamilyInOneContainer every family in one berth/full container.
 type family struct {
 	name string
 	// config holds the configuration's top-level sections the checks

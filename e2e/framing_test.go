@@ -11,7 +11,7 @@ import (
 // bad Content-Length each get one error, and the binary reads on: the
 // next request is answered and a run started before lives on (issue 11
 // item 5). The binary used to exit 0 at the first two, ending every run.
-func TestIssue11Item5StdioReadsOnAfterBadHeaders(t *testing.T) {
+func TestStdioReadsOnAfterBadHeaders(t *testing.T) {
 	r := startRaw(t, []string{testTools})
 	r.send(`{"jsonrpc":"2.0","id":1,"method":"run/start","params":{"workdir":` + mustQuote(t.TempDir()) + `}}`)
 	runID := r.recv()["result"].(map[string]any)["runId"].(string)

@@ -20,7 +20,7 @@ import (
 // a symlink out while calls run. ast_grep, ast_edit and resolve, and lsp,
 // read and write no byte outside the workdir, and every call is answered
 // (with a clear error where one is due).
-func TestIssue11HostileWorkspace(t *testing.T) {
+func TestHostileWorkspaceReadsAndWritesNothingOutside(t *testing.T) {
 	dir := copyProject(t, "go")
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

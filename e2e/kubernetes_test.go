@@ -18,7 +18,7 @@ import (
 // workdir as a sandbox pod beside the harness does: a subPath of one
 // shared volume, which Berth sees at the volume's root
 // (kubernetes.workspace_volume). No real cluster runs here; see
-// enclosure/kubernetes's TestIssue16RealCluster for one.
+// enclosure/kubernetes's TestDriverAgainstARealCluster for one.
 
 // engineKubernetes is place.engine for a pod of the stand-in.
 const engineKubernetes = "kubernetes"
@@ -70,7 +70,9 @@ func kubernetesSection(t *testing.T, p place) family {
 // with run/stop leaving no process. Execs went over WebSocket and
 // port-forwards over SPDY through WebSocket; Berth creates no pod or
 // container.
-func TestIssue16Item7Families(t *testing.T) {
+//
+// Issue 16 item 7.
+func TestContainersKubernetesStandInFamilies(t *testing.T) {
 	p := inKubernetes(t, fullImage)
 	p.auto = true
 	s := p.fresh(t)
@@ -101,7 +103,9 @@ func TestIssue16Item7Families(t *testing.T) {
 
 // With an API server that refuses WebSocket (before 1.30), execs and
 // port-forwards fall back to SPDY: eval and a debugpy attach work.
-func TestIssue16Item7SPDYFallback(t *testing.T) {
+//
+// Issue 16 item 7.
+func TestContainersKubernetesStandInSPDYFallback(t *testing.T) {
 	p := inKubernetes(t, fullImage)
 	p.kube.RefuseWebSockets(true)
 	s := p.fresh(t)
@@ -124,7 +128,9 @@ func TestIssue16Item7SPDYFallback(t *testing.T) {
 // result that says so, later calls of its run too, and a run in another
 // pod keeps its kernel and its state; run/stop of that one leaves no
 // process.
-func TestIssue16Item7PodDeletedMidCall(t *testing.T) {
+//
+// Issue 16 item 7.
+func TestContainersKubernetesStandInPodDeletedMidCall(t *testing.T) {
 	p := inKubernetes(t, kernelImage)
 	kernels := family{config: map[string]any{"kernels": map[string]any{"python": "/usr/bin/python3"}}}
 	stoppedMidCall(t, p, []family{kubernetesSection(t, p), kernels}, func(container string) {
@@ -138,7 +144,9 @@ func TestIssue16Item7PodDeletedMidCall(t *testing.T) {
 
 // A workdir the pod does not mount is refused at run/start, by id and by
 // "auto", with an error naming the mounts found.
-func TestIssue16Item7UnmountedWorkdirRefused(t *testing.T) {
+//
+// Issue 16 item 7.
+func TestContainersKubernetesStandInUnmountedWorkdirRefused(t *testing.T) {
 	p := inKubernetes(t, kernelImage)
 	unmountedWorkdirRefused(t, p.fresh(t), startFamilies(t, kubernetesSection(t, p)), engineKubernetes)
 }

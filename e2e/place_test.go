@@ -24,7 +24,7 @@ import (
 // The tool families' end-to-end bodies run in a place: on the host, or
 // inside a container made as a harness makes one (issue 13 item 8). The
 // host tests (TestLSPThroughTheProtocol, ...) and the container tests
-// (TestIssue13Item8..., e2e/containers_test.go) run the same body with
+// (TestContainersDocker..., e2e/containers_test.go) run the same body with
 // a different place, so the container's checks are the host's.
 
 // place is where a test's runs live.

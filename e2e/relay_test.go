@@ -16,7 +16,7 @@ import (
 // grandchildren included: every process runs under the relay, which ends
 // its whole tree when Berth dies (a parent-death signal alone reaches
 // only Berth's direct child) (issue 13 item 3).
-func TestIssue13Item3HostGrandchildrenDieWithBerth(t *testing.T) {
+func TestHostGrandchildrenDieWithBerth(t *testing.T) {
 	marker := strconv.Itoa(700000 + os.Getpid()%100000)
 	sleeping := func() []procfs.Process {
 		return procfs.Filter(func(p procfs.Process) bool { return p.Live() && p.Cmdline() == "sleep "+marker })

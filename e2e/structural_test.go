@@ -160,11 +160,13 @@ func TestStructuralMissingGrammarStopsTheServer(t *testing.T) {
 	}
 }
 
-// TestIssue11Item12cResolveReportsNewProblems: resolve accept goes through
+// TestResolveReportsNewProblemsWithGopls: resolve accept goes through
 // the same diagnostics-on-write path as files/didWrite and lsp_rename, with
 // a real gopls: a rewrite that breaks the types is accepted and the result
 // names the new error; writing the original back is clean.
-func TestIssue11Item12cResolveReportsNewProblems(t *testing.T) { runFamily(t, onHost, resolveChecks) }
+//
+// Issue 11 item 12c.
+func TestResolveReportsNewProblemsWithGopls(t *testing.T) { runFamily(t, onHost, resolveChecks) }
 
 var resolveChecks = family{name: "resolve-diagnostics", check: func(t *testing.T, c *rpc.Client, s *site) {
 	copyProjectInto(t, "go", s.Dir)

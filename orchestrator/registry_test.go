@@ -249,7 +249,8 @@ func waitStuck(t *testing.T, reg *orchestrator.Registry, want float64) {
 	}
 }
 
-func TestIssue11Item3StuckToolIsAnsweredAtItsDeadline(t *testing.T) {
+// Issue 11 item 3.
+func TestStuckToolIsAnsweredAtItsDeadline(t *testing.T) {
 	stuck := newStuckTool(orchestrator.Spec{Name: "stuck", ParallelSafe: false, Timeout: 10 * time.Millisecond, CancelGrace: time.Millisecond})
 	reg, run := newRegistry(t, provider{orchestrator.FeatureStructural, []orchestrator.Tool{stuck}})
 	res, err := reg.Call(context.Background(), run, orchestrator.SurfaceFull, "stuck", nil)
@@ -273,7 +274,8 @@ func TestIssue11Item3StuckToolIsAnsweredAtItsDeadline(t *testing.T) {
 	waitStuck(t, reg, 0)
 }
 
-func TestIssue11Item3StuckToolIsAnsweredAtItsCancellation(t *testing.T) {
+// Issue 11 item 3.
+func TestStuckToolIsAnsweredAtItsCancellation(t *testing.T) {
 	stuck := newStuckTool(orchestrator.Spec{Name: "stuck", ParallelSafe: true, CancelGrace: time.Millisecond})
 	reg, run := newRegistry(t, provider{orchestrator.FeatureStructural, []orchestrator.Tool{stuck}})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -300,7 +302,8 @@ func TestIssue11Item3StuckToolIsAnsweredAtItsCancellation(t *testing.T) {
 	waitStuck(t, reg, 0)
 }
 
-func TestIssue11Item3StuckToolIsAnsweredWhenItsRunEnds(t *testing.T) {
+// Issue 11 item 3.
+func TestStuckToolIsAnsweredWhenItsRunEnds(t *testing.T) {
 	stuck := newStuckTool(orchestrator.Spec{Name: "stuck", ParallelSafe: true, CancelGrace: time.Millisecond})
 	reg, run := newRegistry(t, provider{orchestrator.FeatureStructural, []orchestrator.Tool{stuck}})
 	got := make(chan *orchestrator.Result)
@@ -320,7 +323,7 @@ func TestIssue11Item3StuckToolIsAnsweredWhenItsRunEnds(t *testing.T) {
 
 // A tool reads the surface of its call from its context (issue 11 item
 // 14: vibe workers are told it).
-func TestIssue11Item14ToolsSeeTheSurfaceOfTheirCall(t *testing.T) {
+func TestToolsSeeTheSurfaceOfTheirCall(t *testing.T) {
 	which := fakeTool{spec: orchestrator.Spec{Name: "which", ParallelSafe: true},
 		call: func(ctx context.Context, _ json.RawMessage) (*orchestrator.Result, error) {
 			return orchestrator.Text(string(orchestrator.SurfaceOf(ctx))), nil
@@ -339,7 +342,9 @@ func TestIssue11Item14ToolsSeeTheSurfaceOfTheirCall(t *testing.T) {
 // No arguments, however they are spelled (absent, blank, null), reach a
 // tool as {}: once defaulted in one place, a blank string used to pass
 // validation as {} yet reach the tool as itself.
-func TestIssue12Item4NoArgumentsReachTheToolAsEmptyObject(t *testing.T) {
+//
+// Issue 12 item 4.
+func TestNoArgumentsReachTheToolAsEmptyObject(t *testing.T) {
 	var got []string
 	tool := fakeTool{spec: orchestrator.Spec{Name: "any", ParallelSafe: true},
 		call: func(_ context.Context, args json.RawMessage) (*orchestrator.Result, error) {

@@ -130,7 +130,9 @@ type namedHarness struct {
 // Runs.Start is the one place a run id is defaulted: a harness that names
 // its run is built for the id Start picked, not for one its caller made
 // up beforehand.
-func TestIssue12Item4StartDefaultsTheRunIDForItsHarness(t *testing.T) {
+//
+// Issue 12 item 4.
+func TestStartDefaultsTheRunIDForItsHarness(t *testing.T) {
 	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour)
 	newHarness := func(id string) orchestrator.Harness { return namedHarness{runID: id} }
 	run, err := rs.Start(context.Background(), orchestrator.StartParams{Workdir: t.TempDir(), Owner: 1, NewHarness: newHarness})
@@ -171,7 +173,9 @@ func (unmounted) MapPath(p string) (string, error) {
 
 // run/start refuses a workdir its enclosure cannot see, naming the mounts
 // it found, and keeps no run.
-func TestIssue13Item4StartRefusesAWorkdirTheEnclosureCannotSee(t *testing.T) {
+//
+// Issue 13 item 4.
+func TestStartRefusesAWorkdirTheEnclosureCannotSee(t *testing.T) {
 	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour)
 	rs.UseEnclosures(&enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{"fake": unmountedDriver{}}})
 	_, err := rs.Start(context.Background(), orchestrator.StartParams{Workdir: t.TempDir(), Enclosure: enclosure.Spec{Driver: "fake", ID: "c1"}})

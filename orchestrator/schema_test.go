@@ -39,7 +39,9 @@ func keyedSchema(t *testing.T) json.RawMessage {
 // Arguments are checked once, by the schema: a requirement of one action
 // is worded with the action and names the field and what to pass, as are
 // the plain keywords.
-func TestIssue12Item2OneValidatorWordsEachFailure(t *testing.T) {
+//
+// Issue 12 item 2.
+func TestSchemaValidatorWordsEachFailureWithItsAction(t *testing.T) {
 	tool := fakeTool{
 		spec: orchestrator.Spec{Name: "items", InputSchema: keyedSchema(t), ParallelSafe: true},
 		call: func(context.Context, json.RawMessage) (*orchestrator.Result, error) {

@@ -683,7 +683,7 @@ func TestDial(t *testing.T) {
 // dial --ready tells a connection that is up from one being made before
 // any byte flows (issue 13 item 3: Enclosure.Dial reports a refused
 // connection as its error); a refused one says nothing of the kind.
-func TestIssue13Item3DialReady(t *testing.T) {
+func TestDialReadyTellsAnOpenConnectionFromARefusedOne(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

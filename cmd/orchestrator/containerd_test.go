@@ -8,7 +8,9 @@ import (
 // The containerd keys load into the lookup: the driver is in the table,
 // and "auto" asks it when enclosure.auto lists it; one that does not
 // answer is skipped with a log line.
-func TestIssue14Item1ContainerdKeysBuildTheLookup(t *testing.T) {
+//
+// Issue 14 item 1.
+func TestContainerdKeysBuildTheLookup(t *testing.T) {
 	sock := t.TempDir() + "/no-containerd.sock"
 	cfg, err := loadConfig(writeConfigFile(t, `
 containerd:
@@ -35,7 +37,8 @@ enclosure:
 	}
 }
 
-func TestIssue14Item1ContainerdKeyErrorsNameTheProblem(t *testing.T) {
+// Issue 14 item 1.
+func TestContainerdKeyErrorsNameTheProblem(t *testing.T) {
 	for text, want := range map[string]string{
 		"containerd:\n  address: relative.sock\n": `containerd.address "relative.sock": use the absolute path`,
 		"containerd:\n  namespace: \"a b\"\n":     `containerd.namespace "a b"`,

@@ -39,7 +39,9 @@ func autoSkipsToHost(t *testing.T, cfg *config, driver, mention string) {
 }
 
 // The docker and enclosure keys load into the lookup run/start uses.
-func TestIssue13Item2EnclosureKeysBuildTheLookup(t *testing.T) {
+//
+// Issue 13 item 2.
+func TestEnclosureKeysBuildTheLookup(t *testing.T) {
 	sock := "unix://" + t.TempDir() + "/no-engine.sock"
 	cfg, err := loadConfig(writeConfigFile(t, `
 docker:
@@ -72,7 +74,9 @@ enclosure:
 }
 
 // By default a machine without an engine still runs on the host.
-func TestIssue13Item2DefaultsFallBackToTheHost(t *testing.T) {
+//
+// Issue 13 item 2.
+func TestEnclosureDefaultsFallBackToTheHost(t *testing.T) {
 	cfg, err := loadConfig(writeConfigFile(t, "docker:\n  host: unix://"+t.TempDir()+"/none.sock\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +88,8 @@ func TestIssue13Item2DefaultsFallBackToTheHost(t *testing.T) {
 	}
 }
 
-func TestIssue13Item2EnclosureKeyErrorsNameTheProblem(t *testing.T) {
+// Issue 13 item 2.
+func TestEnclosureKeyErrorsNameTheProblem(t *testing.T) {
 	for text, want := range map[string]string{
 		"docker:\n  dial: carrier-pigeon\n":                  `docker.dial "carrier-pigeon": use relay or netns`,
 		"docker:\n  stdio: tty\n":                            `docker.stdio "tty": use socket or exec`,

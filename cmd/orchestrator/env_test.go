@@ -12,7 +12,9 @@ import (
 
 // BERTH_TOKEN and the variables env.drop names reach no process Berth
 // starts: a tool's child prints its environment.
-func TestIssue11Item6EnvDropKeepsVariablesFromChildren(t *testing.T) {
+//
+// Issue 11 item 6.
+func TestEnvDropKeepsVariablesFromChildren(t *testing.T) {
 	t.Setenv(testToolsEnv, "1")
 	t.Setenv("BERTH_TOKEN", "the-token")
 	t.Setenv("BERTH_TEST_SECRET", "the-secret")

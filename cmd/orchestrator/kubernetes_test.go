@@ -12,7 +12,9 @@ import (
 // The kubernetes keys load into the lookup: the driver is in the table,
 // and "auto" asks it when enclosure.auto lists it; a cluster Berth cannot
 // reach (here: a kubeconfig that is missing) is skipped with a log line.
-func TestIssue16Item1KubernetesKeysBuildTheLookup(t *testing.T) {
+//
+// Issue 16 item 1.
+func TestKubernetesKeysBuildTheLookup(t *testing.T) {
 	missing := t.TempDir() + "/no-kubeconfig"
 	cfg, err := loadConfig(writeConfigFile(t, `
 kubernetes:
@@ -43,7 +45,9 @@ enclosure:
 
 // client-go's log (klog) goes to Berth's log, not to stderr in klog's
 // own format.
-func TestIssue16Item1ClientGoLogsThroughBerthsLog(t *testing.T) {
+//
+// Issue 16 item 1.
+func TestClientGoLogsThroughBerthsLog(t *testing.T) {
 	var log strings.Builder
 	enclosures(&config{}, slog.New(slog.NewTextHandler(&log, nil)))
 	klog.ErrorS(errors.New("probe"), "an error occurred forwarding 1234 -> 8080")
@@ -53,7 +57,8 @@ func TestIssue16Item1ClientGoLogsThroughBerthsLog(t *testing.T) {
 	}
 }
 
-func TestIssue16Item1KubernetesKeyErrorsNameTheProblem(t *testing.T) {
+// Issue 16 item 1.
+func TestKubernetesKeyErrorsNameTheProblem(t *testing.T) {
 	for text, want := range map[string]string{
 		"kubernetes:\n  kubeconfig: relative/config\n":                    `kubernetes.kubeconfig "relative/config": use an absolute path`,
 		"kubernetes:\n  namespace: Not_A_Namespace\n":                     `kubernetes.namespace "Not_A_Namespace"`,

@@ -14,7 +14,9 @@ import (
 // test-only tool (test_exec runs any command): neither the testtools
 // package's symbols are in the binary nor a test_* tool in its list, even
 // with BERTH_TEST_TOOLS=1 in its environment.
-func TestIssue12Item4ReleaseBuildHasNoTestTools(t *testing.T) {
+//
+// Issue 12 item 4.
+func TestReleaseBuildHasNoTestTools(t *testing.T) {
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	bin := filepath.Join(t.TempDir(), "orchestrator")
 	build := exec.Command(gobin, "build", "-o", bin, ".")

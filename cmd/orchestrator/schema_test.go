@@ -14,7 +14,9 @@ import (
 // anyOf or allOf at its top level: every built-in tool keeps to an object
 // whose per-action requirements are a nested if/then/else
 // (orchestrator.Chain).
-func TestIssue12Item2NoToolSchemaHasATopLevelCombinator(t *testing.T) {
+//
+// Issue 12 item 2.
+func TestNoToolSchemaHasATopLevelCombinator(t *testing.T) {
 	cfg := defaultConfig()
 	reg, _, _, err := build(&cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

@@ -158,8 +158,8 @@ func fifosLeft(d *Driver) []string {
 // it names, with its FIFOs in helperFIFOsEnv, starts a process there
 // under the relay (and as many bare execs of sleep as helperBareEnv says,
 // each ignoring SIGTERM, which no EOF ends) and waits to be killed
-// (TestIssue14Item3BerthKilledLeavesNothing,
-// TestIssue14Item3AttachSweepsWhatAKilledBerthLeft).
+// (TestBerthKilledLeavesNothing,
+// TestAttachSweepsWhatAKilledBerthLeft).
 const (
 	helperEnv      = "BERTH_CONTAINERD_TEST_HELPER"
 	helperFIFOsEnv = "BERTH_CONTAINERD_TEST_HELPER_FIFOS"

@@ -20,7 +20,9 @@ import (
 // workdir's mount has the socket as its stdin and stdout; one started
 // elsewhere, or with containerd.stdio exec, has pipes from the shim.
 // Nothing is left in the workdir, nor of the exec.
-func TestIssue13Item9ContainerdStdioThroughASocketInTheWorkdir(t *testing.T) {
+//
+// Issue 13 item 9.
+func TestStdioThroughASocketInTheWorkdir(t *testing.T) {
 	wd := workdir(t)
 	if err := os.MkdirAll(filepath.Join(wd, "sub"), 0o755); err != nil {
 		t.Fatal(err)
@@ -53,7 +55,9 @@ func TestIssue13Item9ContainerdStdioThroughASocketInTheWorkdir(t *testing.T) {
 }
 
 // Kill in socket mode ends the tree, and the socket's reader sees EOF.
-func TestIssue13Item9ContainerdSocketKillLeavesNothing(t *testing.T) {
+//
+// Issue 13 item 9.
+func TestSocketStdioKillLeavesNothing(t *testing.T) {
 	id := run(t, "", fullImage, workdir(t))
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
@@ -80,7 +84,9 @@ func TestIssue13Item9ContainerdSocketKillLeavesNothing(t *testing.T) {
 // Where the relay cannot reach the socket (Berth's view of the directory
 // is not the container's), the start goes on with FIFOs, a log line says
 // why once, and later starts do not try again.
-func TestIssue13Item9ContainerdStdioFallsBackWhenTheRelayCannotConnect(t *testing.T) {
+//
+// Issue 13 item 9.
+func TestStdioFallsBackWhenTheRelayCannotConnect(t *testing.T) {
 	wd, elsewhere := workdir(t), workdir(t)
 	id := run(t, "", fullImage, wd)
 	var log strings.Builder

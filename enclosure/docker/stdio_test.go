@@ -21,7 +21,9 @@ import (
 // container's default user or docker.user; one started elsewhere, or
 // with docker.stdio exec, has the exec's pipes. The socket's name is
 // gone from the workdir once the program is connected.
-func TestIssue13Item9StdioThroughASocketInTheWorkdir(t *testing.T) {
+//
+// Issue 13 item 9.
+func TestStdioThroughASocketInTheWorkdir(t *testing.T) {
 	wd := workdir(t)
 	if err := os.MkdirAll(filepath.Join(wd, "sub", "dir"), 0o755); err != nil {
 		t.Fatal(err)
@@ -62,7 +64,9 @@ func TestIssue13Item9StdioThroughASocketInTheWorkdir(t *testing.T) {
 // through a VM would), the relay cannot connect: the start goes on in the
 // exec's stream, a log line says why, and the container's next starts do
 // not try again.
-func TestIssue13Item9StdioFallsBackWhenTheRelayCannotConnect(t *testing.T) {
+//
+// Issue 13 item 9.
+func TestStdioFallsBackWhenTheRelayCannotConnect(t *testing.T) {
 	wd, elsewhere := workdir(t), workdir(t)
 	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
 	var log strings.Builder

@@ -155,7 +155,8 @@ func TestHostStdoutHoldsALargeAnswer(t *testing.T) {
 	}
 }
 
-func TestIssue11Item6SecretsDoNotReachChildren(t *testing.T) {
+// Issue 11 item 6.
+func TestSecretsDoNotReachChildren(t *testing.T) {
 	t.Setenv("BERTH_TOKEN", "the-token")
 	t.Setenv("BERTH_TEST_DROPPED", "dropped")
 	t.Setenv("BERTH_TEST_KEPT", "kept")
@@ -183,7 +184,7 @@ func TestIssue11Item6SecretsDoNotReachChildren(t *testing.T) {
 // Stop's grace: a process that ends when asked ends by itself (its exit
 // code is its own), one that ignores the request is killed after the
 // grace, and either way Stop returns once it has exited (issue 13 item 1).
-func TestIssue13Item1StopAsksThenKills(t *testing.T) {
+func TestStopAsksThenKills(t *testing.T) {
 	polite, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "cat >/dev/null; exit 7"}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +216,7 @@ func TestIssue13Item1StopAsksThenKills(t *testing.T) {
 // Every host process runs under the relay (issue 13 item 3): Pid is the
 // program's, whose parent is the relay; SIGINT reaches the program
 // through it, and the exit code is the program's.
-func TestIssue13Item3HostProcessesRunUnderTheRelay(t *testing.T) {
+func TestHostProcessesRunUnderTheRelay(t *testing.T) {
 	p, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "trap 'echo int; exit 4' INT; echo ready; while :; do sleep 0.05; done"}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +244,7 @@ func TestIssue13Item3HostProcessesRunUnderTheRelay(t *testing.T) {
 
 // Without a relay the host still runs processes, as the README's first
 // command (go run) needs, and says once what that costs (issue 13 item 3).
-func TestIssue13Item3HostWithoutTheRelayWarnsOnce(t *testing.T) {
+func TestHostWithoutTheRelayWarnsOnce(t *testing.T) {
 	var logged bytes.Buffer
 	e := NewWith(Options{
 		Relay: func() (*relay.Binary, error) { return nil, errors.New("berth-relay not found") },

@@ -10,11 +10,13 @@ import (
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
 
-// BenchmarkIssue16Item8Start: a process started under the relay and
+// BenchmarkStart: a process started under the relay and
 // waited for, against a bare exec of /bin/true, through the API-server
 // stand-in (WebSocket, then SPDY): what an exec through the API server
 // costs, and the relay's share of it.
-func BenchmarkIssue16Item8Start(b *testing.B) {
+//
+// Issue 16 item 8.
+func BenchmarkStart(b *testing.B) {
 	s := standIn(b)
 	p := attach(b, newDriver(b, s, Options{}), runPod(b, s, kubetest.Pod{}))
 	bare := func(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {

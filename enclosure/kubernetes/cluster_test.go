@@ -12,7 +12,7 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 )
 
-// clusterEnv turns on TestIssue16RealCluster; clusterPodEnv names the pod
+// clusterEnv turns on TestDriverAgainstARealCluster; clusterPodEnv names the pod
 // it attaches to.
 const (
 	clusterEnv    = "BERTH_KUBE_TEST"
@@ -25,7 +25,9 @@ const (
 // (namespace/pod[/container]) whose container has sh. No cluster runs on
 // the test machines, so CI does not set the variable, and the test says
 // so rather than pass in silence. Berth creates no pod: the tester does.
-func TestIssue16RealCluster(t *testing.T) {
+//
+// Issue 16.
+func TestDriverAgainstARealCluster(t *testing.T) {
 	if os.Getenv(clusterEnv) != "1" {
 		t.Logf("NOT RUN: no real cluster here. The driver was tested against the API-server stand-in only (kubetest); to run this test against a cluster, set %s=1, a kubeconfig ($KUBECONFIG), and %s=namespace/pod of a running pod with sh", clusterEnv, clusterPodEnv)
 		return

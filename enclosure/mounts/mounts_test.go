@@ -8,7 +8,8 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 )
 
-func TestIssue13Item4LongestPrefixWinsBothWays(t *testing.T) {
+// Issue 13 item 4.
+func TestLongestPrefixWinsBothWays(t *testing.T) {
 	tab := Table{
 		{Source: "/home/u/src", Destination: "/workspace"},
 		{Source: "/home/u/src/vendor", Destination: "/deps"},
@@ -37,7 +38,8 @@ func TestIssue13Item4LongestPrefixWinsBothWays(t *testing.T) {
 	}
 }
 
-func TestIssue13Item4UnmountedPathsAreErrorsNamingTheMounts(t *testing.T) {
+// Issue 13 item 4.
+func TestUnmountedPathsAreErrorsNamingTheMounts(t *testing.T) {
 	tab := Table{{Source: "/home/u/src", Destination: "/workspace"}, {Destination: "/tmp"}}
 	_, err := tab.Inside("/home/u/other")
 	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "/home/u/src -> /workspace, (tmpfs) -> /tmp") {
@@ -59,7 +61,9 @@ func TestIssue13Item4UnmountedPathsAreErrorsNamingTheMounts(t *testing.T) {
 
 // A mount beneath another's destination hides what the outer one would
 // show there: the path outside is not visible inside through it.
-func TestIssue13Item4AHiddenPathIsNotMapped(t *testing.T) {
+//
+// Issue 13 item 4.
+func TestAHiddenPathIsNotMapped(t *testing.T) {
 	tab := Table{
 		{Source: "/src", Destination: "/workspace"},
 		{Destination: "/workspace/tmp"},
@@ -82,7 +86,9 @@ func TestIssue13Item4AHiddenPathIsNotMapped(t *testing.T) {
 // /data/work, the conversation's container at /workspace: a Crossing
 // goes through both tables, both ways, and its errors say which side
 // lacks the path and how to mount it.
-func TestIssue13Item4CrossingThroughBerthsOwnMounts(t *testing.T) {
+//
+// Issue 13 item 4.
+func TestCrossingThroughBerthsOwnMounts(t *testing.T) {
 	c := Crossing{
 		Self:      Table{{Source: "/data", Destination: "/srv"}},
 		Container: Table{{Source: "/data/work", Destination: "/workspace"}},

@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 }
 
 // The version Open computes is the one the relay prints itself.
-func TestIssue13Item3OpenReadsVersionAndArch(t *testing.T) {
+//
+// Issue 13 item 3.
+func TestOpenReadsVersionAndArch(t *testing.T) {
 	out, err := exec.Command(bin.Path, relay.VersionArgs(bin.Path)[1:]...).Output()
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +46,8 @@ func TestIssue13Item3OpenReadsVersionAndArch(t *testing.T) {
 	}
 }
 
-func TestIssue13Item3OpenRefusesWhatIsNoStaticRelay(t *testing.T) {
+// Issue 13 item 3.
+func TestOpenRefusesWhatIsNoStaticRelay(t *testing.T) {
 	dir := t.TempDir()
 	text := filepath.Join(dir, "script")
 	os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755)
@@ -59,7 +62,8 @@ func TestIssue13Item3OpenRefusesWhatIsNoStaticRelay(t *testing.T) {
 	}
 }
 
-func TestIssue13Item3FindPrefersTheEnvironment(t *testing.T) {
+// Issue 13 item 3.
+func TestFindPrefersTheEnvironment(t *testing.T) {
 	t.Setenv(relay.EnvPath, bin.Path)
 	b, err := relay.Find()
 	if err != nil || b.Path != bin.Path {
@@ -73,7 +77,9 @@ func TestIssue13Item3FindPrefersTheEnvironment(t *testing.T) {
 
 // The argv builders speak the relay's own command line: a program run
 // with them under the real relay gets its arguments, and which finds sh.
-func TestIssue13Item3ArgvBuildersMatchTheRelay(t *testing.T) {
+//
+// Issue 13 item 3.
+func TestArgvBuildersMatchTheRelay(t *testing.T) {
 	dir := t.TempDir()
 	argv := relay.RunArgs(bin.Path, relay.RunOptions{Grace: 500 * time.Millisecond, Stdin: relay.StdinFramed, Tag: relay.NewTag(), Dir: dir, Env: []string{"WHO=berth"}},
 		"sh", "-c", `cat; echo "$0 $WHO $PWD"`, "arg0")
@@ -115,7 +121,8 @@ func TestIssue13Item3ArgvBuildersMatchTheRelay(t *testing.T) {
 	}
 }
 
-func TestIssue13Item3FrameWriterSplitsLargeWrites(t *testing.T) {
+// Issue 13 item 3.
+func TestFrameWriterSplitsLargeWrites(t *testing.T) {
 	var buf bytes.Buffer
 	fw := relay.NewFrameWriter(&buf)
 	big := bytes.Repeat([]byte("x"), 3<<20+5)

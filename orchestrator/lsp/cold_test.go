@@ -34,7 +34,7 @@ func busyCPUs(t *testing.T, n int) {
 	}
 }
 
-// coldRounds is how many fresh cold servers TestIssue11Item9ColdRename
+// coldRounds is how many fresh cold servers TestColdTypeScriptRenameRenamesEveryUse
 // tries: 3, or BERTH_SOAK for the soak run.
 func coldRounds(t *testing.T) int {
 	if v := os.Getenv("BERTH_SOAK"); v != "" {
@@ -67,11 +67,13 @@ func noProcessesIn(t *testing.T, dir string) {
 // included, by file.
 var scaleSites = map[string]int{"src/lib.ts": 1, "src/a.ts": 2, "src/b.ts": 3, "src/c.ts": 1}
 
-// TestIssue11Item9ColdRename: on a cold typescript-language-server with
+// TestColdTypeScriptRenameRenamesEveryUse: on a cold typescript-language-server with
 // the CPU loaded, references lists every use and lsp_rename renames every
 // one, and says "No new problems" only after the project checker and a
 // search for the old name found none. Each round starts fresh servers.
-func TestIssue11Item9ColdRename(t *testing.T) {
+//
+// Issue 11 item 9.
+func TestColdTypeScriptRenameRenamesEveryUse(t *testing.T) {
 	busyCPUs(t, 2)
 	rounds := coldRounds(t)
 	passed := 0
@@ -110,11 +112,11 @@ func TestIssue11Item9ColdRename(t *testing.T) {
 	t.Logf("%d of %d cold rounds passed", passed, rounds)
 }
 
-// TestIssue11Item9ReadinessSignals: each server's entry names the signal
+// TestEachServerSignalsItHasLoadedTheProject: each server's entry names the signal
 // by which it says it has loaded the project, and it comes: no grace
 // period stands in for it (issue 11 item 9). A workspace-wide query
 // waits for it; clangd, which knows only the files opened, says so.
-func TestIssue11Item9ReadinessSignals(t *testing.T) {
+func TestEachServerSignalsItHasLoadedTheProject(t *testing.T) {
 	for _, c := range []struct {
 		project, server, file string
 		hide                  []string

@@ -65,11 +65,13 @@ func sameFiles(t *testing.T, what string, before, after map[string]string) {
 	}
 }
 
-// TestIssue11Item1RenameThroughSymlinkOutOfWorkdir: a directory symlink
+// TestRenameThroughSymlinkOutsideIsRefused: a directory symlink
 // in the workdir leads out of it. gopls sees the package behind it as
 // part of the module; a rename must not write there, and no location or
 // diagnostic in it may be shown, since each resolves outside the workdir.
-func TestIssue11Item1RenameThroughSymlinkOutOfWorkdir(t *testing.T) {
+//
+// Issue 11 item 1.
+func TestRenameThroughSymlinkOutsideIsRefused(t *testing.T) {
 	t.Parallel()
 	wd, outside := escapeLayout(t, map[string]string{
 		"wd/go.mod":           "module example.com/wd\n\ngo 1.22\n",
@@ -120,10 +122,12 @@ func TestIssue11Item1RenameThroughSymlinkOutOfWorkdir(t *testing.T) {
 	sameFiles(t, "outside at the end", before, snapshotDir(t, filepath.Dir(outside)))
 }
 
-// TestIssue11Item1SymlinkOutOfWorkdirPyright is the same escape with
+// TestPyrightRenameThroughSymlinkOutsideIsRefused is the same escape with
 // pyright, which follows the import into the linked folder: it names the
 // file outside by its real path.
-func TestIssue11Item1SymlinkOutOfWorkdirPyright(t *testing.T) {
+//
+// Issue 11 item 1.
+func TestPyrightRenameThroughSymlinkOutsideIsRefused(t *testing.T) {
 	t.Parallel()
 	wd, outside := escapeLayout(t, map[string]string{
 		"wd/pyproject.toml":       "[project]\nname = \"wd\"\n",
@@ -152,7 +156,7 @@ func TestIssue11Item1SymlinkOutOfWorkdirPyright(t *testing.T) {
 // A rename's file operations are checked like its edits: one that
 // creates, renames or deletes a file through the link out of the workdir
 // refuses the rename, naming it (issue 11 item 1).
-func TestIssue11Item1FileOperationsOutside(t *testing.T) {
+func TestRenameFileOperationOutsideIsRefused(t *testing.T) {
 	wd, _ := escapeLayout(t, map[string]string{"wd/a.go": "package a\n", "outside/pkg/p.go": "package p\n"})
 	s := &server{cfg: ServerConfig{Name: "gopls"}, workdir: wd, encl: host.New(), ws: testRoot(t, wd)}
 	for _, op := range []protocol.DocumentChange{

@@ -86,7 +86,8 @@ func TestGopls(t *testing.T) {
 		contains(t, text, "column")
 	})
 
-	t.Run("issue 11 item 10: whole identifiers", func(t *testing.T) {
+	// Issue 11 item 10.
+	t.Run("whole identifiers win over longer ones", func(t *testing.T) {
 		// "Greet" is only inside Greeter on line 10: refused, naming it,
 		// and the hint it proposes lands on it.
 		contains(t, f.fails(t, q("definition", "main.go", 10, "Greet")),
@@ -244,11 +245,13 @@ func TestGopls(t *testing.T) {
 	})
 }
 
-// TestIssue11Item13WorkspaceSymbols: a Go workspace search lists the
+// TestGoWorkspaceSymbolsListTheWorkspacesOwn: a Go workspace search lists the
 // workspace's own symbols, not the standard library's (gopls answered
 // 91 of its 100 from it), best matches first, and says when the server's
 // own limit may have cut the list.
-func TestIssue11Item13WorkspaceSymbols(t *testing.T) {
+//
+// Issue 11 item 13.
+func TestGoWorkspaceSymbolsListTheWorkspacesOwn(t *testing.T) {
 	dir := t.TempDir()
 	dir, _ = filepath.EvalSymlinks(dir)
 	copyTree(t, filepath.Join("testdata", "go"), dir)
@@ -300,10 +303,12 @@ func TestSymbolRank(t *testing.T) {
 	}
 }
 
-// TestIssue11Item13CodeActions: code_actions puts gopls's quick fix
+// TestCodeActionsPutTheQuickFixFirst: code_actions puts gopls's quick fix
 // first and leaves out its entries that change no code ("Browse …"),
 // saying how many, unless asked for all.
-func TestIssue11Item13CodeActions(t *testing.T) {
+//
+// Issue 11 item 13.
+func TestCodeActionsPutTheQuickFixFirst(t *testing.T) {
 	dir := t.TempDir()
 	dir, _ = filepath.EvalSymlinks(dir)
 	copyTree(t, filepath.Join("testdata", "go"), dir)

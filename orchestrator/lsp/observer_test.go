@@ -39,13 +39,15 @@ func TestNewOnesInAnUnopenedFile(t *testing.T) {
 	}
 }
 
-// TestIssue11Item13WriteReports: what files/didWrite says of files it
+// TestDidWriteReportsUncheckedFilesInShort: what files/didWrite says of files it
 // could not check is whole and short. A file no server can serve gets its
 // whole reason on one line; a file that does not exist is never clean; a
 // file no server is meant for (a .csv) gets one line, not the catalog's
 // extensions; a file deleted after files/willWrite is checked as a
 // deletion.
-func TestIssue11Item13WriteReports(t *testing.T) {
+//
+// Issue 11 item 13.
+func TestDidWriteReportsUncheckedFilesInShort(t *testing.T) {
 	dir := t.TempDir()
 	dir, _ = filepath.EvalSymlinks(dir)
 	copyTree(t, filepath.Join("testdata", "go"), dir)

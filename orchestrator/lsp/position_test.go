@@ -46,11 +46,13 @@ func TestSymbolColumn(t *testing.T) {
 	}
 }
 
-// TestIssue11Item10SymbolPositions: a symbol matching a whole identifier
+// TestSymbolPositionPrefersAWholeIdentifier: a symbol matching a whole identifier
 // wins over one inside a longer identifier; a symbol found only inside
 // longer identifiers is refused, naming them; and every hint an error
 // proposes, passed back, lands on the place it names.
-func TestIssue11Item10SymbolPositions(t *testing.T) {
+//
+// Issue 11 item 10.
+func TestSymbolPositionPrefersAWholeIdentifier(t *testing.T) {
 	resolves := []struct {
 		line, symbol string
 		col          int

@@ -94,7 +94,7 @@ func TestConfig(t *testing.T) {
 // Issue 12 item 4: the lsp section's durations are time.Durations, read
 // and printed as the other sections' are ("1m30s"); one that is not a
 // duration is refused, naming it.
-func TestIssue12Item4DurationsAreTimeDurations(t *testing.T) {
+func TestLSPDurationsAreTimeDurations(t *testing.T) {
 	conf := DefaultConfig()
 	if err := yamlUnmarshal("debounce: 90s\nload_timeout: 1h30m\n", &conf); err != nil || conf.Debounce != 90*time.Second || conf.LoadTimeout != 90*time.Minute {
 		t.Errorf("read: debounce %s, load_timeout %s, %v", conf.Debounce, conf.LoadTimeout, err)

@@ -10,7 +10,7 @@ import (
 // position request (capability, method, request and renderer) or runs by
 // itself, and the schema's enum and per-action requirements are read off
 // the table, so a row is all an action needs.
-func TestIssue12Item4ActionsAreOneTable(t *testing.T) {
+func TestActionsAreOneTable(t *testing.T) {
 	seen := map[string]bool{}
 	for _, act := range actionTable {
 		if seen[act.name] {

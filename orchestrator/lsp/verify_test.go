@@ -11,12 +11,14 @@ import (
 const undefinedCalls = `for f in *.fake; do grep -n '^call ' "$f" | while IFS=: read -r n line; do ` +
 	`name=${line#call }; cat *.fake | grep -q "^$name " || echo "$f:$n:1: undefined: $name"; done; done`
 
-// TestIssue11Item9PartialRenameIsNotCalledClean: a server that renames
+// TestPartialRenameIsNotCalledClean: a server that renames
 // in the one file it was asked about (as tsserver did while it loaded the
 // project) leaves a caller broken. The rename reports what the project
 // checker and a search for the old name find, in its first line, and
 // says "No new problems" only when there is nothing to find.
-func TestIssue11Item9PartialRenameIsNotCalledClean(t *testing.T) {
+//
+// Issue 11 item 9.
+func TestPartialRenameIsNotCalledClean(t *testing.T) {
 	rename := map[string]any{"file": "a.fake", "line": 1, "symbol": "hello", "new_name": "bye"}
 	t.Run("with a checker", func(t *testing.T) {
 		conf := fakeConfig("-mode", "partial-rename")

@@ -22,7 +22,7 @@ func (failingDial) Dial(context.Context, int) (net.Conn, error) { return nil, er
 
 // Issue 15 item 1: the enclosure hook times process starts and counts
 // failed operations by driver and op, without the driver knowing.
-func TestIssue15Item1EnclosureHook(t *testing.T) {
+func TestEnclosureHookTimesStartsAndCountsFailures(t *testing.T) {
 	m := NewForTest()
 	enc := m.Enclosure(host.New())
 	if enc.Driver() != DriverHost || enc.ID() != host.New().ID() {

@@ -67,7 +67,7 @@ func TestBuildInfoAndSessionHelpers(t *testing.T) {
 
 // Issue 15 item 1: every label value that can appear exists at zero from
 // the start, so rate() and absent() work from the first scrape.
-func TestIssue15Item1LabelValuesStartAtZero(t *testing.T) {
+func TestLabelValuesStartAtZero(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, "v")
 	m.KnowTool("eval", "exec")
@@ -110,7 +110,7 @@ func TestIssue15Item1LabelValuesStartAtZero(t *testing.T) {
 
 // Issue 15 item 1: an idle timeout or a TTL expiry is counted on its own
 // as well as among the ends, so an alert need not know the reason label.
-func TestIssue15Item1IdleAndTTLCountedExplicitly(t *testing.T) {
+func TestIdleAndTTLEndsAreCountedOnTheirOwn(t *testing.T) {
 	m := NewForTest()
 	m.SessionStarted(KindKernel, DriverDocker)
 	m.SessionStarted(KindDebug, DriverHost)

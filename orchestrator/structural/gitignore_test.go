@@ -42,7 +42,9 @@ func TestIgnoreRules(t *testing.T) {
 // An anchored rule matches a name that merely starts with "..": the
 // matcher's own "relative to the rule's folder" took "/w/..cache" for a
 // path outside /w; it now uses workspace.Inside.
-func TestIssue12Item4AnchoredRuleMatchesDotDotName(t *testing.T) {
+//
+// Issue 12 item 4.
+func TestAnchoredRuleMatchesDotDotName(t *testing.T) {
 	ig := (&ignorer{}).with(parseIgnore("/w", []byte("/..cache\n")))
 	if !ig.ignored("/w/..cache", false) {
 		t.Error("/..cache does not ignore /w/..cache")

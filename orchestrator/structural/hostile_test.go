@@ -91,11 +91,13 @@ func swapDir(i int, dir, target string, pause time.Duration) {
 	time.Sleep(pause)
 }
 
-// TestIssue11Item2GrepNeverReadsOutside: while a file, and a folder, of
+// TestGrepNeverReadsOutsideThroughSwappedSymlinks: while a file, and a folder, of
 // the workdir are swapped again and again for symlinks to outside files,
 // ast_grep (on the file, and on the whole workspace) never returns a line
 // of the outside files, and every call is answered.
-func TestIssue11Item2GrepNeverReadsOutside(t *testing.T) {
+//
+// Issue 11 item 2.
+func TestGrepNeverReadsOutsideThroughSwappedSymlinks(t *testing.T) {
 	inside := "package p\n\nfunc Inside() {}\n"
 	f := newFixture(t, DefaultConfig(), map[string]string{"f.go": inside, "sub/g.go": inside})
 	out := outsideDir(t, map[string]string{"f.go": "package p\n\nfunc Escaped() {}\n", "g.go": "package p\n\nfunc Escaped() {}\n"})
@@ -127,11 +129,13 @@ func TestIssue11Item2GrepNeverReadsOutside(t *testing.T) {
 	t.Logf("%d of 600 calls matched the inside file; none read outside", matched)
 }
 
-// TestIssue11Item2ResolveNeverWritesOutside is the issue's reproduction:
+// TestResolveNeverWritesOutsideThroughSwappedSymlinks is the issue's reproduction:
 // ast_edit stages a change of sub/f.go; sub is then replaced by a symlink
 // to an outside folder holding the same bytes; resolve accept must not
 // rewrite the outside file. Then the same under a swap loop.
-func TestIssue11Item2ResolveNeverWritesOutside(t *testing.T) {
+//
+// Issue 11 item 2.
+func TestResolveNeverWritesOutsideThroughSwappedSymlinks(t *testing.T) {
 	const src = "package sub\n\nfunc f() {\n\tdone(1)\n}\n"
 	f := newFixture(t, DefaultConfig(), map[string]string{"sub/f.go": src})
 	out := outsideDir(t, map[string]string{"f.go": src})
@@ -187,11 +191,13 @@ func TestIssue11Item2ResolveNeverWritesOutside(t *testing.T) {
 	}
 }
 
-// TestIssue11Item3FIFOIsAnsweredAtOnce: a FIFO named as ast_grep's path
+// TestGrepOnAFIFOIsAnsweredAtOnce: a FIFO named as ast_grep's path
 // is refused by its kind; one in a folder, and a file swapped for a FIFO
 // while it is read, are skipped. 10,000 calls are each answered, and the
 // process's OS threads stay bounded.
-func TestIssue11Item3FIFOIsAnsweredAtOnce(t *testing.T) {
+//
+// Issue 11 item 3.
+func TestGrepOnAFIFOIsAnsweredAtOnce(t *testing.T) {
 	f := newFixture(t, DefaultConfig(), map[string]string{"a.go": goCall, "f.go": goCall})
 	if err := syscall.Mkfifo(filepath.Join(f.dir, "pipe.go"), 0o644); err != nil {
 		t.Fatal(err)
@@ -271,9 +277,11 @@ func osThreads() int {
 	return 0
 }
 
-// TestIssue11Item12bNoFilesOfLanguage: a folder with no file of the
+// TestGrepInAFolderWithoutTheLanguageSaysSo: a folder with no file of the
 // pattern's language says so, and what it holds, instead of "no matches".
-func TestIssue11Item12bNoFilesOfLanguage(t *testing.T) {
+//
+// Issue 11 item 12b.
+func TestGrepInAFolderWithoutTheLanguageSaysSo(t *testing.T) {
 	f := newFixture(t, DefaultConfig(), map[string]string{"a.go": goCall, "sub/b.go": goCall, "sub/notes.md": "x", "Makefile": "x", ".hidden.py": "x"})
 	f.fails("ast_grep", map[string]any{"pattern": "print($X)", "language": "python"},
 		`^no files of language python under the workspace \(found: go \(\.go\): 2 files, \.md: 1 file, no extension: 1 file\): pass the language of the files you mean, or a path that holds python files$`)
@@ -286,10 +294,12 @@ func TestIssue11Item12bNoFilesOfLanguage(t *testing.T) {
 	}
 }
 
-// TestIssue11Item12aStatementsInARow: a pattern of several statements
+// TestPatternOfSeveralStatementsMatchesThemInARow: a pattern of several statements
 // matches that many consecutive statements, in Python as in Go and
 // TypeScript (Python used to say "no matches (parsed as class member)").
-func TestIssue11Item12aStatementsInARow(t *testing.T) {
+//
+// Issue 11 item 12a.
+func TestPatternOfSeveralStatementsMatchesThemInARow(t *testing.T) {
 	f := newFixture(t, DefaultConfig(), map[string]string{
 		"a.py": "total = 1 + 2\nprint(total)\n",
 		"a.go": "package a\n\nfunc f() {\n\ttotal := 1 + 2\n\tfmt.Println(total)\n}\n",

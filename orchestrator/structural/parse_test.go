@@ -8,11 +8,11 @@ import (
 	"testing"
 )
 
-// TestIssue11Item7ParseKeepsNoHeap is the guard for issue 11 item 7:
+// TestParseKeepsNoHeap is the guard for issue 11 item 7:
 // go-tree-sitter's ParseWithOptions kept ~80 B of live heap per parse for
 // ever. 20,000 parses, each under its own cancellable context as a search
 // makes them, must leave the live heap where it was.
-func TestIssue11Item7ParseKeepsNoHeap(t *testing.T) {
+func TestParseKeepsNoHeap(t *testing.T) {
 	p, err := newParser(testLangs.byName["go"].lang)
 	if err != nil {
 		t.Fatal(err)

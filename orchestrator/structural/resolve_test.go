@@ -39,11 +39,13 @@ func (r *recorder) DidWrite(_ context.Context, _ *orchestrator.Run, paths []stri
 	return r.report, nil
 }
 
-// TestIssue11Item12cResolveReportsTheWritesProblems: resolve accept tells
+// TestResolveReportsTheWritesProblems: resolve accept tells
 // the write observer of the files before and after it writes them, as a
 // harness's files/willWrite and files/didWrite do, and shows its report;
 // with no observer it says the write was not checked.
-func TestIssue11Item12cResolveReportsTheWritesProblems(t *testing.T) {
+//
+// Issue 11 item 12c.
+func TestResolveReportsTheWritesProblems(t *testing.T) {
 	f := newFixture(t, DefaultConfig(), map[string]string{"a.go": goCall, "sub/b.go": goCall})
 	rec := &recorder{dir: f.dir, report: &orchestrator.WriteReport{State: orchestrator.WriteIssues, Text: "This write introduced 1 new problem(s):\n  a.go:4:2 error: undefined: finish"}}
 	f.p.Observers = rec

@@ -473,7 +473,9 @@ func TestPipesAreClosed(t *testing.T) {
 // wherever {surface} is in its runner's argv, so that its own tools can
 // keep a plan or readonly worker from writing. A rerun is told the
 // surface of the vibe_send that started it.
-func TestIssue11Item14WorkersLearnTheirSurface(t *testing.T) {
+//
+// Issue 11 item 14.
+func TestWorkersLearnTheirSurface(t *testing.T) {
 	f := newFixture(t, config([]string{"/bin/sh", "-c", `echo "env=$BERTH_SURFACE arg=$1 flag=$2"`, "sh", "{surface}", "--mode={surface}"}, nil))
 	callOn := func(s orchestrator.Surface, tool string, args any) string {
 		t.Helper()

@@ -89,11 +89,13 @@ func (h *hostile) outsideLink(i int, target string) string {
 	return rel
 }
 
-// TestIssue11Item2WriteNeverFollowsASwappedFolder: a change computed for
+// TestWriteNeverFollowsASwappedFolder: a change computed for
 // wd/sub/f.go is applied while wd/sub is swapped again and again for a
 // symlink to an outside folder holding the same bytes. The outside file
 // is never written, nor anything created beside it.
-func TestIssue11Item2WriteNeverFollowsASwappedFolder(t *testing.T) {
+//
+// Issue 11 item 2.
+func TestWriteNeverFollowsASwappedFolder(t *testing.T) {
 	h := newHostile(t)
 	const orig = "package sub\n\nfunc F() {}\n"
 	target := filepath.Join(h.wd, "sub", "f.go")
@@ -142,10 +144,12 @@ func TestIssue11Item2WriteNeverFollowsASwappedFolder(t *testing.T) {
 	}
 }
 
-// TestIssue11Item2ReadNeverFollowsASwappedFile: a file, and the folder
+// TestReadNeverFollowsASwappedFile: a file, and the folder
 // holding another, are swapped again and again for symlinks to outside
 // files while they are read; no read ever returns an outside byte.
-func TestIssue11Item2ReadNeverFollowsASwappedFile(t *testing.T) {
+//
+// Issue 11 item 2.
+func TestReadNeverFollowsASwappedFile(t *testing.T) {
 	h := newHostile(t)
 	const inside, outside = "package p // INSIDE\n", "package p // OUTSIDE\n"
 	h.write(t, filepath.Join(h.wd, "f.go"), inside)
@@ -186,9 +190,11 @@ func TestIssue11Item2ReadNeverFollowsASwappedFile(t *testing.T) {
 	t.Logf("%d reads inside, %d refused while swapped", read, refused)
 }
 
-// TestIssue11Item3FIFOAndSocketAreRefused: a named pipe or a socket
+// TestFIFOAndSocketAreRefused: a named pipe or a socket
 // where a file is expected is refused by its kind, at once.
-func TestIssue11Item3FIFOAndSocketAreRefused(t *testing.T) {
+//
+// Issue 11 item 3.
+func TestFIFOAndSocketAreRefused(t *testing.T) {
 	h := newHostile(t)
 	if err := syscall.Mkfifo(filepath.Join(h.wd, "pipe.go"), 0o644); err != nil {
 		t.Fatal(err)
@@ -219,11 +225,13 @@ func TestIssue11Item3FIFOAndSocketAreRefused(t *testing.T) {
 	}
 }
 
-// TestIssue11Item3ManyFIFOReadsKeepThreadsBounded: 10,000 reads of a
+// TestManyFIFOReadsKeepThreadsBounded: 10,000 reads of a
 // FIFO at once are each answered with the error, and the process's OS
 // threads stay bounded (each used to block a thread in open for ever,
 // and 10,000 of them ended the process with "thread exhaustion").
-func TestIssue11Item3ManyFIFOReadsKeepThreadsBounded(t *testing.T) {
+//
+// Issue 11 item 3.
+func TestManyFIFOReadsKeepThreadsBounded(t *testing.T) {
 	h := newHostile(t)
 	if err := syscall.Mkfifo(filepath.Join(h.wd, "pipe.go"), 0o644); err != nil {
 		t.Fatal(err)

@@ -316,7 +316,9 @@ func TestResolveStatSaysWhatIsThere(t *testing.T) {
 // Rel and Inside are the one "path relative to the workdir" every tool
 // shows paths with: a name that merely starts with ".." is inside (the
 // structural ignorer's copy took "..foo" for outside), dir itself is ".".
-func TestIssue12Item4RelAndInside(t *testing.T) {
+//
+// Issue 12 item 4.
+func TestRelAndInsideTakeDotDotNamesAsInside(t *testing.T) {
 	for _, tc := range []struct {
 		abs, want string
 		inside    bool

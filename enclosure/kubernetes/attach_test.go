@@ -22,7 +22,9 @@ import (
 // The configuration comes from kubernetes.kubeconfig or $KUBECONFIG,
 // with the context's namespace; none at all is an engine that does not
 // answer, which "auto" skips.
-func TestIssue16Item1ConfigurationFromKubeconfigOrEnvironment(t *testing.T) {
+//
+// Issue 16 item 1.
+func TestConfigurationFromKubeconfigOrEnvironment(t *testing.T) {
 	s := standIn(t)
 	runPod(t, s, kubetest.Pod{Namespace: "sandboxes", Name: "conv", Conversation: "c1"})
 	kc := s.Kubeconfig(t, "sandboxes")
@@ -56,7 +58,9 @@ func TestIssue16Item1ConfigurationFromKubeconfigOrEnvironment(t *testing.T) {
 // An API server that does not answer, or refuses Berth, is
 // ErrUnavailable with what to do: check the cluster and the
 // configuration, or grant the service account the Role.
-func TestIssue16Item1UnreachableOrRefusingAPIServerSaysWhatToDo(t *testing.T) {
+//
+// Issue 16 item 1.
+func TestUnreachableOrRefusingAPIServerSaysWhatToDo(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +84,9 @@ func TestIssue16Item1UnreachableOrRefusingAPIServerSaysWhatToDo(t *testing.T) {
 
 // A caller's context that has ended ends Attach and Start with its own
 // error, without reading the pod or running anything in it.
-func TestIssue16Item2CancelledContextEndsAttachAndStart(t *testing.T) {
+//
+// Issue 16 item 2.
+func TestCancelledContextEndsAttachAndStart(t *testing.T) {
 	s := standIn(t)
 	id := runPod(t, s, kubetest.Pod{})
 	d := newDriver(t, s, Options{})
@@ -97,7 +103,9 @@ func TestIssue16Item2CancelledContextEndsAttachAndStart(t *testing.T) {
 
 // {driver: "kubernetes", id: "namespace/pod[/container]"} names a pod;
 // "auto" finds the one running pod labelled with the conversation.
-func TestIssue16Item2AttachByIDAndAuto(t *testing.T) {
+//
+// Issue 16 item 2.
+func TestAttachByIDAndAuto(t *testing.T) {
 	s := standIn(t)
 	id := runPod(t, s, kubetest.Pod{Name: "one", Conversation: "conv-a"})
 	d := newDriver(t, s, Options{})
@@ -129,7 +137,9 @@ func TestIssue16Item2AttachByIDAndAuto(t *testing.T) {
 
 // A pod that is not Running, a missing one, or a container that does not
 // run is an error naming what it is; Berth never creates one.
-func TestIssue16Item2NotRunningIsAnErrorNamingThePhase(t *testing.T) {
+//
+// Issue 16 item 2.
+func TestPodNotRunningIsAnErrorNamingThePhase(t *testing.T) {
 	s := standIn(t)
 	id := runPod(t, s, kubetest.Pod{Name: "pending"})
 	d := newDriver(t, s, Options{})
@@ -159,7 +169,9 @@ func TestIssue16Item2NotRunningIsAnErrorNamingThePhase(t *testing.T) {
 
 // Berth is the pod's sidecar when kubernetes.sidecar says so, or when its
 // own pod (the downward API's $POD_NAME) is the one attached.
-func TestIssue16Item4SidecarDetectedFromOwnPod(t *testing.T) {
+//
+// Issue 16 item 4.
+func TestSidecarDetectedFromOwnPod(t *testing.T) {
 	s := standIn(t)
 	id := runPod(t, s, kubetest.Pod{Name: "with-berth"})
 	if attach(t, newDriver(t, s, Options{}), id).sidecar {

@@ -12,7 +12,7 @@ import (
 // A worker in an enclosure that sees the workdir at another path, as a
 // container sees it at its mount, starts in that path, not in the host's
 // (issue 13 item 4).
-func TestIssue13Item4WorkerThroughAMappedWorkdir(t *testing.T) {
+func TestWorkerThroughAMappedWorkdir(t *testing.T) {
 	var m *hosttest.Mapped
 	f := newFixtureIn(t, config([]string{"/bin/sh", "-c", "cat data.txt"}, nil), func(dir string) enclosure.Enclosure {
 		if err := os.WriteFile(filepath.Join(dir, "data.txt"), []byte("from the workdir\n"), 0o644); err != nil {

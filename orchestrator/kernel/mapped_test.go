@@ -12,7 +12,7 @@ import (
 // container sees it at its mount, starts there: its working directory and
 // the workdir's own interpreter (.venv) are given as that path, and a
 // cell reads the workdir's files by relative paths (issue 13 item 4).
-func TestIssue13Item4KernelThroughAMappedWorkdir(t *testing.T) {
+func TestKernelThroughAMappedWorkdir(t *testing.T) {
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 // Issue 15 item 1: a session ended by its run's end says why the run
 // ended when that is a disconnect or a shutdown, so SREs can tell a
 // harness that went away from one that stopped its runs.
-func TestIssue15Item1SessionEndReasonFollowsTheRun(t *testing.T) {
+func TestSessionEndReasonFollowsTheRun(t *testing.T) {
 	for runReason, want := range map[string]string{
 		orchestrator.EndDisconnect: metrics.ReasonDisconnected,
 		orchestrator.EndShutdown:   metrics.ReasonShutdown,
@@ -43,7 +43,7 @@ func TestIssue15Item1SessionEndReasonFollowsTheRun(t *testing.T) {
 
 // Issue 15 item 1: the run's enclosure is wrapped so that process starts
 // are timed by driver whatever the driver.
-func TestIssue15Item1RunsTimeTheirEnclosure(t *testing.T) {
+func TestRunsTimeTheirEnclosuresProcessStarts(t *testing.T) {
 	m := metrics.NewForTest()
 	rs := orchestrator.NewRuns(m, time.Hour)
 	run, err := rs.Start(context.Background(), orchestrator.StartParams{Workdir: t.TempDir(), Owner: t})
@@ -61,7 +61,7 @@ func TestIssue15Item1RunsTimeTheirEnclosure(t *testing.T) {
 
 // Issue 15 item 1: a provider's tools have their series from the moment
 // it is added, before any run lists or calls them.
-func TestIssue15Item1ToolSeriesExistAtStart(t *testing.T) {
+func TestToolSeriesExistOnceTheProviderIsAdded(t *testing.T) {
 	m := metrics.NewForTest()
 	reg := orchestrator.NewRegistry(m, 0)
 	reg.Add(namedProvider{})

@@ -15,7 +15,8 @@ import (
 	"github.com/berth-dev/berth/enclosure/relay"
 )
 
-func TestIssue13Item3RelayBakedIntoTheImage(t *testing.T) {
+// Issue 13 item 3.
+func TestRelayBakedIntoTheImageIsUsed(t *testing.T) {
 	want := relay.InstallPath(testRelay.Version)
 	if got := dockertest.Must(t, "image", "inspect", "-f", `{{index .Config.Labels "berth.relay"}}`, fullImage); got != want {
 		t.Fatalf("%s carries the relay %q, this tree builds %q: run scripts/images", fullImage, got, want)
@@ -27,7 +28,8 @@ func TestIssue13Item3RelayBakedIntoTheImage(t *testing.T) {
 	}
 }
 
-func TestIssue13Item3RelayCopiedWithTheArchiveAPI(t *testing.T) {
+// Issue 13 item 3.
+func TestRelayCopiedWithTheArchiveAPI(t *testing.T) {
 	id := runContainer(t, "", baseImage)
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
@@ -46,7 +48,9 @@ func TestIssue13Item3RelayCopiedWithTheArchiveAPI(t *testing.T) {
 
 // A tmpfs over /opt/berth hides the archive copy (the engine writes
 // beneath it): the relay is streamed through sh into the tmpfs.
-func TestIssue13Item3RelayStreamedWhereATmpfsHidesTheArchiveCopy(t *testing.T) {
+//
+// Issue 13 item 3.
+func TestRelayStreamedWhereATmpfsHidesTheArchiveCopy(t *testing.T) {
 	id := runContainer(t, "", baseImage, "--tmpfs", "/opt/berth:exec")
 	c := attach(t, newDriver(t, Options{}), id)
 	if c.relay != relay.InstallPath(testRelay.Version) || c.relayHow != "streamed through sh" {
@@ -57,7 +61,9 @@ func TestIssue13Item3RelayStreamedWhereATmpfsHidesTheArchiveCopy(t *testing.T) {
 
 // A read-only root takes no archive copy: the relay goes to a writable
 // tmpfs that allows exec.
-func TestIssue13Item3RelayStreamedIntoATmpfsOfAReadOnlyContainer(t *testing.T) {
+//
+// Issue 13 item 3.
+func TestRelayStreamedIntoATmpfsOfAReadOnlyContainer(t *testing.T) {
 	id := runContainer(t, "", baseImage, "--read-only", "--tmpfs", "/tmp:exec")
 	c := attach(t, newDriver(t, Options{}), id)
 	if want := relay.InstallDir("/tmp/.berth", testRelay.Version) + "/berth-relay"; c.relay != want || c.relayHow != "streamed through sh" {
@@ -69,7 +75,9 @@ func TestIssue13Item3RelayStreamedIntoATmpfsOfAReadOnlyContainer(t *testing.T) {
 // With a read-only root and only noexec tmpfs mounts (Docker's default
 // for --tmpfs) the relay cannot run anywhere: Attach fails and names
 // what it tried.
-func TestIssue13Item3RelayInstallFailsNamingWhatItTried(t *testing.T) {
+//
+// Issue 13 item 3.
+func TestRelayInstallFailsNamingWhatItTried(t *testing.T) {
 	id := runContainer(t, "", baseImage, "--read-only", "--tmpfs", "/tmp")
 	_, err := newDriver(t, Options{}).Attach(context.Background(), id)
 	if !errors.Is(err, enclosure.ErrNotSupported) {
@@ -82,7 +90,8 @@ func TestIssue13Item3RelayInstallFailsNamingWhatItTried(t *testing.T) {
 	}
 }
 
-func TestIssue13Item3RelayOfAnotherArchitectureIsRefused(t *testing.T) {
+// Issue 13 item 3.
+func TestRelayOfAnotherArchitectureIsRefused(t *testing.T) {
 	id := runContainer(t, "", baseImage)
 	other := *testRelay
 	other.Arch = "s390x"
@@ -152,11 +161,14 @@ func echo(t testing.TB, conn net.Conn, msg string) {
 	}
 }
 
-func TestIssue13Item3DialThroughTheRelay(t *testing.T) { testDial(t, DialRelay) }
+// Issue 13 item 3.
+func TestDialThroughTheRelay(t *testing.T) { testDial(t, DialRelay) }
 
 // A root Berth on the engine's host may enter the container's network
 // namespace instead (docker.dial: netns).
-func TestIssue13Item3DialThroughTheNetworkNamespace(t *testing.T) { testDial(t, DialNetns) }
+//
+// Issue 13 item 3.
+func TestDialThroughTheNetworkNamespace(t *testing.T) { testDial(t, DialNetns) }
 
 func testDial(t *testing.T, how string) {
 	id := runContainer(t, "", fullImage)
@@ -187,8 +199,10 @@ func testDial(t *testing.T, how string) {
 // trip (a DAP session's start), and a round trip on an open connection
 // (each DAP message). Run with
 //
-//	go test -run '^$' -bench Issue13Item3Dial ./enclosure/docker/
-func BenchmarkIssue13Item3Dial(b *testing.B) {
+//	go test -run '^$' -bench '^BenchmarkDial$' ./enclosure/docker/
+//
+// Issue 13 item 3.
+func BenchmarkDial(b *testing.B) {
 	id := runContainer(b, "", fullImage)
 	for _, how := range []string{DialRelay, DialNetns} {
 		c := attach(b, newDriver(b, Options{Dial: how}), id)

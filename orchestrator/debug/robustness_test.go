@@ -31,7 +31,7 @@ func (e *env) callAs(run *orchestrator.Run, args string) *orchestrator.Result {
 // Issue 11 item 4: a run of another connection that reuses the
 // conversation id can neither read nor drive the session; a run of the
 // launching connection (a subagent's) shares it.
-func TestIssue11Item4SessionBelongsToConnection(t *testing.T) {
+func TestSessionBelongsToItsConnection(t *testing.T) {
 	e := newEnv(t, "python", quickStops)
 	connA, connB := new(int), new(int)
 	e.run.Owner = connA
@@ -87,7 +87,7 @@ func TestIssue11Item4SessionBelongsToConnection(t *testing.T) {
 // Issue 11 item 8: a Berth killed with -9 leaves the binaries delve built
 // for it in the temporary directory; the next Berth's start removes them,
 // and only them.
-func TestIssue11Item8StaleBuiltBinariesSwept(t *testing.T) {
+func TestStaleBuiltBinariesAreSweptAtStart(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 
@@ -145,7 +145,7 @@ func TestIssue11Item8StaleBuiltBinariesSwept(t *testing.T) {
 
 // Issue 11 item 8: the binary delve builds for a launch carries the pid
 // of the Berth that asked for it, which the sweep reads.
-func TestIssue11Item8BuiltBinaryNamedWithPID(t *testing.T) {
+func TestBuiltBinaryIsNamedWithBerthsPID(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	e := newEnv(t, "golang", nil)
@@ -166,7 +166,7 @@ func TestIssue11Item8BuiltBinaryNamedWithPID(t *testing.T) {
 // Issue 11 item 11a: a Go program in a module below the working
 // directory is built from that module's root, not from the working
 // directory (where go build finds no go.mod).
-func TestIssue11Item11aNestedGoModule(t *testing.T) {
+func TestGoProgramInANestedModuleIsBuiltFromItsRoot(t *testing.T) {
 	e := newEnv(t, "gonested", nil)
 	e.ok(`{"operation":"breakpoints","file":"svc/cmd/app/main.go","lines":[11]}`)
 	e.ok(`{"operation":"launch","program":"svc/cmd/app"}`, "launched svc/cmd/app with delve", "stopped (breakpoint)", "svc/cmd/app/main.go:11 in main.main")
@@ -185,7 +185,7 @@ func TestIssue11Item11aNestedGoModule(t *testing.T) {
 // Issue 11 item 11b: a launch that fails says what the adapter said (the
 // compiler's errors for delve), not "check the debug console", which the
 // model does not have.
-func TestIssue11Item11bLaunchFailureCarriesAdapterOutput(t *testing.T) {
+func TestLaunchFailureCarriesAdapterOutput(t *testing.T) {
 	e := newEnv(t, "golang", nil)
 	if err := os.Mkdir(filepath.Join(e.dir, "broken"), 0o755); err != nil {
 		t.Fatal(err)
@@ -206,7 +206,7 @@ func TestIssue11Item11bLaunchFailureCarriesAdapterOutput(t *testing.T) {
 // there are, instead of the adapter's confusion (debugpy dropped its
 // server: "Server[1] disconnected unexpectedly"; lldb answered "0
 // children"). The session lives on.
-func TestIssue11Item11cStaleFrameAndReference(t *testing.T) {
+func TestStaleFrameAndReferenceAreRefusedWithTheFrames(t *testing.T) {
 	for _, tc := range []struct {
 		adapter, fixture, file, program string
 		line                            int
@@ -249,7 +249,7 @@ func TestIssue11Item11cStaleFrameAndReference(t *testing.T) {
 // Issue 11 item 11d: a breakpoint past the end of its file is refused
 // when it is set, with the file's length, before and during a session,
 // and nothing of the call is applied.
-func TestIssue11Item11dBreakpointPastEnd(t *testing.T) {
+func TestBreakpointPastTheEndOfItsFileIsRefused(t *testing.T) {
 	e := newEnv(t, "python", nil)
 	e.ok(`{"operation":"breakpoints","file":"app.py","lines":[13]}`)
 	e.fails(`{"operation":"breakpoints","file":"app.py","lines":[5, 21]}`, "app.py has 20 lines, so line 21 is past its end: pass lines from 1 to 20")
@@ -277,7 +277,7 @@ func TestIssue11Item11dBreakpointPastEnd(t *testing.T) {
 // ("50 (int)"), not lldb's command style "(int) $1 = 50 (int)"; and a
 // name that is also an lldb command is an expression, never the command
 // (c would have continued the program).
-func TestIssue11Item13LLDBEvaluateClean(t *testing.T) {
+func TestLLDBEvaluateAnswersTheValueOnly(t *testing.T) {
 	e := newEnv(t, "c", nil)
 	if out, err := exec.Command("gcc", "-g", "-O0", "-o", filepath.Join(e.dir, "prog"), filepath.Join(e.dir, "prog.c")).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)

@@ -30,7 +30,7 @@ func (reenterTool) Call(ctx context.Context, run *orchestrator.Run, _ json.RawMe
 // A harness's answer to harness/callTool reaches the tool as the JSON it
 // sent, not decoded and encoded again; one that is not a tool result is
 // refused, saying what it was (issue 12, item 4).
-func TestIssue12Item4HarnessResultIsForwardedRaw(t *testing.T) {
+func TestHarnessResultIsForwardedRaw(t *testing.T) {
 	s := newServer(t, 0)
 	s.Registry.Add(toolsProvider{reenterTool{}})
 	p, runID := startRunOverPipe(t, s)

@@ -63,7 +63,9 @@ func roundTrip(t *testing.T, c net.Conn, msg string) {
 // Dial port-forwards, a session of its own per connection, over SPDY
 // tunnelled through WebSocket or over plain SPDY when the upgrade fails;
 // a port nothing listens on is an error on the first read that says so.
-func TestIssue16Item4DialPortForwardsOverWebSocketAndSPDY(t *testing.T) {
+//
+// Issue 16 item 4.
+func TestDialPortForwardsOverWebSocketAndSPDY(t *testing.T) {
 	s := standIn(t)
 	p := attach(t, newDriver(t, s, Options{}), runPod(t, s, kubetest.Pod{}))
 	echoServer(t, p, 7777)
@@ -123,7 +125,9 @@ func TestIssue16Item4DialPortForwardsOverWebSocketAndSPDY(t *testing.T) {
 
 // A Berth that is the pod's sidecar dials the pod's loopback, which is
 // its own: here the test's.
-func TestIssue16Item4SidecarDialsLoopback(t *testing.T) {
+//
+// Issue 16 item 4.
+func TestSidecarDialsLoopback(t *testing.T) {
 	s := standIn(t)
 	p := attach(t, newDriver(t, s, Options{Sidecar: true}), runPod(t, s, kubetest.Pod{}))
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
@@ -155,7 +159,9 @@ func TestIssue16Item4SidecarDialsLoopback(t *testing.T) {
 // MapPath comes from the pod's volumeMounts of kubernetes.workspace_volume
 // and Berth's own mount of the same volume; a workspace Berth cannot see
 // is refused with the reason.
-func TestIssue16Item5PathsFromTheWorkspaceVolume(t *testing.T) {
+//
+// Issue 16 item 5.
+func TestMapPathFromTheWorkspaceVolume(t *testing.T) {
 	s := standIn(t)
 	wd := workdir(t)
 	id := runPod(t, s, kubetest.Pod{Workdir: wd, MountPath: "/src/project"})

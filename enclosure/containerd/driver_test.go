@@ -23,7 +23,8 @@ import (
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
 
-func TestIssue14Item2AttachByID(t *testing.T) {
+// Issue 14 item 2.
+func TestAttachByID(t *testing.T) {
 	wd := workdir(t)
 	id := run(t, "", fullImage, wd)
 	d := newDriver(t, Options{})
@@ -46,7 +47,8 @@ func TestIssue14Item2AttachByID(t *testing.T) {
 	}
 }
 
-func TestIssue14Item2AutoFindsOneNoneOrSeveral(t *testing.T) {
+// Issue 14 item 2.
+func TestAutoFindsOneNoneOrSeveral(t *testing.T) {
 	wd := workdir(t)
 	one := "conv-one-" + containerdtest.NewID()
 	id := run(t, one, fullImage, wd)
@@ -79,7 +81,9 @@ func TestIssue14Item2AutoFindsOneNoneOrSeveral(t *testing.T) {
 
 // A containerd that does not answer is skipped by auto with a log line,
 // and is an error that says so when named.
-func TestIssue14Item2AutoSkipsAContainerdThatDoesNotAnswer(t *testing.T) {
+//
+// Issue 14 item 2.
+func TestAutoSkipsAContainerdThatDoesNotAnswer(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "no-containerd.sock")
 	d := newDriver(t, Options{Address: sock})
 	var log strings.Builder
@@ -99,7 +103,9 @@ func TestIssue14Item2AutoSkipsAContainerdThatDoesNotAnswer(t *testing.T) {
 
 // Berth never creates or starts a task: a container without one, or whose
 // task has stopped, is an error that says so.
-func TestIssue14Item2NoRunningTask(t *testing.T) {
+//
+// Issue 14 item 2.
+func TestContainerWithoutARunningTaskIsAnError(t *testing.T) {
 	d := newDriver(t, Options{})
 	created := containerdtest.Create(t, testLabel, "conv-"+containerdtest.NewID(), baseImage)
 	_, err := d.Attach(context.Background(), created)
@@ -125,7 +131,9 @@ func lineOf(s, sub string) string {
 
 // Start: stdout and stderr apart, stdin through the framed relay, the exit
 // code, the cwd and env asked for on top of the container's own.
-func TestIssue14Item3StartStdioAndExitCode(t *testing.T) {
+//
+// Issue 14 item 3.
+func TestStartSplitsStreamsAndReportsTheExitCode(t *testing.T) {
 	wd := workdir(t)
 	id := run(t, "", fullImage, wd)
 	d := newDriver(t, Options{})
@@ -162,7 +170,9 @@ func TestIssue14Item3StartStdioAndExitCode(t *testing.T) {
 
 // Kill ends the relay's whole group, children in the background
 // included, deletes the exec'd process and leaves no FIFO.
-func TestIssue14Item3KillLeavesNothing(t *testing.T) {
+//
+// Issue 14 item 3.
+func TestKillLeavesNothing(t *testing.T) {
 	id := run(t, "", fullImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
@@ -191,7 +201,9 @@ func TestIssue14Item3KillLeavesNothing(t *testing.T) {
 // Dropping Berth's ends of the FIFOs (as Berth dying does) ends the run:
 // the shim holds no stdin writer of its own after CloseIO, so the relay
 // reads EOF and ends its group.
-func TestIssue14Item3DroppedStreamsLeaveNothing(t *testing.T) {
+//
+// Issue 14 item 3.
+func TestDroppedStreamsLeaveNothing(t *testing.T) {
 	id := run(t, "", fullImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
@@ -215,7 +227,8 @@ func TestIssue14Item3DroppedStreamsLeaveNothing(t *testing.T) {
 	noFIFOs(t, d, id)
 }
 
-func TestIssue14Item3LookPath(t *testing.T) {
+// Issue 14 item 3.
+func TestLookPathFindsProgramsAndNamesTheMissing(t *testing.T) {
 	id := run(t, "", fullImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
@@ -236,7 +249,9 @@ func TestIssue14Item3LookPath(t *testing.T) {
 // Dial reaches a port on the container's own loopback (the container has
 // no other network) through relay dial; a port nobody listens on is an
 // error that says so.
-func TestIssue14Item3Dial(t *testing.T) {
+//
+// Issue 14 item 3.
+func TestDialReachesTheContainersLoopback(t *testing.T) {
 	id := run(t, "", fullImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
@@ -278,7 +293,9 @@ while (b := conn.recv(4096)): conn.sendall(b.upper())
 
 // An image without the relay gets it streamed through an exec of sh
 // (containerd has no copy API); a second attach finds that copy.
-func TestIssue14Item3RelayStreamedIntoAnImageWithoutIt(t *testing.T) {
+//
+// Issue 14 item 3.
+func TestRelayStreamedIntoAnImageWithoutIt(t *testing.T) {
 	id := run(t, "", baseImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
@@ -303,7 +320,9 @@ func TestIssue14Item3RelayStreamedIntoAnImageWithoutIt(t *testing.T) {
 
 // MapPath and HostPath come from the OCI spec's mounts, with the mounts
 // package's rules and errors.
-func TestIssue14Item4Paths(t *testing.T) {
+//
+// Issue 14 item 4.
+func TestMapPathAndHostPathFromTheSpecsMounts(t *testing.T) {
 	wd := workdir(t)
 	if err := os.MkdirAll(filepath.Join(wd, "pkg"), 0o755); err != nil {
 		t.Fatal(err)
@@ -355,7 +374,9 @@ func TestIssue14Item4Paths(t *testing.T) {
 // error that says containerd did not answer; a process already running
 // lives on (its FIFOs go to the shim, not through containerd) and its
 // exit is read once containerd is back; the next calls work.
-func TestIssue14Item5ContainerdRestarted(t *testing.T) {
+//
+// Issue 14 item 5.
+func TestContainerdRestartKeepsRunningProcesses(t *testing.T) {
 	id := run(t, "", fullImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
@@ -396,7 +417,9 @@ func TestIssue14Item5ContainerdRestarted(t *testing.T) {
 
 // A signal reaches the program's group (SIGINT interrupts, as a kernel
 // needs).
-func TestIssue14Item3Signal(t *testing.T) {
+//
+// Issue 14 item 3.
+func TestSignalReachesTheProgramsGroup(t *testing.T) {
 	id := run(t, "", fullImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
@@ -422,7 +445,9 @@ func TestIssue14Item3Signal(t *testing.T) {
 // The container's task killed under a running process: the process ends,
 // and its Wait says the task stopped, not only an exit code; its exec and
 // FIFOs are cleaned up all the same.
-func TestIssue14Item3TaskKilledUnderAProcess(t *testing.T) {
+//
+// Issue 14 item 3.
+func TestTaskKilledUnderAProcessEndsIt(t *testing.T) {
 	id := run(t, "", fullImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
@@ -446,9 +471,11 @@ func TestIssue14Item3TaskKilledUnderAProcess(t *testing.T) {
 	}
 }
 
-// BenchmarkIssue14Item3Start: a process started under the relay and
+// BenchmarkStart: a process started under the relay and
 // waited for, against a bare exec of /bin/true.
-func BenchmarkIssue14Item3Start(b *testing.B) {
+//
+// Issue 14 item 3.
+func BenchmarkStart(b *testing.B) {
 	id := run(b, "", fullImage, "")
 	c := attach(b, newDriver(b, Options{}), id)
 	relaytest.BenchStart(b, c, func(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
@@ -456,10 +483,12 @@ func BenchmarkIssue14Item3Start(b *testing.B) {
 	})
 }
 
-// BenchmarkIssue14Item3Dial: a new connection through relay dial and one
+// BenchmarkDial: a new connection through relay dial and one
 // round trip, and a round trip of 512 bytes on an open connection, to an
 // echo server on the container's loopback.
-func BenchmarkIssue14Item3Dial(b *testing.B) {
+//
+// Issue 14 item 3.
+func BenchmarkDial(b *testing.B) {
 	id := run(b, "", fullImage, "")
 	c := attach(b, newDriver(b, Options{}), id)
 	const echo = `import socket, threading
@@ -512,7 +541,9 @@ while True:
 // Docker's own containers are in containerd's moby namespace, without
 // their labels: they are attached through the Docker driver only, so the
 // containerd driver refuses that namespace and says which driver to use.
-func TestIssue14Item2DockersNamespaceIsRefused(t *testing.T) {
+//
+// Issue 14 item 2.
+func TestDockersNamespaceIsRefused(t *testing.T) {
 	d := newDriver(t, Options{Namespace: DockerNamespace})
 	for what, err := range map[string]error{
 		"Attach": func() error { _, err := d.Attach(context.Background(), "any"); return err }(),
@@ -533,8 +564,10 @@ func TestIssue14Item2DockersNamespaceIsRefused(t *testing.T) {
 // of its own writer (CloseIO right after Start), the relay reads EOF and
 // ends its whole group. No process is left; what is left is the shim's
 // record of the exited exec and its FIFOs, which the next Attach removes
-// (TestIssue14Item3AttachSweepsWhatAKilledBerthLeft).
-func TestIssue14Item3BerthKilledLeavesNothing(t *testing.T) {
+// (TestAttachSweepsWhatAKilledBerthLeft).
+//
+// Issue 14 item 3.
+func TestBerthKilledLeavesNothing(t *testing.T) {
 	id := run(t, "", fullImage, "")
 	killedBerth(t, id, t.TempDir(), 0, func() {
 		if n := len(containerdtest.Pids(t, id)); n < 4 { // sleep infinity, relay, sh, sleep
@@ -552,7 +585,9 @@ func TestIssue14Item3BerthKilledLeavesNothing(t *testing.T) {
 // in the same directory, and directories that are not Berth's, are left
 // alone. The stubborn three are waited for together: one reapWait, not
 // three.
-func TestIssue14Item3AttachSweepsWhatAKilledBerthLeft(t *testing.T) {
+//
+// Issue 14 item 3.
+func TestAttachSweepsWhatAKilledBerthLeft(t *testing.T) {
 	id := run(t, "", fullImage, "")
 	fifos := t.TempDir()
 	foreign := []string{"123456789", "berth-notanowner@x@y"} // ctr's, and a look-alike
@@ -676,7 +711,9 @@ func execStatus(t *testing.T, d *Driver, id, execID string) string {
 
 // A kept LookPath answer is given only while the task runs: once it has
 // stopped, LookPath (and Start of a name) says so, as any other call.
-func TestIssue14Item3LookPathCachedAfterTheTaskStopped(t *testing.T) {
+//
+// Issue 14 item 3.
+func TestLookPathCacheEndsWhenTheTaskStops(t *testing.T) {
 	id := run(t, "", fullImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)

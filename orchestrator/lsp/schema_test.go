@@ -48,7 +48,7 @@ func BenchmarkDispatchLSPArgs(b *testing.B) {
 // Issue 12 item 2: what each action needs is in lsp's schema, and the
 // registry refuses a call without it, naming the action, the fields and
 // what to pass, before the tool runs.
-func TestIssue12Item2ActionRequirementsAreCheckedByTheSchema(t *testing.T) {
+func TestActionRequirementsAreCheckedByTheSchema(t *testing.T) {
 	reg := orchestrator.NewRegistry(metrics.NewForTest(), time.Minute)
 	reg.Add(specOnlyProvider{})
 	run := orchestrator.NewRun("r", "c", t.TempDir(), host.New(), nil, nil)

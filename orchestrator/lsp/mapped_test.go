@@ -14,7 +14,7 @@ import (
 // (references, a rename's edits, a definition outside the workdir) comes
 // back as workdir-relative paths, applied to the host's files (issue 13
 // item 4).
-func TestIssue13Item4GoplsThroughAMappedWorkdir(t *testing.T) {
+func TestGoplsThroughAMappedWorkdir(t *testing.T) {
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	copyTree(t, filepath.Join("testdata", "go"), dir)
 	m := hosttest.NewMapped(t, dir)

@@ -12,7 +12,7 @@ import (
 // Issue 12 item 2: what each operation takes and needs is in the schema
 // (the model reads it in tools/list), and the registry refuses a call that
 // breaks it, naming the operation and the field, before the tool runs.
-func TestIssue12Item2EachOperationsArgumentsAreCheckedByTheSchema(t *testing.T) {
+func TestEachOperationsArgumentsAreCheckedByTheSchema(t *testing.T) {
 	e := newEnv(t, "", nil)
 	valid := map[string]any{"file": "a.py", "lines": []int{1}, "program": "a.py", "args": []string{"x"}, "port": 5678,
 		"thread_id": 1, "frame_id": 0, "reference": 1, "expression": "x"}

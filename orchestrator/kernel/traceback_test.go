@@ -35,7 +35,9 @@ func checkPositions(t *testing.T, code, traceback, want string) {
 // A ToolError's stack is where the cell called tool(), without Node's
 // internals (the stream and event frames that read the answer) or the
 // driver's frames.
-func TestIssue11Item13JavaScriptToolErrorShowsTheCellNotNode(t *testing.T) {
+//
+// Issue 11 item 13.
+func TestJavaScriptToolErrorShowsTheCellNotNode(t *testing.T) {
 	e := newEnv(t, testConfig(), echoHarness())
 	code := "const q = 2;\nconst r = await tool(\"fail\", {})"
 	r := e.eval(code, js)
@@ -50,7 +52,9 @@ func TestIssue11Item13JavaScriptToolErrorShowsTheCellNotNode(t *testing.T) {
 
 // An error in a cell that ran rewritten (top-level await, or a const or
 // class made redeclarable) is reported at the cell's own line and column.
-func TestIssue11Item13ErrorColumnsAreTheCells(t *testing.T) {
+//
+// Issue 11 item 13.
+func TestErrorColumnsAreTheCells(t *testing.T) {
 	e := newEnv(t, testConfig(), nil)
 	for _, tc := range []struct{ code, at string }{
 		{"const s = await Promise.resolve('x'); s.nope()", "1:41"},

@@ -50,7 +50,9 @@ func execIn(t *testing.T, p *pod, cmd enclosure.Cmd, stdin string) (*handle, str
 // stream translator), or over SPDY when the upgrade fails; on both, the
 // program's stdin closes alone, its streams stay apart, and the exit code
 // comes from the stream's error.
-func TestIssue16Item3ExecOverWebSocketAndSPDYFallback(t *testing.T) {
+//
+// Issue 16 item 3.
+func TestExecOverWebSocketAndSPDYFallback(t *testing.T) {
 	s := standIn(t)
 	p := attach(t, newDriver(t, s, Options{}), runPod(t, s, kubetest.Pod{}))
 	script := enclosure.Cmd{Path: "sh", Args: []string{"-c", "tr a-z A-Z; echo to-stderr >&2; exit 3"}}
@@ -79,7 +81,9 @@ func TestIssue16Item3ExecOverWebSocketAndSPDYFallback(t *testing.T) {
 
 // The relay is the image's own when it carries this version, else
 // streamed in through an exec of sh; Which finds programs on the PATH.
-func TestIssue16Item3RelayStreamedThroughExecAndWhich(t *testing.T) {
+//
+// Issue 16 item 3.
+func TestRelayStreamedThroughExecAndWhichFindsPrograms(t *testing.T) {
 	s := standIn(t)
 	d := newDriver(t, s, Options{})
 	p := attach(t, d, runPod(t, s, kubetest.Pod{Image: baseImage}))
@@ -105,7 +109,9 @@ func TestIssue16Item3RelayStreamedThroughExecAndWhich(t *testing.T) {
 
 // The exec API takes no working directory or environment: the relay's sh
 // sets them.
-func TestIssue16Item3WorkingDirectoryAndEnvironment(t *testing.T) {
+//
+// Issue 16 item 3.
+func TestWorkingDirectoryAndEnvironmentSetByTheRelay(t *testing.T) {
 	s := standIn(t)
 	p := attach(t, newDriver(t, s, Options{}), runPod(t, s, kubetest.Pod{Workdir: workdir(t)}))
 	_, out, _, code := execIn(t, p, enclosure.Cmd{Path: "sh", Args: []string{"-c", `pwd; echo "$GREETING|$SPACED"`}, Dir: "/workspace", Env: []string{"GREETING=hi", "SPACED=a b  c"}}, "")
@@ -120,7 +126,9 @@ func TestIssue16Item3WorkingDirectoryAndEnvironment(t *testing.T) {
 
 // A container without a shell (a distroless image) still runs a process
 // in its directory with its environment: the relay sets both itself.
-func TestIssue16Item3DirAndEnvNeedNoShell(t *testing.T) {
+//
+// Issue 16 item 3.
+func TestDirAndEnvNeedNoShell(t *testing.T) {
 	s := standIn(t)
 	id := runPod(t, s, kubetest.Pod{Workdir: workdir(t)})
 	p := attach(t, newDriver(t, s, Options{}), id) // the relay installed, through sh if it must be
@@ -137,7 +145,9 @@ func TestIssue16Item3DirAndEnvNeedNoShell(t *testing.T) {
 
 // Kill ends the program and everything it started, though closing the
 // exec's stream alone would not; Signal interrupts through the relay.
-func TestIssue16Item3KillAndSignalThroughTheRelay(t *testing.T) {
+//
+// Issue 16 item 3.
+func TestKillAndSignalThroughTheRelay(t *testing.T) {
 	forEachStdio(t, func(t *testing.T, s *kubetest.Server, p *pod, id, dir string) {
 		killAndSignal(t, s, p, id, dir)
 	})
@@ -190,7 +200,9 @@ func killAndSignal(t *testing.T, s *kubetest.Server, p *pod, id, dir string) {
 
 // A pod deleted while a process runs in it ends the process with an
 // error that says so (ErrGone), and a new start says so too.
-func TestIssue16Item3PodDeletedMidCall(t *testing.T) {
+//
+// Issue 16 item 3.
+func TestPodDeletedMidCallIsErrGone(t *testing.T) {
 	forEachStdio(t, podDeletedMidCall)
 }
 

@@ -20,7 +20,8 @@ import (
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
 
-func TestIssue13Item2AttachByIDAndName(t *testing.T) {
+// Issue 13 item 2.
+func TestAttachByIDAndName(t *testing.T) {
 	wd := workdir(t)
 	name := "berth-test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	id := runContainer(t, "", fullImage, "--name", name, "-v", wd+":/workspace")
@@ -37,7 +38,8 @@ func TestIssue13Item2AttachByIDAndName(t *testing.T) {
 	}
 }
 
-func TestIssue13Item2AutoFindsOneNoneOrSeveral(t *testing.T) {
+// Issue 13 item 2.
+func TestAutoFindsOneNoneOrSeveral(t *testing.T) {
 	wd := workdir(t)
 	one := "conv-one-" + t.Name()
 	id := runContainer(t, one, fullImage, "-v", wd+":/workspace")
@@ -71,7 +73,9 @@ func TestIssue13Item2AutoFindsOneNoneOrSeveral(t *testing.T) {
 
 // An engine that does not answer is skipped by auto with a log line, and
 // is an error that says so when named.
-func TestIssue13Item2AutoSkipsAnEngineThatDoesNotAnswer(t *testing.T) {
+//
+// Issue 13 item 2.
+func TestAutoSkipsAnEngineThatDoesNotAnswer(t *testing.T) {
 	d := newDriver(t, Options{Host: "unix://" + t.TempDir() + "/no-engine.sock"})
 	var log strings.Builder
 	l := &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: d}, Auto: []string{Name},
@@ -86,7 +90,8 @@ func TestIssue13Item2AutoSkipsAnEngineThatDoesNotAnswer(t *testing.T) {
 	}
 }
 
-func TestIssue13Item2StoppedContainerAtAttachAndLater(t *testing.T) {
+// Issue 13 item 2.
+func TestStoppedContainerIsAnErrorAtAttachAndLater(t *testing.T) {
 	wd := workdir(t)
 	d := newDriver(t, Options{})
 	stopped := runContainer(t, "", fullImage, "-v", wd+":/workspace")
@@ -161,7 +166,8 @@ func assertStdio(t *testing.T, p enclosure.Process, socket bool) {
 	}
 }
 
-func TestIssue13Item2StartSplitsStreamsAndReportsExitCodes(t *testing.T) {
+// Issue 13 item 2.
+func TestStartSplitsStreamsAndReportsExitCodes(t *testing.T) {
 	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
 		ctx := context.Background()
 		socket := dir != ""
@@ -219,7 +225,9 @@ func TestIssue13Item2StartSplitsStreamsAndReportsExitCodes(t *testing.T) {
 }
 
 // Kill ends the program and what it started, in its group or not.
-func TestIssue13Item2KillLeavesNothing(t *testing.T) {
+//
+// Issue 13 item 2.
+func TestKillLeavesNothing(t *testing.T) {
 	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
 		p := startTree(t, c, dir)
 		p.Kill()
@@ -236,7 +244,9 @@ func TestIssue13Item2KillLeavesNothing(t *testing.T) {
 
 // Dropping the exec's connection without Kill (Berth's end of it gone)
 // ends the run too: the relay reads its stdin's EOF.
-func TestIssue13Item2DroppedConnectionLeavesNothing(t *testing.T) {
+//
+// Issue 13 item 2.
+func TestDroppedConnectionLeavesNothing(t *testing.T) {
 	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
 		p := startTree(t, c, dir)
 		p.(*handle).hj.Close()
@@ -274,7 +284,9 @@ func startTree(t *testing.T, c *container, dir string) enclosure.Process {
 
 // Signal reaches the program through the relay: SIGINT interrupts a
 // program that traps it, which lives on.
-func TestIssue13Item2SignalReachesTheProgram(t *testing.T) {
+//
+// Issue 13 item 2.
+func TestSignalReachesTheProgram(t *testing.T) {
 	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
 		p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", `trap 'echo interrupted' INT; echo ready; while :; do sleep 0.05; done`}, Dir: dir})
 		if err != nil {
@@ -302,7 +314,9 @@ func TestIssue13Item2SignalReachesTheProgram(t *testing.T) {
 // SIGTERM goes in the relay's stdin, with no exec; when that stream is
 // stalled (the program does not read its stdin, and a write filled the
 // pipe), it goes by exec instead and still arrives.
-func TestIssue13Item2TermSignalInTheStreamOrByExec(t *testing.T) {
+//
+// Issue 13 item 2.
+func TestTermSignalInTheStreamOrByExec(t *testing.T) {
 	id := runContainer(t, "", fullImage)
 	c := attach(t, newDriver(t, Options{}), id)
 	for _, stalled := range []bool{false, true} {
@@ -335,7 +349,8 @@ func TestIssue13Item2TermSignalInTheStreamOrByExec(t *testing.T) {
 	dockertest.OnlySleep(t, id)
 }
 
-func TestIssue13Item2LookPath(t *testing.T) {
+// Issue 13 item 2.
+func TestLookPathUsesTheImagesPATH(t *testing.T) {
 	wd := workdir(t)
 	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
 	c := attach(t, newDriver(t, Options{}), id)
@@ -402,7 +417,9 @@ func (p *engineProxy) stop() {
 
 // Done closes after Kill even when the engine no longer answers, and the
 // process, cut off from Berth, ends in the container all the same.
-func TestIssue13Item2DoneClosesAfterKillWhenTheEngineIsGone(t *testing.T) {
+//
+// Issue 13 item 2.
+func TestDoneClosesAfterKillWhenTheEngineIsGone(t *testing.T) {
 	wd := workdir(t)
 	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
 	for _, s := range stdios {
@@ -428,7 +445,9 @@ func TestIssue13Item2DoneClosesAfterKillWhenTheEngineIsGone(t *testing.T) {
 }
 
 // Start's context bounds the start only: the process outlives it.
-func TestIssue13Item2StartContextBoundsOnlyTheStart(t *testing.T) {
+//
+// Issue 13 item 2.
+func TestStartContextBoundsOnlyTheStart(t *testing.T) {
 	wd := workdir(t)
 	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
 	c := attach(t, newDriver(t, Options{}), id)
@@ -451,7 +470,9 @@ func TestIssue13Item2StartContextBoundsOnlyTheStart(t *testing.T) {
 // A working directory the container does not have fails Start with the
 // engine's reason, rather than passing it off as the program's output and
 // exit code (126).
-func TestIssue13Item2StartInAMissingDirectoryFails(t *testing.T) {
+//
+// Issue 13 item 2.
+func TestStartInAMissingDirectoryFails(t *testing.T) {
 	id := runContainer(t, "", fullImage)
 	c := attach(t, newDriver(t, Options{}), id)
 	_, err := c.Start(context.Background(), enclosure.Cmd{Path: "pwd", Dir: "/no/such/dir"})
@@ -473,8 +494,10 @@ func TestIssue13Item2StartInAMissingDirectoryFails(t *testing.T) {
 // at once, to its exit code, under the relay; and the same exec without
 // the relay, for the relay's share. Run with
 //
-//	go test -run '^$' -bench Issue13Item2Start ./enclosure/docker/
-func BenchmarkIssue13Item2Start(b *testing.B) {
+//	go test -run '^$' -bench '^BenchmarkStart$' ./enclosure/docker/
+//
+// Issue 13 item 2.
+func BenchmarkStart(b *testing.B) {
 	id := runContainer(b, "", fullImage)
 	c := attach(b, newDriver(b, Options{}), id)
 	relaytest.BenchStart(b, c, c.run)
@@ -482,7 +505,9 @@ func BenchmarkIssue13Item2Start(b *testing.B) {
 
 // Processes run as the container's default user, or as docker.user; the
 // relay is installed as root either way.
-func TestIssue13Item2ProcessesRunAsTheContainersUserOrDockerUser(t *testing.T) {
+//
+// Issue 13 item 2.
+func TestProcessesRunAsTheContainersUserOrDockerUser(t *testing.T) {
 	uid := func(c *container) string {
 		t.Helper()
 		p, err := c.Start(context.Background(), enclosure.Cmd{Path: "id", Args: []string{"-u"}})

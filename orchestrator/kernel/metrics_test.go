@@ -11,7 +11,7 @@ import (
 // Issue 15 item 1: a kernel Berth stops for breaking the protocol (a
 // frame over the limit) ends with reason error, not crashed: it did not
 // die on its own.
-func TestIssue15Item1OversizedFrameEndsWithReasonError(t *testing.T) {
+func TestOversizedFrameEndsWithReasonError(t *testing.T) {
 	noLeaks(t)
 	e := newEnv(t, testConfig(), nil)
 	if r := e.eval("display({'image/png': 'A' * (65 << 20)}, raw=True)"); !r.IsError {
@@ -28,7 +28,7 @@ func TestIssue15Item1OversizedFrameEndsWithReasonError(t *testing.T) {
 
 // Issue 15 item 1: a cell interrupted for its idle budget is counted by
 // how it ended.
-func TestIssue15Item1CellInterruptCounted(t *testing.T) {
+func TestCellInterruptIsCountedByHowItEnded(t *testing.T) {
 	noLeaks(t)
 	cfg := testConfig()
 	cfg.CellIdleBudget = time.Second

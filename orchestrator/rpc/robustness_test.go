@@ -89,7 +89,8 @@ func replies(t *testing.T, out Framer, n int) (errs []map[string]any, answered m
 	return errs, answered
 }
 
-func TestIssue11Item5StreamResynchronises(t *testing.T) {
+// Issue 11 item 5.
+func TestStreamResynchronisesAfterABadHeader(t *testing.T) {
 	req := `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"b":2}}`
 	pad := strings.Repeat("X-Pad: "+strings.Repeat("p", 90)+"\r\n", 100) // 9,900 bytes
 	for _, tc := range []struct {
@@ -134,7 +135,8 @@ func TestIssue11Item5StreamResynchronises(t *testing.T) {
 	}
 }
 
-func TestIssue11Item5StreamThatCannotBeRecoveredEndsOnlyItsConnection(t *testing.T) {
+// Issue 11 item 5.
+func TestStreamThatCannotBeRecoveredEndsOnlyItsConnection(t *testing.T) {
 	var log bytes.Buffer
 	var mu sync.Mutex
 	s := newServer(t, 0)
@@ -183,7 +185,8 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
-func TestIssue11Item6IDThatIsNotUTF8IsNotEchoed(t *testing.T) {
+// Issue 11 item 6.
+func TestIDThatIsNotUTF8IsNotEchoed(t *testing.T) {
 	_, p := newRawPair(t, echoHandler, 0)
 	for _, body := range []string{
 		"{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"echo\"}",
@@ -211,7 +214,8 @@ func TestIssue11Item6IDThatIsNotUTF8IsNotEchoed(t *testing.T) {
 	}
 }
 
-func TestIssue11Item6DeepJSONIsAnsweredUnderItsID(t *testing.T) {
+// Issue 11 item 6.
+func TestDeepJSONIsAnsweredUnderItsID(t *testing.T) {
 	_, p := newRawPair(t, echoHandler, 0)
 	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
 	for _, tc := range []struct {
@@ -258,7 +262,9 @@ func (p toolsProvider) Tools(*orchestrator.Run) []orchestrator.Tool { return p }
 // A tool call whose work never returns is answered when the harness
 // cancels it and at its deadline, and the work is counted in
 // berth_stuck_calls until it returns.
-func TestIssue11Item3StuckCallIsAnsweredOverTheProtocol(t *testing.T) {
+//
+// Issue 11 item 3.
+func TestStuckCallIsAnsweredOverTheProtocol(t *testing.T) {
 	s := newServer(t, 0)
 	stuck := &stuckTool{started: make(chan struct{}, 2), release: make(chan struct{}),
 		spec: orchestrator.Spec{Name: "stuck", ParallelSafe: true, InputSchema: json.RawMessage(`{"type":"object"}`), CancelGrace: time.Millisecond}}

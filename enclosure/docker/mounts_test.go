@@ -21,7 +21,9 @@ import (
 // The workdir mounted at /workspace, and at another path: Berth maps
 // through the mounts both ways, and the container's processes see the
 // file there.
-func TestIssue13Item4MapPathAndHostPathThroughTheMounts(t *testing.T) {
+//
+// Issue 13 item 4.
+func TestMapPathAndHostPathThroughTheMounts(t *testing.T) {
 	wd := workdir(t)
 	os.MkdirAll(filepath.Join(wd, "pkg"), 0o755)
 	os.WriteFile(filepath.Join(wd, "pkg", "a.txt"), []byte("from the host\n"), 0o644)
@@ -65,7 +67,9 @@ func TestIssue13Item4MapPathAndHostPathThroughTheMounts(t *testing.T) {
 // through its own mounts. Berth's side is played by a real container:
 // its own /proc/self files, read inside it, lead the driver to it, and
 // its inspected mounts translate.
-func TestIssue13Item4BerthInAContainerThroughItsOwnMounts(t *testing.T) {
+//
+// Issue 13 item 4.
+func TestBerthInAContainerThroughItsOwnMounts(t *testing.T) {
 	wd := workdir(t)
 	berth := runContainer(t, "", baseImage, "-v", wd+":/berth/checkout")
 	mountinfo := dockertest.Must(t, "exec", berth, "cat", "/proc/self/mountinfo")
@@ -88,7 +92,9 @@ func TestIssue13Item4BerthInAContainerThroughItsOwnMounts(t *testing.T) {
 
 // enclosure.path_map does the same where the engine does not know
 // Berth's container.
-func TestIssue13Item4BerthInAContainerThroughThePathMap(t *testing.T) {
+//
+// Issue 13 item 4.
+func TestBerthInAContainerThroughThePathMap(t *testing.T) {
 	wd := workdir(t)
 	target := runContainer(t, "", fullImage, "-v", wd+":/workspace")
 	d := newDriver(t, Options{PathMap: mounts.Table{{Source: wd, Destination: "/berth/checkout"}}})
@@ -115,7 +121,8 @@ func assertBerthView(t *testing.T, c *container, berthWD, how string) {
 	}
 }
 
-func TestIssue13Item4OwnContainerIDFromCgroupOrHostname(t *testing.T) {
+// Issue 13 item 4.
+func TestOwnContainerIDFromCgroupOrHostname(t *testing.T) {
 	id := strings.Repeat("0123456789abcdef", 4)
 	for _, cgroup := range []string{
 		"12:pids:/docker/" + id + "\n0::/\n",
@@ -138,7 +145,9 @@ func TestIssue13Item4OwnContainerIDFromCgroupOrHostname(t *testing.T) {
 // run/start with the Docker driver: a mounted workdir gives a run in the
 // container (its result names docker and the container's id); one the
 // container does not mount is refused with the mounts found.
-func TestIssue13Item4RunStartRefusesAnUnmountedWorkdir(t *testing.T) {
+//
+// Issue 13 item 4.
+func TestRunStartRefusesAnUnmountedWorkdir(t *testing.T) {
 	wd := workdir(t)
 	conv := "conv-" + t.Name()
 	id := runContainer(t, conv, fullImage, "-v", wd+":/workspace")

@@ -13,7 +13,7 @@ import (
 // that path (program, cwd, breakpoints), and the frames and breakpoints it
 // reports come back as workdir-relative paths with their source lines
 // (issue 13 item 4).
-func TestIssue13Item4DebugpyThroughAMappedWorkdir(t *testing.T) {
+func TestDebugpyThroughAMappedWorkdir(t *testing.T) {
 	var m *hosttest.Mapped
 	e := newEnvIn(t, "python", nil, func(dir string) enclosure.Enclosure {
 		m = hosttest.NewMapped(t, dir)
