@@ -89,7 +89,13 @@ func (p place) at(t *testing.T, dir string) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &site{place: p, Dir: dir, Conversation: fmt.Sprintf("e2e-%s-%d", sanitize(t.Name()), rand.Uint32())}
+	// A Kubernetes label value has at most 63 characters: a longer
+	// conversation id would label no pod, and "auto" would find none.
+	name := sanitize(t.Name())
+	if len(name) > 40 {
+		name = name[len(name)-40:]
+	}
+	s := &site{place: p, Dir: dir, Conversation: fmt.Sprintf("e2e-%s-%d", name, rand.Uint32())}
 	switch {
 	case p.image == "":
 	case p.engine == engineContainerd:

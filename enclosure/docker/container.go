@@ -78,9 +78,15 @@ func (c *container) unanswered(what string, err error) error {
 		what += ": "
 	}
 	e := fmt.Errorf("docker container %s: %sthe engine at %s did not answer (%s): check that the engine runs and answers there (docker info), then call again: %w", c.name, what, c.cli.DaemonHost(), why, enclosure.ErrUnavailable)
-	c.silentMu.Lock()
-	c.silent, c.silentAt = e, time.Now()
-	c.silentMu.Unlock()
+	// Only an engine that kept a call waiting is remembered: one that
+	// refused the connection (dockerd stopped, its socket gone) says so
+	// at once, and may be back for the very next call.
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		c.silentMu.Lock()
+		c.silent, c.silentAt = e, time.Now()
+		c.silentMu.Unlock()
+	}
 	return e
 }
 
