@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/berth-dev/berth/orchestrator/workspace"
@@ -75,46 +73,19 @@ func (s *server) showMentions(ctx context.Context, name string) error {
 // use the name.
 func (s *server) mentioning(name string) ([]string, error) {
 	var files []string
-	var failed error
-	seen := 0
-	walkErr := filepath.WalkDir(s.root, func(path string, d os.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			failed = fmt.Errorf("%s cannot be read (%v)", workspace.Rel(s.workdir, path), err)
-			return filepath.SkipAll
-		case d.IsDir():
-			if path != s.root && skipDir(d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		case !d.Type().IsRegular():
-			return nil
-		}
-		if _, ok := s.cfg.Extensions[strings.ToLower(filepath.Ext(path))]; !ok {
-			return nil
-		}
-		if seen++; seen > maxLeftoverFiles {
-			failed = fmt.Errorf("the search for the files that use it stopped after %d files", maxLeftoverFiles)
-			return filepath.SkipAll
-		}
-		b, err := s.readFile(path)
-		if err != nil {
-			failed = fmt.Errorf("%s cannot be read (%v)", workspace.Rel(s.workdir, path), err)
-			return filepath.SkipAll
-		}
+	cut, err := s.eachSourceFile(s.root, true, func(path string, b []byte) {
 		if !strings.Contains(string(b), name) {
-			return nil
+			return
 		}
 		for _, line := range strings.Split(string(b), "\n") {
 			if len(identifierAt(line, name)) > 0 {
 				files = append(files, path)
-				break
+				return
 			}
 		}
-		return nil
 	})
-	if failed == nil && walkErr != nil {
-		failed = walkErr
+	if err == nil && cut {
+		err = fmt.Errorf("the search for the files that use it stopped after %d files", maxLeftoverFiles)
 	}
-	return files, failed
+	return files, err
 }

@@ -143,30 +143,7 @@ const maxLeftovers = 20
 // identifier, as a user's search for the old name would, and records
 // what it finds in v. It returns why the search stopped early, or "".
 func (p *Provider) leftovers(run *orchestrator.Run, s *server, v *verification) (cut string) {
-	files := 0
-	_ = filepath.WalkDir(run.Workdir, func(path string, d os.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			return nil
-		case d.IsDir():
-			if path != run.Workdir && skipDir(d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		case !d.Type().IsRegular():
-			return nil
-		}
-		if _, ok := s.cfg.Extensions[strings.ToLower(filepath.Ext(path))]; !ok {
-			return nil
-		}
-		if files++; files > maxLeftoverFiles {
-			cut = fmt.Sprintf("the search for %q stopped after %d files", v.name, maxLeftoverFiles)
-			return filepath.SkipAll
-		}
-		b, err := s.readFile(path)
-		if err != nil {
-			return nil
-		}
+	stopped, _ := s.eachSourceFile(run.Workdir, false, func(path string, b []byte) {
 		rel := workspace.Rel(run.Workdir, path)
 		for i, line := range strings.Split(string(b), "\n") {
 			for _, at := range identifierAt(line, v.name) {
@@ -177,9 +154,57 @@ func (p *Provider) leftovers(run *orchestrator.Run, s *server, v *verification) 
 				}
 			}
 		}
+	})
+	if stopped {
+		cut = fmt.Sprintf("the search for %q stopped after %d files", v.name, maxLeftoverFiles)
+	}
+	return cut
+}
+
+// eachSourceFile calls fn with each regular file of s's languages under
+// root (skipping what markerDirs skips, and links) and its text. It
+// stops after maxLeftoverFiles files, and says so (cut). A file or folder
+// that cannot be read is passed over, or, when strict, ends the walk
+// with an error naming it.
+func (s *server) eachSourceFile(root string, strict bool, fn func(path string, b []byte)) (cut bool, err error) {
+	files := 0
+	unreadable := func(path string, e error) error {
+		if !strict {
+			return nil
+		}
+		err = fmt.Errorf("%s cannot be read (%v)", workspace.Rel(s.workdir, path), e)
+		return filepath.SkipAll
+	}
+	walkErr := filepath.WalkDir(root, func(path string, d os.DirEntry, werr error) error {
+		switch {
+		case werr != nil:
+			return unreadable(path, werr)
+		case d.IsDir():
+			if path != root && skipDir(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		case !d.Type().IsRegular():
+			return nil
+		}
+		if _, ok := s.cfg.Extensions[strings.ToLower(filepath.Ext(path))]; !ok {
+			return nil
+		}
+		if files++; files > maxLeftoverFiles {
+			cut = true
+			return filepath.SkipAll
+		}
+		b, rerr := s.readFile(path)
+		if rerr != nil {
+			return unreadable(path, rerr)
+		}
+		fn(path, b)
 		return nil
 	})
-	return cut
+	if err == nil && strict {
+		err = walkErr
+	}
+	return cut, err
 }
 
 // identifierAt returns the byte offsets in line where name occurs as a
