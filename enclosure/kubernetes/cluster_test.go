@@ -12,7 +12,7 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 )
 
-// clusterEnv turns on TestDriverAgainstARealCluster; clusterPodEnv names the pod
+// clusterEnv turns on TestClusterDriverExecKillAndDial; clusterPodEnv names the pod
 // it attaches to.
 const (
 	clusterEnv    = "BERTH_KUBE_TEST"
@@ -22,14 +22,15 @@ const (
 // The driver against a real cluster, which the stand-in can only stand
 // in for: run only when BERTH_KUBE_TEST=1, with a kubeconfig ($KUBECONFIG
 // or ~/.kube/config) and BERTH_KUBE_POD naming a running pod
-// (namespace/pod[/container]) whose container has sh. scripts/kube start
-// brings up a real single-node cluster here (docs/development/testing.md
-// shows the pod to make with kubectl); scripts/test does not run it yet,
-// so CI does not set the variable, and the test says so rather than pass
-// in silence. Berth creates no pod: the tester does.
+// (namespace/pod[/container]) whose container has sh. scripts/test's
+// cluster stage (scripts/kube-stage) starts a real single-node cluster
+// with scripts/kube, makes the pod as a harness would and sets both;
+// elsewhere the test says it did not run rather than pass in silence,
+// and scripts/kube-stage fails on that line. Berth creates no pod: the
+// tester does.
 //
 // Issue 16; issue 26 item 1 (scripts/kube).
-func TestDriverAgainstARealCluster(t *testing.T) {
+func TestClusterDriverExecKillAndDial(t *testing.T) {
 	if os.Getenv(clusterEnv) != "1" {
 		t.Logf("NOT RUN: no real cluster given. The driver was tested against the API-server stand-in only (kubetest); to run this test against a cluster (scripts/kube start makes one; see docs/development/testing.md), set %s=1, a kubeconfig ($KUBECONFIG), and %s=namespace/pod of a running pod with sh", clusterEnv, clusterPodEnv)
 		return
