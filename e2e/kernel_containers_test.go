@@ -97,14 +97,12 @@ func TestContainersIPythonDisplayWithoutIPython(t *testing.T) {
 		t.Errorf("%d images, want the 1 displayed", n)
 	}
 
-	const probe = `import sys, tqdm.auto, pandas as pd, matplotlib, matplotlib.pyplot as plt
-from pandas.io.formats import console
-print('tqdm.auto:', tqdm.auto.tqdm.__module__ + '.' + tqdm.auto.tqdm.__name__)
-print('pandas front end:', console.in_ipython_frontend())
-pd.set_option('display.html.table_schema', True)
-pd.reset_option('display.html.table_schema')
-print('matplotlib:', matplotlib.get_backend(), matplotlib.is_interactive(), getattr(plt, '_REPL_DISPLAYHOOK', None))
-print('IPython loaded:', 'IPython' in sys.modules)`
+	// The kernel package's probe of what the libraries decide.
+	b, err := os.ReadFile("../orchestrator/kernel/testdata/library_probe.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := string(b)
 	with := evalCell(t, c, run, "python", probe)
 	without := callTool(t, c, run, "eval", map[string]any{"code": probe, "language": "python", "reset": true, "description": "probe the libraries in a fresh kernel"})
 	if with.IsError || without.IsError || text(with) != text(without) || !strings.Contains(text(with), "IPython loaded: False") {

@@ -116,18 +116,16 @@ func TestIPythonDisplayWithoutIPython(t *testing.T) {
 	checkResult(t, e.eval("import sys\nsorted(m for m in sys.modules if m.lower().startswith('ipython'))"), false, []string{"[]"}, nil)
 }
 
-// libraryProbe prints what pandas, matplotlib and tqdm decide from
-// whether IPython is there: tqdm.auto's class (a notebook's widget or
-// the console's), pandas' idea of a notebook front end and its table
-// formatter, matplotlib's backend and the interactive hook of pyplot.
-const libraryProbe = `import sys, tqdm.auto, pandas as pd, matplotlib, matplotlib.pyplot as plt
-from pandas.io.formats import console
-print('tqdm.auto:', tqdm.auto.tqdm.__module__ + '.' + tqdm.auto.tqdm.__name__)
-print('pandas front end:', console.in_ipython_frontend())
-pd.set_option('display.html.table_schema', True)
-pd.reset_option('display.html.table_schema')
-print('matplotlib:', matplotlib.get_backend(), matplotlib.is_interactive(), getattr(plt, '_REPL_DISPLAYHOOK', None))
-print('IPython loaded:', 'IPython' in sys.modules)`
+// libraryProbe is testdata/library_probe.py: what pandas, matplotlib and
+// tqdm decide from whether IPython is there.
+func libraryProbe(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/library_probe.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 // The stand-in leaves pandas, matplotlib and tqdm.auto as they are
 // without IPython: the same probe answers alike in a kernel that has
@@ -136,14 +134,14 @@ func TestIPythonStandInLeavesLibrariesAsWithoutIPython(t *testing.T) {
 	cfg := testConfig()
 	cfg.Python = pythonWithoutIPython(t)
 	e := newEnv(t, cfg, nil)
-	without := mustOK(t, e.eval(libraryProbe))
+	without := mustOK(t, e.eval(libraryProbe(t)))
 	for _, w := range []string{"tqdm.auto: tqdm.asyncio.tqdm_asyncio", "pandas front end: False", "IPython loaded: False"} {
 		if !strings.Contains(without, w) {
 			t.Errorf("without the stand-in the probe lacks %q:\n%s", w, without)
 		}
 	}
 	mustOK(t, e.eval("from IPython.display import display, Markdown, HTML, Image", reset))
-	with := mustOK(t, e.eval(libraryProbe))
+	with := mustOK(t, e.eval(libraryProbe(t)))
 	if with != without {
 		t.Errorf("the libraries act differently once the stand-in is imported:\nwith:\n%s\nwithout:\n%s", with, without)
 	}
