@@ -265,7 +265,11 @@ func (d *Driver) ctx(ctx context.Context) (context.Context, context.CancelFunc) 
 
 // unavailable wraps an error of a containerd that did not answer.
 func (d *Driver) unavailable(err error) error {
-	timedOut := isUnavailable(err) || strings.Contains(err.Error(), context.DeadlineExceeded.Error())
+	// Only a containerd that kept a call waiting is remembered (and said
+	// to give no answer): one that refused the connection (stopped, its
+	// socket gone) says so at once, and may be back for the very next
+	// call.
+	timedOut := timedOut(err)
 	if timedOut {
 		err = fmt.Errorf("no answer within %s", apiTimeout)
 	}
@@ -401,6 +405,14 @@ func (d *Driver) notRunning(id, state string) error {
 
 // isUnavailable says whether err is containerd not answering rather than
 // an answer.
+// timedOut reports whether err is a call that ran out of time, rather
+// than one refused at once.
+func timedOut(err error) bool {
+	native := errgrpc.ToNative(err)
+	return errors.Is(native, context.DeadlineExceeded) || cerrdefs.IsDeadlineExceeded(native) ||
+		strings.Contains(err.Error(), context.DeadlineExceeded.Error())
+}
+
 func isUnavailable(err error) bool {
 	err = errgrpc.ToNative(err) // a raw gRPC status, as Wait's
 	return cerrdefs.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded) || cerrdefs.IsDeadlineExceeded(err)

@@ -248,7 +248,7 @@ type execRefused struct {
 }
 
 func (e *execRefused) Error() string {
-	return fmt.Sprintf("the engine could not start it (exit %d): %s", e.code, e.msg)
+	return fmt.Sprintf("the engine could not start it (exit %d): %s (check that the working directory exists in the container, under its mounts, and the program is there; then call again)", e.code, e.msg)
 }
 
 // Dial connects to a TCP port on the container's loopback.

@@ -246,7 +246,6 @@ func (s *StdioListener) Accept(ctx context.Context, ended <-chan struct{}) (*net
 		pending = map[*net.UnixConn]bool{} // being checked
 		loop    sync.WaitGroup
 		checks  sync.WaitGroup
-		got     *net.UnixConn
 	)
 	loop.Go(func() {
 		for {
@@ -297,17 +296,15 @@ func (s *StdioListener) Accept(ctx context.Context, ended <-chan struct{}) (*net
 		checks.Wait()
 		select {
 		case conn := <-won:
-			if conn != got {
-				conn.Close() // came after Accept gave up
-			}
+			conn.Close() // a second winner, or one after Accept gave up
 		default:
 		}
 	}()
 	var drain <-chan time.Time
 	for {
 		select {
-		case got = <-won:
-			return got, nil
+		case conn := <-won:
+			return conn, nil
 		case err := <-failed:
 			return nil, fmt.Errorf("accepting on %s: %w", s.path, err)
 		case <-ended:
