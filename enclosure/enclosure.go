@@ -137,15 +137,23 @@ type Checker interface {
 }
 
 // Check asks enc whether it still serves (see Checker); an enclosure that
-// cannot say is taken to serve. Callers ask once a call has failed or
-// hung, to tell the enclosure's fault from the program's.
+// cannot say, or none, is taken to serve. Callers ask once a call has
+// failed or hung, to tell the enclosure's fault from the program's. The
+// look is bounded by CheckWait and not by ctx's cancellation: a caller
+// whose own call was cancelled still learns why.
 func Check(ctx context.Context, enc Enclosure) error {
 	c, ok := enc.(Checker)
 	if !ok {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CheckWait)
+	defer cancel()
 	return c.Check(ctx)
 }
+
+// CheckWait bounds Check: an engine that does not answer takes its
+// driver's own API timeout to say so.
+const CheckWait = 15 * time.Second
 
 // Tagged is a process whose pid the driver cannot know (a Kubernetes
 // exec) but whose relay carries a tag of its own.

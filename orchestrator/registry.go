@@ -243,10 +243,6 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	return res, err
 }
 
-// checkWait bounds the look at a failed call's enclosure: an engine that
-// does not answer takes the driver's own API timeout to say so.
-const checkWait = 15 * time.Second
-
 // checkEnclosure asks the run's enclosure, once a call failed or hung,
 // whether it still serves: a container that stopped, was removed or is
 // paused, or an engine that does not answer, is the cause then, whatever
@@ -255,9 +251,7 @@ func checkEnclosure(caller context.Context, run *Run) error {
 	if run.Enclosure == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(caller), checkWait)
-	defer cancel()
-	return enclosure.Check(ctx, run.Enclosure)
+	return enclosure.Check(caller, run.Enclosure)
 }
 
 // enclosureDown is a failed call's answer when its enclosure is down

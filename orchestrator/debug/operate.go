@@ -437,10 +437,7 @@ func extOf(path string) string {
 // /workspace/internal/demo") relative to it, as every other path is, and
 // control characters other than newlines and tabs escaped.
 func (s *session) shown(out string) string {
-	if s.paths.root != nil {
-		out = s.paths.root.Relativize(out)
-	}
-	return text.Message(out)
+	return text.Message(s.paths.relative(out))
 }
 
 // Bounds on what adapterSaid shows.

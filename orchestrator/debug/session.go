@@ -161,25 +161,16 @@ func (s *session) adapterStopped() string {
 			}
 		case <-t.C:
 		}
-		t.Stop()
 	}
-	if s.enc != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), checkWait)
-		defer cancel()
-		if err := enclosure.Check(ctx, s.enc); err != nil {
-			return "the adapter stopped with its container: " + enclosure.Say(err)
-		}
+	if err := enclosure.Check(context.Background(), s.enc); err != nil {
+		return "the adapter stopped with its container: " + enclosure.Say(err)
 	}
 	return why
 }
 
 // adapterExitWait bounds the wait for an adapter's process to be known
-// ended once its stream ended; checkWait bounds the look at its
-// enclosure.
-const (
-	adapterExitWait = 3 * time.Second
-	checkWait       = 15 * time.Second
-)
+// ended once its stream ended.
+const adapterExitWait = 3 * time.Second
 
 // onEvent keeps the session's state; it runs on the reader goroutine.
 func (s *session) onEvent(e dap.EventMessage) {

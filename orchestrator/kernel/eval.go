@@ -130,20 +130,13 @@ func (t *evalTool) Call(ctx context.Context, run *orchestrator.Run, raw json.Raw
 		// removed container: the container is the cause, and its error
 		// says what to do (issue 24 item 11); what became of the kernel
 		// follows.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkWait)
-		down := enclosure.Check(cctx, run.Enclosure)
-		cancel()
-		if down != nil {
+		if down := enclosure.Check(ctx, run.Enclosure); down != nil {
 			res.IsError = true
 			res.Content = append([]orchestrator.Block{orchestrator.TextBlock(fmt.Sprintf("The cell could not finish: %s.", enclosure.Say(down)))}, res.Content...)
 		}
 	}
 	return res, nil
 }
-
-// checkWait bounds the look at the enclosure of a cell that did not
-// finish: an engine that does not answer takes its driver's API timeout.
-const checkWait = 15 * time.Second
 
 // settle keeps or discards the kernel after a cell and says what became
 // of it when the cell did not simply finish.

@@ -74,14 +74,10 @@ func (s *server) showMentions(ctx context.Context, name string) error {
 func (s *server) mentioning(name string) ([]string, error) {
 	var files []string
 	cut, err := s.eachSourceFile(s.root, true, func(path string, b []byte) {
-		if !strings.Contains(string(b), name) {
-			return
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if len(identifierAt(line, name)) > 0 {
-				files = append(files, path)
-				return
-			}
+		// No identifier holds a newline: the whole text is searched
+		// at once.
+		if len(identifierAt(string(b), name)) > 0 {
+			files = append(files, path)
 		}
 	})
 	if err == nil && cut {
