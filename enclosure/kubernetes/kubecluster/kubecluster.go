@@ -54,6 +54,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
@@ -107,7 +108,20 @@ func New(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeIdle(t, c.Config)
 	return c
+}
+
+// closeIdle drops the idle connections of cfg's clients when the test
+// ends: client-go keeps them (and their HTTP/2 readers) in a transport
+// shared by every client of the same TLS configuration, which a leak
+// check would find.
+func closeIdle(t testing.TB, cfg *rest.Config) {
+	t.Cleanup(func() {
+		if rt, err := rest.TransportFor(cfg); err == nil {
+			utilnet.CloseIdleConnectionsFor(rt)
+		}
+	})
 }
 
 // Open is New for a kubeconfig path.
@@ -481,6 +495,7 @@ func (c *Cluster) ServiceAccount(t testing.TB, ns string) *Identity {
 	if id.Config, err = clientcmd.BuildConfigFromFlags("", id.Kubeconfig); err != nil {
 		t.Fatal(err)
 	}
+	closeIdle(t, id.Config)
 	return id
 }
 
