@@ -91,7 +91,8 @@ func podCount(t *testing.T, p place) int {
 // The tool families in one berth/full pod of the real cluster, found by
 // "auto", Berth with deploy/kubernetes's ServiceAccount: one binary, a
 // run per family in a part of the tree the pod mounts, each family's own
-// checks (lsp and lsp_rename with gopls; ast_grep, ast_edit and resolve;
+// checks (lsp and lsp_rename with gopls; ast_grep, ast_edit and resolve,
+// with gopls's new problems;
 // debugpy launched and attached, dlv, both dialled through port-forwards;
 // kernels' state and tool() re-entry; workers), each ending with run/stop
 // leaving the pod's own process alone. Berth creates no pod.
@@ -102,7 +103,7 @@ func TestClusterFamilies(t *testing.T) {
 	p := inCluster(t, fullImage)
 	p.auto = true
 	s := p.fresh(t)
-	families := []family{lspGo, structural, debugpy, debugAttach, debugDelve, eval, vibeWorkers()}
+	families := []family{lspGo, resolveChecks, structural, debugpy, debugAttach, debugDelve, eval, vibeWorkers()}
 	c := startFamilies(t, append(families, clusterSection(t, p))...)
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) { f.check(t, c, s.sub(t, f.name)) })
