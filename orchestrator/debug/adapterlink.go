@@ -19,8 +19,8 @@ import (
 
 // adapterLink is a session's adapter process (none for attach, where the
 // debuggee's own adapter listens on a port) and its DAP client: it starts
-// the adapter in the enclosure and connects to it, says why its stream
-// ended, and ends it. The enclosure's process handle has its own owner
+// the adapter in the enclosure and connects to it, sends requests bounded
+// by the request wait, says why its stream ended, and ends it. The enclosure's process handle has its own owner
 // goroutine, and the adapter's stderr is drained into a capped buffer
 // (cmd.Stderr) that explains a failed start.
 type adapterLink struct {
@@ -28,6 +28,7 @@ type adapterLink struct {
 	// unexpectedly; nil in unit tests that build a session alone.
 	enc    enclosure.Enclosure
 	driver string            // the enclosure's, for metrics
+	wait   time.Duration     // debug.request_wait, bounding each request
 	proc   enclosure.Process // nil for attach
 	conn   net.Conn          // nil for stdio
 	stderr *capped
@@ -39,9 +40,9 @@ type adapterLink struct {
 
 // start starts the adapter a (its executable exe, in dir) in the
 // enclosure and connects to it: over its stdio, or (tcp) on the port it
-// prints within wait, through the enclosure's Dial. onEvent is the
-// client's.
-func (l *adapterLink) start(ctx context.Context, a *Adapter, exe, dir string, wait time.Duration, onEvent func(dap.EventMessage)) error {
+// prints within the request wait, through the enclosure's Dial. onEvent
+// is the client's.
+func (l *adapterLink) start(ctx context.Context, a *Adapter, exe, dir string, onEvent func(dap.EventMessage)) error {
 	proc, err := l.enc.Start(ctx, enclosure.Cmd{Path: exe, Args: a.Args, Dir: dir, Stderr: l.stderr})
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", a.ID, err)
@@ -51,7 +52,7 @@ func (l *adapterLink) start(ctx context.Context, a *Adapter, exe, dir string, wa
 		l.connect(proc.Stdout(), proc.Stdin(), onEvent)
 		return nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
+	wctx, cancel := context.WithTimeout(ctx, l.wait)
 	defer cancel()
 	port, err := listenPort(wctx, proc, l.stderr)
 	if err != nil {
@@ -102,6 +103,56 @@ func (l *adapterLink) stopped() string {
 		return "the adapter stopped with its container: " + enclosure.Say(err)
 	}
 	return why
+}
+
+// request sends one request and waits up to debug.request_wait for its
+// answer.
+func (l *adapterLink) request(ctx context.Context, req dap.RequestMessage) (dap.Message, error) {
+	rctx, cancel := context.WithTimeout(ctx, l.wait)
+	defer cancel()
+	return l.c.call(rctx, req)
+}
+
+// exchange is request with the answer typed as T, the response its
+// command has.
+func exchange[T dap.ResponseMessage](ctx context.Context, l *adapterLink, req dap.RequestMessage) (T, error) {
+	resp, err := l.request(ctx, req)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return as[T](req.GetRequest().Command, resp)
+}
+
+// as is a response as the type its request's command answers with. go-dap
+// types a response by the command the adapter wrote in it, so an adapter
+// that answers under another command gets an error here, not a panic.
+func as[T dap.ResponseMessage](command string, m dap.Message) (T, error) {
+	r, ok := m.(T)
+	if !ok {
+		return r, fmt.Errorf("the adapter answered %s with an unexpected message (%T): call status, or terminate and launch again", command, m)
+	}
+	return r, nil
+}
+
+// threadList lists the program's threads.
+func (l *adapterLink) threadList(ctx context.Context) ([]dap.Thread, error) {
+	resp, err := exchange[*dap.ThreadsResponse](ctx, l, &dap.ThreadsRequest{Request: dap.Request{Command: "threads"}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body.Threads, nil
+}
+
+// frames lists up to levels frames of a thread, and how many it has.
+func (l *adapterLink) frames(ctx context.Context, threadID, levels int) ([]dap.StackFrame, int, error) {
+	resp, err := exchange[*dap.StackTraceResponse](ctx, l, &dap.StackTraceRequest{Request: dap.Request{Command: "stackTrace"},
+		Arguments: dap.StackTraceArguments{ThreadId: threadID, Levels: levels}})
+	if err != nil {
+		return nil, 0, err
+	}
+	body := resp.Body
+	return body.StackFrames, body.TotalFrames, nil
 }
 
 // adapterExitWait bounds the wait for an adapter's process to be known

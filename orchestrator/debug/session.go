@@ -74,14 +74,14 @@ type session struct {
 func newSession(cfg *Config, a *Adapter, m *metrics.Metrics, p paths, program string) *session {
 	return &session{
 		cfg: cfg, adapter: a, metrics: m, paths: p, program: program, started: time.Now(),
-		link: adapterLink{stderr: newCapped(16 << 10)}, state: newProgramState(cfg.OutputLimit), ended: make(chan struct{}),
+		link: adapterLink{wait: cfg.RequestWait, stderr: newCapped(16 << 10)}, state: newProgramState(cfg.OutputLimit), ended: make(chan struct{}),
 	}
 }
 
 // start starts the adapter (its executable exe, in dir) in the run's
 // enclosure, connects to it and starts the session's clock.
 func (s *session) start(ctx context.Context, exe, dir string) error {
-	if err := s.link.start(ctx, s.adapter, exe, dir, s.cfg.RequestWait, s.onEvent); err != nil {
+	if err := s.link.start(ctx, s.adapter, exe, dir, s.onEvent); err != nil {
 		return err
 	}
 	s.supervise()
@@ -182,15 +182,13 @@ func (s *session) markLive() {
 // whichever order the adapter sends it. wait bounds the steps the program
 // start may hold up (a build, for delve).
 func (s *session) handshake(ctx context.Context, command string, args map[string]any, bps map[string][]int, wait time.Duration) error {
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestWait)
-	resp, err := s.link.c.call(rctx, &dap.InitializeRequest{
+	resp, err := s.link.request(ctx, &dap.InitializeRequest{
 		Request: dap.Request{Command: "initialize"},
 		Arguments: dap.InitializeRequestArguments{
 			ClientID: "berth", ClientName: "Berth", AdapterID: s.adapter.AdapterID,
 			LinesStartAt1: true, ColumnsStartAt1: true, PathFormat: "path", SupportsVariableType: true,
 		},
 	})
-	cancel()
 	if err != nil {
 		return err
 	}
@@ -256,19 +254,15 @@ func (s *session) handshake(ctx context.Context, command string, args map[string
 	}
 	s.state.holdBack(held)
 	if filters := s.adapter.exceptionFilters(s.caps); filters != nil {
-		rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestWait)
-		_, err := s.link.c.call(rctx, &dap.SetExceptionBreakpointsRequest{
+		_, err := s.link.request(ctx, &dap.SetExceptionBreakpointsRequest{
 			Request: dap.Request{Command: "setExceptionBreakpoints"}, Arguments: dap.SetExceptionBreakpointsArguments{Filters: filters},
 		})
-		cancel()
 		if err != nil {
 			return err
 		}
 	}
 	if s.caps.SupportsConfigurationDoneRequest {
-		rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestWait)
-		_, err := s.link.c.call(rctx, &dap.ConfigurationDoneRequest{Request: dap.Request{Command: "configurationDone"}})
-		cancel()
+		_, err := s.link.request(ctx, &dap.ConfigurationDoneRequest{Request: dap.Request{Command: "configurationDone"}})
 		if err != nil {
 			return err
 		}
@@ -292,15 +286,13 @@ func (s *session) setBreakpoints(ctx context.Context, hostFile string, lines []i
 	for i, l := range lines {
 		sbs[i] = dap.SourceBreakpoint{Line: l}
 	}
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestWait)
-	defer cancel()
 	req := &setBreakpointsRequest{Request: dap.Request{Command: "setBreakpoints"}}
 	req.Arguments.Source = dap.Source{Path: file, Name: baseName(file)}
 	req.Arguments.Breakpoints, req.Arguments.Lines = sbs, lines
 	if lines == nil {
 		req.Arguments.Lines = []int{}
 	}
-	resp, err := s.link.c.call(rctx, req)
+	resp, err := s.link.request(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -407,11 +399,11 @@ func (s *session) describeStop(ctx context.Context) string {
 	if st.frame == nil {
 		tid := st.threadID
 		if tid == 0 {
-			if ts, err := s.threadList(ctx); err == nil && len(ts) > 0 {
+			if ts, err := s.link.threadList(ctx); err == nil && len(ts) > 0 {
 				tid = ts[0].Id
 			}
 		}
-		frames, _, err := s.frames(ctx, tid, 1)
+		frames, _, err := s.link.frames(ctx, tid, 1)
 		if err != nil {
 			frames = nil
 		}
@@ -451,7 +443,7 @@ func (s *session) resume(ctx context.Context, command string, threadID int) (str
 		req = &dap.StepOutRequest{Request: dap.Request{Command: command}, Arguments: dap.StepOutArguments{ThreadId: threadID}}
 	}
 	w := s.link.c.watch(stopEvents...)
-	if _, err := s.request(ctx, req); err != nil {
+	if _, err := s.link.request(ctx, req); err != nil {
 		s.link.c.unwatch(w)
 		return "", err
 	}
@@ -465,7 +457,7 @@ func (s *session) pause(ctx context.Context, threadID int) (string, error) {
 		return "already " + s.describeStop(ctx), nil
 	}
 	if threadID == 0 {
-		ts, err := s.threadList(ctx)
+		ts, err := s.link.threadList(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -475,52 +467,15 @@ func (s *session) pause(ctx context.Context, threadID int) (string, error) {
 		threadID = ts[0].Id
 	}
 	w := s.link.c.watch(stopEvents...)
-	if _, err := s.request(ctx, &dap.PauseRequest{Request: dap.Request{Command: "pause"}, Arguments: dap.PauseArguments{ThreadId: threadID}}); err != nil {
+	if _, err := s.link.request(ctx, &dap.PauseRequest{Request: dap.Request{Command: "pause"}, Arguments: dap.PauseArguments{ThreadId: threadID}}); err != nil {
 		s.link.c.unwatch(w)
 		return "", err
 	}
 	return s.waitStop(ctx, w, s.cfg.StopWait), nil
 }
 
-// request sends one request and waits up to RequestWait for its answer.
-func (s *session) request(ctx context.Context, req dap.RequestMessage) (dap.Message, error) {
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestWait)
-	defer cancel()
-	return s.link.c.call(rctx, req)
-}
-
-// exchange is request with the answer typed as T, the response its
-// command has.
-func exchange[T dap.ResponseMessage](ctx context.Context, s *session, req dap.RequestMessage) (T, error) {
-	resp, err := s.request(ctx, req)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return as[T](req.GetRequest().Command, resp)
-}
-
-// as is a response as the type its request's command answers with. go-dap
-// types a response by the command the adapter wrote in it, so an adapter
-// that answers under another command gets an error here, not a panic.
-func as[T dap.ResponseMessage](command string, m dap.Message) (T, error) {
-	r, ok := m.(T)
-	if !ok {
-		return r, fmt.Errorf("the adapter answered %s with an unexpected message (%T): call status, or terminate and launch again", command, m)
-	}
-	return r, nil
-}
-
-func (s *session) threadList(ctx context.Context) ([]dap.Thread, error) {
-	resp, err := exchange[*dap.ThreadsResponse](ctx, s, &dap.ThreadsRequest{Request: dap.Request{Command: "threads"}})
-	if err != nil {
-		return nil, err
-	}
-	return resp.Body.Threads, nil
-}
-
 func (s *session) threads(ctx context.Context) (string, error) {
-	ts, err := s.threadList(ctx)
+	ts, err := s.link.threadList(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -535,16 +490,6 @@ func (s *session) threads(ctx context.Context) (string, error) {
 	return strings.TrimRight(b.String(), "\n"), nil
 }
 
-func (s *session) frames(ctx context.Context, threadID, levels int) ([]dap.StackFrame, int, error) {
-	resp, err := exchange[*dap.StackTraceResponse](ctx, s, &dap.StackTraceRequest{Request: dap.Request{Command: "stackTrace"},
-		Arguments: dap.StackTraceArguments{ThreadId: threadID, Levels: levels}})
-	if err != nil {
-		return nil, 0, err
-	}
-	body := resp.Body
-	return body.StackFrames, body.TotalFrames, nil
-}
-
 // stack lists up to 30 frames of the thread (default: the stopped one).
 func (s *session) stack(ctx context.Context, threadID int) (string, error) {
 	st, err := s.state.stopped()
@@ -554,7 +499,7 @@ func (s *session) stack(ctx context.Context, threadID int) (string, error) {
 	if threadID == 0 {
 		threadID = st.threadID
 	}
-	frames, total, err := s.frames(ctx, threadID, maxFrames)
+	frames, total, err := s.link.frames(ctx, threadID, maxFrames)
 	if err != nil {
 		return "", err
 	}
@@ -583,7 +528,7 @@ func (s *session) scopes(ctx context.Context, frameID int) (string, error) {
 	if err := s.checkFrame(ctx, st, frameID); err != nil {
 		return "", err
 	}
-	resp, err := exchange[*dap.ScopesResponse](ctx, s, &dap.ScopesRequest{Request: dap.Request{Command: "scopes"}, Arguments: dap.ScopesArguments{FrameId: frameID}})
+	resp, err := exchange[*dap.ScopesResponse](ctx, &s.link, &dap.ScopesRequest{Request: dap.Request{Command: "scopes"}, Arguments: dap.ScopesArguments{FrameId: frameID}})
 	if err != nil {
 		return "", err
 	}
@@ -613,7 +558,7 @@ func (s *session) variables(ctx context.Context, ref int) (string, error) {
 	if err := s.state.checkRef(st, ref); err != nil {
 		return "", err
 	}
-	resp, err := exchange[*dap.VariablesResponse](ctx, s, &dap.VariablesRequest{Request: dap.Request{Command: "variables"}, Arguments: dap.VariablesArguments{VariablesReference: ref}})
+	resp, err := exchange[*dap.VariablesResponse](ctx, &s.link, &dap.VariablesRequest{Request: dap.Request{Command: "variables"}, Arguments: dap.VariablesArguments{VariablesReference: ref}})
 	if err != nil {
 		return "", err
 	}
@@ -661,7 +606,7 @@ func (s *session) evaluate(ctx context.Context, expr string, frameID int) (strin
 		}
 	}
 	evalCtx := s.adapter.evaluateContext()
-	resp, err := exchange[*dap.EvaluateResponse](ctx, s, &dap.EvaluateRequest{Request: dap.Request{Command: "evaluate"},
+	resp, err := exchange[*dap.EvaluateResponse](ctx, &s.link, &dap.EvaluateRequest{Request: dap.Request{Command: "evaluate"},
 		Arguments: dap.EvaluateArguments{Expression: expr, FrameId: frameID, Context: evalCtx}})
 	if err != nil {
 		return "", err
@@ -688,7 +633,7 @@ func (s *session) checkFrame(ctx context.Context, st *stopState, id int) error {
 	if known {
 		return nil
 	}
-	frames, _, err := s.frames(ctx, tid, maxFrames)
+	frames, _, err := s.link.frames(ctx, tid, maxFrames)
 	if err != nil {
 		return err
 	}
