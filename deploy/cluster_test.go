@@ -221,10 +221,18 @@ func applyShape(ctx context.Context, t *testing.T, k *kubectl, s clusterShape, n
 	// volume; the pods' processes must be gone with them.
 	var podUIDs []string
 	t.Cleanup(func() {
-		c := context.Background()
+		c, s := context.Background(), time.Now()
+		// The pods first, waiting for them: the namespace controller
+		// then finds nothing left to wait for (it would requeue itself
+		// for seconds per pod still terminating).
+		if _, err := k.try(c, "", "-n", ns, "delete", "deployments,pods", "--all", "--cascade=foreground", "--timeout=2m"); err != nil {
+			t.Error(err)
+		}
+		pods := time.Since(s)
 		if _, err := k.try(c, "", "delete", "namespace", ns, "--timeout=3m"); err != nil {
 			t.Error(err)
 		}
+		t.Logf("the pods deleted in %s, the namespace %s %s later", pods.Round(time.Millisecond), ns, (time.Since(s) - pods).Round(time.Millisecond))
 		if o.volume != "" {
 			if _, err := k.try(c, "", "delete", "pv", o.volume, "--timeout=1m"); err != nil {
 				t.Error(err)
@@ -494,11 +502,12 @@ func writeOverlay(t *testing.T, k *kubectl, s clusterShape, base *shape, ns, nod
 // podOps are the JSON patch operations that make a pod spec of a shape
 // run here: hostNetwork; every image from the node's containerd; Berth
 // on 127.0.0.1:port, its API server on loopback; every probe to
-// 127.0.0.1. A short grace: the sandbox's sleep ignores SIGTERM.
+// 127.0.0.1. A short grace: the sleep of the sandbox (and of the
+// harness's stand-in) ignores SIGTERM.
 func podOps(prefix string, spec corev1.PodSpec, port int, apiEnv []map[string]any) []map[string]any {
 	ops := []map[string]any{
 		{"op": "add", "path": prefix + "/hostNetwork", "value": true},
-		{"op": "add", "path": prefix + "/terminationGracePeriodSeconds", "value": 5},
+		{"op": "add", "path": prefix + "/terminationGracePeriodSeconds", "value": 2},
 	}
 	for _, list := range []struct {
 		field string
