@@ -48,3 +48,23 @@ func TestRefusalsAreWordedAndAnsweredUnderTheirID(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRefusal: every message the library refuses gets an answer the
+// library (and so a harness) can read.
+func FuzzRefusal(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"m"}`, `[]`, `{"id":null}`, `{"jsonrpc":"2.0","id":"a\u00e9"}`, "{\"id\":\"\xff\"}", `"x"`, `{"id":1.0}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, err := jsonrpc2.DecodeMessage(b); err == nil {
+			return
+		}
+		id, reason, e := refusal(b)
+		if reason == "" || e.Code != CodeParseError && e.Code != CodeInvalidRequest {
+			t.Fatalf("%q: refused as %q %d", b, reason, e.Code)
+		}
+		if _, err := jsonrpc2.DecodeMessage(jsonrpc2.AppendResponse(nil, id, nil, e.toWire())); err != nil {
+			t.Fatalf("%q: the refusal does not decode: %v", b, err)
+		}
+	})
+}
