@@ -18,9 +18,10 @@ import (
 	"io"
 	"net"
 	"os"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // Enclosure is where a run's processes live.
@@ -86,21 +87,24 @@ type Process interface {
 	Wait() (int, error)
 }
 
-// Sentinel error classes; wrap them with %w.
+// The error classes, Berth's one set (internal/errclass) under the
+// names the drivers use; wrap them with %w.
 var (
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = errclass.ErrNotFound
 	// ErrGone marks an enclosure that is not running or no longer
 	// exists (a stopped or removed container): nothing started in it can
 	// help, only another enclosure. It is also ErrNotFound.
-	ErrGone          = fmt.Errorf("not running: %w", ErrNotFound)
-	ErrNotSupported  = errors.New("not supported")
-	ErrInvalidConfig = errors.New("invalid")
+	ErrGone = errclass.ErrGone
+	// ErrNotSupported marks what this enclosure cannot do: a case of
+	// invalid.
+	ErrNotSupported  = errclass.Kind("not supported", errclass.ErrInvalid)
+	ErrInvalidConfig = errclass.ErrInvalid
 	// ErrPaused marks an enclosure that exists but is paused (docker
 	// pause, a paused containerd task): its processes keep their state
 	// and answer nothing until it is unpaused, and the engine starts
 	// nothing in it. It is also ErrUnavailable: the call can succeed
 	// once the enclosure is unpaused, in the same run.
-	ErrPaused = fmt.Errorf("paused: %w", ErrUnavailable)
+	ErrPaused = errclass.Kind("paused", errclass.ErrUnavailable)
 )
 
 // Down reports whether err says the enclosure itself cannot serve: it
@@ -113,20 +117,9 @@ func Down(err error) bool {
 }
 
 // Say is err's message for a person: without the class words the %w
-// sentinels append (": paused: unavailable", ": not running: not found"),
-// which tell code what happened and only make a sentence longer.
-func Say(err error) string {
-	if err == nil {
-		return ""
-	}
-	msg := err.Error()
-	for _, class := range []error{ErrPaused, ErrUnavailable, ErrGone, ErrNotFound} {
-		if t, ok := strings.CutSuffix(msg, ": "+class.Error()); ok {
-			return t
-		}
-	}
-	return msg
-}
+// sentinels append (": paused", ": gone"), which tell code what happened
+// and only make a sentence longer.
+func Say(err error) string { return errclass.Say(err) }
 
 // Checker is an enclosure that can say whether it still serves: nil
 // while it runs, else an error for which Down is true, naming it and
@@ -190,7 +183,7 @@ type Driver interface {
 
 // ErrUnavailable marks an engine that did not answer, or an enclosure
 // that is paused (ErrPaused); "auto" skips it.
-var ErrUnavailable = errors.New("unavailable")
+var ErrUnavailable = errclass.ErrUnavailable
 
 // ConversationLabel is the label "auto" looks for, its value the
 // conversation's id.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
@@ -157,7 +158,7 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	tier := spec.Tier.String()
 	if spec.Tier > s.MaxTier() {
 		g.count(name, tier, "refused")
-		return Errorf("tool %s (tier %s) is not allowed on the %s surface, which may only use read-tier tools; ask the full agent to run it", name, spec.Tier, s), nil
+		return Errorf("tool %s (tier %s) is not allowed on the %s surface, which may only use read-tier tools; ask the full agent to run it", name, spec.Tier, s).Classed(errclass.ErrPermission), nil
 	}
 	sch, err := g.schema(spec)
 	if err != nil {
@@ -166,7 +167,7 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	args = ArgsOrEmpty(args)
 	if msg := validateArgs(name, sch, args); msg != "" {
 		g.count(name, tier, "invalid")
-		return Errorf("invalid arguments for %s: %s. Fix the arguments and call again.", name, msg), nil
+		return Errorf("invalid arguments for %s: %s. Fix the arguments and call again.", name, msg).Classed(errclass.ErrInvalid), nil
 	}
 
 	timeout := spec.Timeout
@@ -186,7 +187,7 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 		case lock <- struct{}{}:
 		case <-ctx.Done():
 			g.count(name, tier, "canceled")
-			return Errorf("%s was not started: an earlier %s call on this run is still running and this call was cancelled or timed out while waiting", name, name), nil
+			return Errorf("%s was not started: an earlier %s call on this run is still running and this call was cancelled or timed out while waiting", name, name).Classed(ctx.Err()), nil
 		}
 	}
 
@@ -238,7 +239,13 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 		}
 	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return Errorf("%s timed out after %s: %v", name, timeout, err), nil
+		return Errorf("%s timed out after %s: %v", name, timeout, err).Classed(errclass.ErrTimeout), nil
+	}
+	if err != nil && !errors.Is(err, ErrRunEnded) {
+		// A tool's failure is the model's to act on: an error result
+		// carrying the class, never a protocol error. Only a run that
+		// ended under the call is the protocol's (-32002).
+		return Failed(fmt.Errorf("%s: %w", name, err)), nil
 	}
 	return res, err
 }
@@ -270,10 +277,10 @@ func enclosureDown(name string, down error, res *Result, err error) *Result {
 	}
 	if res != nil && err == nil && strings.Contains(said, enclosure.Say(down)) {
 		res.IsError = true
-		return res
+		return res.Classed(down)
 	}
 	slog.Debug("a call failed in an enclosure that is down; its own answer is replaced", "tool", name, "answer", said, "enclosure", down)
-	return Errorf("%s could not do its work: %s.", name, enclosure.Say(down))
+	return Errorf("%s could not do its work: %s.", name, enclosure.Say(down)).Classed(down)
 }
 
 // DefaultCancelGrace is how long a tool whose Spec names no CancelGrace
@@ -364,12 +371,12 @@ func abandoned(caller, ctx context.Context, run *Run, name string, timeout time.
 	o := outcome{abandoned: true}
 	switch {
 	case caller.Err() != nil:
-		o.res = Errorf("%s was cancelled and did not stop when asked; %s", name, left)
+		o.res = Errorf("%s was cancelled and did not stop when asked; %s", name, left).Classed(errclass.ErrCanceled)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		o.res = Errorf("%s timed out after %s and did not stop when asked; %s. Do not repeat the call as it was: check what it was given (a path that names a FIFO or a device, an input that never ends)", name, timeout, left)
+		o.res = Errorf("%s timed out after %s and did not stop when asked; %s. Do not repeat the call as it was: check what it was given (a path that names a FIFO or a device, an input that never ends)", name, timeout, left).Classed(errclass.ErrTimeout)
 	default: // the run ended
 		_, why := run.Ended()
-		o.res = Errorf("%s did not stop when its run ended (%s); %s", name, why, left)
+		o.res = Errorf("%s did not stop when its run ended (%s); %s", name, why, left).Classed(ErrRunEnded)
 	}
 	return o
 }
@@ -384,7 +391,7 @@ func (g *Registry) unknownTool(run *Run, s Surface, name string) *Result {
 		}
 		for _, t := range p.Tools(run) {
 			if t.Spec().Name == name {
-				return Errorf("tool %s is not available for this run: its feature %q is off (turn it on with run/start or run/update)", name, p.Feature())
+				return Errorf("tool %s is not available for this run: its feature %q is off (turn it on with run/start or run/update)", name, p.Feature()).Classed(errclass.ErrInvalid)
 			}
 		}
 	}
@@ -392,7 +399,7 @@ func (g *Registry) unknownTool(run *Run, s Surface, name string) *Result {
 	for _, sp := range g.List(run, s) {
 		names = append(names, sp.Name)
 	}
-	return Errorf("unknown tool %q: this run offers %s", name, strings.Join(names, ", "))
+	return Errorf("unknown tool %q: this run offers %s", name, strings.Join(names, ", ")).Classed(errclass.ErrNotFound)
 }
 
 func (g *Registry) schema(spec Spec) (*inputSchema, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -240,22 +241,54 @@ func TestWebSocketNeedsTheTokenAndSkipsOversizedMessages(t *testing.T) {
 
 func TestCoreErrorsMapToCodes(t *testing.T) {
 	cases := []struct {
-		err  error
-		code int64
-		msg  string
+		err   error
+		code  int64
+		msg   string
+		class errclass.Class
 	}{
-		{fmt.Errorf("unknown run %q: start one: %w", "r1", orchestrator.ErrUnknownRun), CodeUnknownRun, `unknown run "r1": start one`},
-		{fmt.Errorf("workdir is required: %w", orchestrator.ErrInvalid), CodeInvalidParams, "workdir is required"},
-		{fmt.Errorf("run r1 has ended: %w", orchestrator.ErrRunEnded), CodeRunEnded, "run r1 has ended"},
-		{fmt.Errorf("no docker: %w", orchestrator.ErrUnavailable), CodeUnavailable, "no docker"},
+		{fmt.Errorf("unknown run %q: start one: %w", "r1", orchestrator.ErrUnknownRun), CodeUnknownRun, `unknown run "r1": start one`, errclass.NotFound},
+		{fmt.Errorf("workdir is required: %w", orchestrator.ErrInvalid), CodeInvalidParams, "workdir is required", errclass.Invalid},
+		{fmt.Errorf("run r1 has ended: %w", orchestrator.ErrRunEnded), CodeRunEnded, "run r1 has ended", errclass.Gone},
+		{fmt.Errorf("no docker: %w", orchestrator.ErrUnavailable), CodeUnavailable, "no docker", errclass.Unavailable},
 		// issue 24 item 13: an engine that did not answer is unavailable.
-		{fmt.Errorf("docker engine did not answer: %w", enclosure.ErrUnavailable), CodeUnavailable, "docker engine did not answer"},
-		{errors.New("disk on fire"), CodeInternalError, "internal error: disk on fire"},
+		{fmt.Errorf("docker engine did not answer: %w", enclosure.ErrUnavailable), CodeUnavailable, "docker engine did not answer", errclass.Unavailable},
+		// issue 27 item 3: a stopped or removed container at run/start
+		// is gone (it was invalid params), a paused one unavailable.
+		{fmt.Errorf("enclosure: %w", fmt.Errorf("docker container web is exited, not running: start it (docker start web) and start a new run: %w", enclosure.ErrGone)), CodeGone, "enclosure: docker container web is exited, not running: start it (docker start web) and start a new run", errclass.Gone},
+		{fmt.Errorf("enclosure: %w", fmt.Errorf("docker container web is paused: unpause it: %w", enclosure.ErrPaused)), CodeUnavailable, "enclosure: docker container web is paused: unpause it", errclass.Unavailable},
+		{fmt.Errorf("run \"a\" already exists: stop it first: %w", errclass.ErrConflict), CodeConflict, `run "a" already exists: stop it first`, errclass.Conflict},
+		// A bare class says what to do.
+		{orchestrator.ErrRunEnded, CodeGone, "run ended: " + Advice(errclass.Gone), errclass.Gone},
+		{fmt.Errorf("waiting: %w", context.DeadlineExceeded), CodeTimeout, "waiting: context deadline exceeded", errclass.Timeout},
+		{errors.New("disk on fire"), CodeInternalError, "internal error: disk on fire", ""},
 	}
 	for _, c := range cases {
 		var e *Error
 		if !errors.As(toError(c.err), &e) || e.Code != c.code || e.Message != c.msg {
 			t.Errorf("%v: got %+v, want %d %q", c.err, e, c.code, c.msg)
+			continue
+		}
+		var d ErrorData
+		if err := json.Unmarshal(e.Data, &d); err != nil || d.Class != c.class || d.Advice != Advice(c.class) || e.ClassOf() != c.class {
+			t.Errorf("%v: data %s, want class %q and its advice", c.err, e.Data, c.class)
+		}
+	}
+}
+
+// Every class has its own code and a next step; no two share a code.
+func TestEveryClassHasACodeAndAdvice(t *testing.T) {
+	seen := map[int64]errclass.Class{}
+	for _, c := range errclass.All {
+		code := codeOf(c)
+		if code == CodeInternalError || Advice(c) == internalAdvice || Advice(c) == "" {
+			t.Errorf("class %q has no code or no advice", c)
+		}
+		if other, dup := seen[code]; dup {
+			t.Errorf("classes %q and %q share code %d", c, other, code)
+		}
+		seen[code] = c
+		if e := toError(fmt.Errorf("x: %w", c.Sentinel())).(*Error); e.Code != code {
+			t.Errorf("class %q maps to %d, want %d", c, e.Code, code)
 		}
 	}
 }
