@@ -99,7 +99,9 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	// a container that does not mount it is refused now, with the mounts
 	// it has, not at the first tool call.
 	if _, err := enc.MapPath(wd); err != nil {
-		return nil, fmt.Errorf("enclosure %s %s cannot see the workdir: %v: %w", enc.Driver(), enc.ID(), err, ErrInvalid)
+		// The path lookup's not found is a bad run/start here: the
+		// workdir names what the container does not mount.
+		return nil, fmt.Errorf("enclosure %s %s cannot see the workdir: %w", enc.Driver(), enc.ID(), errclass.Reclass(err, ErrInvalid))
 	}
 	enc = rs.metrics.Enclosure(enc) // timed and counted for every driver
 	id := p.RunID

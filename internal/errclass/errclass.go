@@ -158,6 +158,27 @@ func find(err error) (Class, bool) {
 	return "", false
 }
 
+// Reclass is err in class: its message and its chain stay (errors.Is
+// still finds the sentinels it wraps) but Of finds class first, for a
+// layer that knows better (a workdir the container does not mount is a
+// bad run/start, invalid, though the path lookup said not found). class
+// is a class's or a kind's sentinel; nil err is nil.
+func Reclass(err error, class error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := class.(*classError); !ok {
+		panic("errclass.Reclass: " + class.Error() + " is not a class")
+	}
+	return &reclassed{err: err, class: class}
+}
+
+// reclassed is Reclass's error: its class first in the chain.
+type reclassed struct{ err, class error }
+
+func (r *reclassed) Error() string   { return r.err.Error() }
+func (r *reclassed) Unwrap() []error { return []error{r.class, r.err} }
+
 // Bare says whether err is a class's or kind's sentinel itself, with no
 // words of a caller around it: a message that says nothing but its class.
 func Bare(err error) bool {

@@ -73,3 +73,39 @@ func TestSayDropsTheClassWords(t *testing.T) {
 		}
 	}
 }
+
+// Reclass gives an error another class and keeps its chain and message.
+func TestReclassPutsTheNewClassFirstAndKeepsTheChain(t *testing.T) {
+	inner := fmt.Errorf("/w is not under any mount: %w", ErrNotFound)
+	err := fmt.Errorf("enclosure cannot see the workdir: %w", Reclass(inner, ErrInvalid))
+	if Of(err) != Invalid || !IsNotFound(err) || !IsInvalid(err) {
+		t.Errorf("Of %q, IsNotFound %v, IsInvalid %v; want invalid, both true", Of(err), IsNotFound(err), IsInvalid(err))
+	}
+	if want := "enclosure cannot see the workdir: /w is not under any mount"; Say(err) != want {
+		t.Errorf("Say = %q, want %q", Say(err), want)
+	}
+	if Reclass(nil, ErrInvalid) != nil {
+		t.Error("Reclass(nil) is not nil")
+	}
+}
+
+// Every class has its own sentinel, which Of gives back, and its own name.
+func TestEveryClassHasItsSentinel(t *testing.T) {
+	names := map[string]bool{}
+	for _, c := range All {
+		s := c.Sentinel()
+		if s == nil || Of(s) != c || !Bare(s) {
+			t.Errorf("class %q: sentinel %v, Of %q", c, s, Of(s))
+		}
+		if names[string(c)] {
+			t.Errorf("class %q named twice", c)
+		}
+		names[string(c)] = true
+	}
+	if Class("teapot").Sentinel() != nil {
+		t.Error("a name that is no class has a sentinel")
+	}
+	if Of(errPaused) != Unavailable || Unavailable.Sentinel() == errPaused {
+		t.Error("a kind is not its class, or stands for it")
+	}
+}
