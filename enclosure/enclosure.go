@@ -105,15 +105,19 @@ var (
 	// nothing in it. It is also ErrUnavailable: the call can succeed
 	// once the enclosure is unpaused, in the same run.
 	ErrPaused = errclass.Kind("paused", errclass.ErrUnavailable)
+	// ErrPermission marks an engine that refuses Berth's identity (a
+	// cluster's 403, or a 401 for credentials it does not accept).
+	ErrPermission = errclass.ErrPermission
 )
 
 // Down reports whether err says the enclosure itself cannot serve: it
-// stopped, was removed or is paused (ErrGone, ErrPaused), or its engine
-// did not answer (ErrUnavailable). Such an error names the enclosure and
-// says what to do, and no program in it is to blame: a caller passes it
-// on rather than guess at the program ("not on the PATH").
+// stopped, was removed or is paused (ErrGone, ErrPaused), its engine did
+// not answer (ErrUnavailable) or refuses Berth (ErrPermission). Such an
+// error names the enclosure and says what to do, and no program in it is
+// to blame: a caller passes it on rather than guess at the program ("not
+// on the PATH").
 func Down(err error) bool {
-	return errors.Is(err, ErrGone) || errors.Is(err, ErrUnavailable)
+	return errors.Is(err, ErrGone) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrPermission)
 }
 
 // Say is err's message for a person: without the class words the %w
