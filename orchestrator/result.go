@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/berth-dev/berth/internal/errclass"
 )
@@ -43,17 +44,24 @@ func Textf(format string, a ...any) *Result { return Text(fmt.Sprintf(format, a.
 // Errorf is an error result: one text block that says what was wrong and
 // what to do instead. Its class is that of the first error among a that
 // has one (a driver's gone container said with %v keeps its class); set
-// another with Classed.
+// another with Classed. An error of a class is said without the class
+// words its %w chain appended (": gone"): errorClass says them.
 func Errorf(format string, a ...any) *Result {
-	r := &Result{Content: []Block{{Type: "text", Text: fmt.Sprintf(format, a...)}}, IsError: true}
-	for _, v := range a {
+	r := &Result{IsError: true}
+	if len(a) > 0 {
+		a = slices.Clone(a)
+	}
+	for i, v := range a {
 		if err, ok := v.(error); ok {
 			if c := errclass.Of(err); c != "" {
-				r.ErrorClass = c
-				break
+				if r.ErrorClass == "" {
+					r.ErrorClass = c
+				}
+				a[i] = errclass.Say(err)
 			}
 		}
 	}
+	r.Content = []Block{{Type: "text", Text: fmt.Sprintf(format, a...)}}
 	return r
 }
 

@@ -141,6 +141,14 @@ func toError(err error) error {
 	return &Error{Code: codeOf(class), Message: msg, Data: data}
 }
 
+// failf is an error of class (a sentinel of internal/errclass) with
+// Berth's own sentence, through the one mapping (toError): the protocol's
+// own refusals (bad params, a cancelled request) carry their class and
+// advice as the core's errors do.
+func failf(class error, format string, a ...any) *Error {
+	return toError(fmt.Errorf(format+": %w", append(a, class)...)).(*Error)
+}
+
 // ErrClosed is returned by calls on a connection that has closed.
 var ErrClosed = errors.New("connection closed")
 

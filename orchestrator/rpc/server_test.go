@@ -336,3 +336,95 @@ func TestDidWriteWithNoReportIsUnknown(t *testing.T) {
 		t.Fatalf("got %+v, %v", rep, err)
 	}
 }
+
+// failTool fails with the class its arguments name: as a Go error
+// ("error") or as an error result built from one ("result").
+type failTool struct{}
+
+func (failTool) Spec() orchestrator.Spec {
+	return orchestrator.Spec{Name: "fail", Tier: orchestrator.Read, ParallelSafe: true,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"class":{"type":"string"},"as":{"type":"string"}},"required":["class","as"],"additionalProperties":false}`)}
+}
+
+func (failTool) Call(_ context.Context, _ *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
+	var a struct{ Class, As string }
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, err
+	}
+	err := fmt.Errorf("the widget failed: fix the widget: %w", errclass.Class(a.Class).Sentinel())
+	if a.As == "result" {
+		return orchestrator.Errorf("fail: %v", err), nil
+	}
+	return nil, err
+}
+
+type failProvider struct{}
+
+func (failProvider) Feature() string { return orchestrator.FeatureStructural }
+func (failProvider) Tools(*orchestrator.Run) []orchestrator.Tool {
+	return []orchestrator.Tool{failTool{}}
+}
+
+// The one mapping, class by class, on the wire: a core error of the class
+// is a JSON-RPC error with the class's code and {class, advice} as data;
+// a tool's failure of the class is an isError result whose errorClass
+// names it, never a JSON-RPC error, and whose text lacks the class words.
+//
+// Issue 27 item 3.
+func TestEachClassMapsToItsCodeAndErrorClass(t *testing.T) {
+	table := []struct {
+		class errclass.Class
+		code  int64
+	}{
+		{errclass.Invalid, -32602},
+		{errclass.NotFound, -32001},
+		{errclass.Gone, -32002},
+		{errclass.Unavailable, -32003},
+		{errclass.Conflict, -32004},
+		{errclass.Permission, -32005},
+		{errclass.Timeout, -32006},
+		{errclass.Restarting, -32007},
+		{errclass.OutcomeUnknown, -32008},
+		{errclass.Canceled, -32800},
+	}
+	if len(table) != len(errclass.All) {
+		t.Fatalf("the table has %d classes, errclass.All %d: add the new class here and to docs/protocol.md", len(table), len(errclass.All))
+	}
+	s := newServer(t, 0)
+	s.Registry.Add(failProvider{})
+	c := connect(t, s)
+	ctx := context.Background()
+	run := startRun(t, c)
+	for _, tc := range table {
+		e := toError(fmt.Errorf("the widget failed: %w", tc.class.Sentinel())).(*Error)
+		var d ErrorData
+		if e.Code != tc.code || json.Unmarshal(e.Data, &d) != nil || d.Class != tc.class || d.Advice == "" || e.Message != "the widget failed" {
+			t.Errorf("%s: JSON-RPC error %d %q data %s; want %d \"the widget failed\" with class %q and advice", tc.class, e.Code, e.Message, e.Data, tc.code, tc.class)
+		}
+		for _, as := range []string{"error", "result"} {
+			res, err := c.CallTool(ctx, run.RunID, orchestrator.SurfaceFull, "fail", map[string]string{"class": string(tc.class), "as": as})
+			if err != nil {
+				t.Errorf("%s as %s: a JSON-RPC error instead of an isError result: %v", tc.class, as, err)
+				continue
+			}
+			if !res.IsError || res.ErrorClass != tc.class || !strings.HasSuffix(res.FirstText(), "fix the widget") {
+				t.Errorf("%s as %s: isError %v errorClass %q text %q; want isError, errorClass %q, text ending \"fix the widget\"", tc.class, as, res.IsError, res.ErrorClass, res.FirstText(), tc.class)
+			}
+		}
+	}
+	// A failure of no class has no errorClass: the field is left out.
+	raw, err := json.Marshal(orchestrator.Errorf("the cell raised"))
+	if err != nil || strings.Contains(string(raw), "errorClass") {
+		t.Errorf("an error result of no class: %s (%v); want no errorClass", raw, err)
+	}
+	// Protocol-level refusals stay JSON-RPC errors, with their class.
+	_, err = c.ListTools(ctx, "run_nope", orchestrator.SurfaceFull)
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Code != CodeUnknownRun || pe.ClassOf() != errclass.NotFound {
+		t.Errorf("an unknown run: %v; want %d with class not_found", err, CodeUnknownRun)
+	}
+	_, err = c.CallTool(ctx, run.RunID, orchestrator.Surface("admin"), "fail", map[string]string{})
+	if !errors.As(err, &pe) || pe.Code != CodeInvalidParams || pe.ClassOf() != errclass.Invalid {
+		t.Errorf("a bad surface: %v; want %d with class invalid", err, CodeInvalidParams)
+	}
+}
