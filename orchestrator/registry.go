@@ -193,9 +193,22 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 
 	start := time.Now()
 	out := g.start(ctx, run, tool, name, args, lock)
+	downs, stopWatch := watchDown(ctx, run)
+	defer stopWatch()
 	var o outcome
+	var down error
 	select {
 	case o = <-out.done:
+	case down = <-downs:
+		// The run's container was paused, stopped or removed under the
+		// call: the call cannot end well, and a paused one would wait
+		// out its timeout. The tool is cancelled and gets a short grace
+		// to answer for itself (a cell's output so far).
+		cancel()
+		var ok bool
+		if o, ok = g.await(out, DownGrace); !ok {
+			o = outcome{abandoned: true}
+		}
 	case <-ctx.Done():
 		// The tool's own answer to its cancellation (what an interrupted
 		// cell printed) is worth its grace.
@@ -211,6 +224,9 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	g.metrics.ToolCallDuration.WithLabelValues(name, tier).Observe(time.Since(start).Seconds())
 	res, err = o.res, o.err
 	switch {
+	case down != nil:
+		g.count(name, tier, "error")
+		return enclosureDown(name, down, res, err), nil
 	case o.panicked != nil:
 		g.count(name, tier, "panic")
 		slog.Error("tool panicked", "tool", name, "run", run.ID, "panic", o.panicked, "stack", string(o.stack))
@@ -248,6 +264,59 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 		return Failed(fmt.Errorf("%s: %w", name, err)), nil
 	}
 	return res, err
+}
+
+// DownFirst and DownEvery pace watchDown: a call still running after
+// DownFirst asks its run's enclosure whether it still serves, and again
+// every DownEvery. A call that ends sooner asks nothing.
+const (
+	DownFirst = 500 * time.Millisecond
+	DownEvery = 2 * time.Second
+)
+
+// DownGrace is how long a tool whose enclosure went down under its call
+// has, once cancelled, to answer for itself before the enclosure's error
+// answers for it.
+const DownGrace = 500 * time.Millisecond
+
+// watchDown watches the run's enclosure while a call runs, until ctx
+// ends or stop is called, and sends its error once it is paused, stopped
+// or removed (enclosure.ErrPaused, ErrGone): a paused container's
+// processes answer nothing and no call in it would end before its
+// timeout (issue 27 item 3). An engine that does not answer is not sent:
+// the processes already running may still answer. Nothing runs before
+// DownFirst; an enclosure that cannot say (the host) says nil.
+func watchDown(ctx context.Context, run *Run) (down <-chan error, stop func()) {
+	if run.Enclosure == nil {
+		return nil, func() {}
+	}
+	ch := make(chan error, 1)
+	var mu sync.Mutex
+	var t *time.Timer
+	stopped := false
+	look := func() {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := enclosure.Check(ctx, run.Enclosure); errors.Is(err, enclosure.ErrPaused) || errors.Is(err, enclosure.ErrGone) {
+			ch <- err
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped && ctx.Err() == nil {
+			t.Reset(DownEvery)
+		}
+	}
+	mu.Lock()
+	t = time.AfterFunc(DownFirst, look)
+	mu.Unlock()
+	return ch, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
 }
 
 // checkEnclosure asks the run's enclosure, once a call failed or hung,
