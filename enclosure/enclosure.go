@@ -104,20 +104,23 @@ var (
 	// and answer nothing until it is unpaused, and the engine starts
 	// nothing in it. It is also ErrUnavailable: the call can succeed
 	// once the enclosure is unpaused, in the same run.
-	ErrPaused = errclass.Kind("paused", errclass.ErrUnavailable)
-	// ErrPermission marks an engine that refuses Berth's identity (a
-	// cluster's 403, or a 401 for credentials it does not accept).
+	ErrPaused     = errclass.Kind("paused", errclass.ErrUnavailable)
 	ErrPermission = errclass.ErrPermission
+	// ErrRefused marks an engine that refuses Berth's identity (a
+	// cluster's 403, or a 401 for credentials it does not accept): a
+	// case of permission, and, unlike a read-only mount's, one that
+	// keeps the whole enclosure from serving (Down).
+	ErrRefused = errclass.Kind("refused", errclass.ErrPermission)
 )
 
 // Down reports whether err says the enclosure itself cannot serve: it
 // stopped, was removed or is paused (ErrGone, ErrPaused), its engine did
-// not answer (ErrUnavailable) or refuses Berth (ErrPermission). Such an
+// not answer (ErrUnavailable) or refuses Berth (ErrRefused). Such an
 // error names the enclosure and says what to do, and no program in it is
 // to blame: a caller passes it on rather than guess at the program ("not
 // on the PATH").
 func Down(err error) bool {
-	return errors.Is(err, ErrGone) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrPermission)
+	return errors.Is(err, ErrGone) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrRefused)
 }
 
 // Say is err's message for a person: without the class words the %w

@@ -89,7 +89,7 @@ func (l *Lookup) auto(ctx context.Context, conversationID string) (Enclosure, er
 		ids, err := d.Find(ctx, conversationID)
 		if err != nil {
 			why := "did not answer"
-			if errors.Is(err, ErrPermission) {
+			if errors.Is(err, ErrRefused) {
 				why = "refused Berth"
 			}
 			if l.Log != nil {

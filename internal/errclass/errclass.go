@@ -111,6 +111,18 @@ func Kind(word string, class error) error {
 	return k
 }
 
+// Case is a sentinel of a class whose words say what happened ("file too
+// large", "adapter did not answer in time"): Of gives its class and
+// errors.Is holds for it and for class, as for a Kind, but Say keeps its
+// words, which are the sentence's own, not a class's appended to it.
+func Case(text string, class error) error {
+	c, ok := class.(*classError)
+	if !ok {
+		panic("errclass.Case: " + text + " is not of a class")
+	}
+	return &classError{class: c.class, word: text, also: c, kind: true}
+}
+
 // sentinels are the classes' and the kinds' sentinels, whose words Say
 // drops.
 var sentinels = []*classError{

@@ -109,3 +109,15 @@ func TestEveryClassHasItsSentinel(t *testing.T) {
 		t.Error("a kind is not its class, or stands for it")
 	}
 }
+
+// A Case is of its class, and Say keeps its words: they are the message.
+func TestCaseKeepsItsWords(t *testing.T) {
+	tooLarge := Case("file too large", ErrInvalid)
+	err := fmt.Errorf("read: a.bin is 9 MB: %w", tooLarge)
+	if Of(err) != Invalid || !IsInvalid(err) || !errors.Is(err, tooLarge) {
+		t.Errorf("Of %q, IsInvalid %v; want invalid", Of(err), IsInvalid(err))
+	}
+	if Say(err) != err.Error() {
+		t.Errorf("Say = %q, want %q", Say(err), err.Error())
+	}
+}
