@@ -58,7 +58,8 @@ const (
 
 // classCodes is the one mapping of the error classes to the wire: each
 // class's JSON-RPC code and the next step a harness (or the model) can
-// take. docs/protocol.md's table is this one.
+// take. docs/protocol.md's table is this one
+// (TestProtocolDocListsTheMapping holds them together).
 var classCodes = []struct {
 	class  errclass.Class
 	code   int64
