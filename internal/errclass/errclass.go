@@ -61,8 +61,11 @@ type classError struct {
 	word  string
 	// also is the broader class this one is a case of (Gone of NotFound).
 	also error
-	// kind: a narrower sentinel of class (Kind), not the class's own.
+	// kind: a narrower sentinel of class (Kind, Case), not the class's
+	// own.
 	kind bool
+	// sentence: a Case, whose words Say keeps.
+	sentence bool
 }
 
 func (e *classError) Error() string { return e.word }
@@ -120,7 +123,7 @@ func Case(text string, class error) error {
 	if !ok {
 		panic("errclass.Case: " + text + " is not of a class")
 	}
-	return &classError{class: c.class, word: text, also: c, kind: true}
+	return &classError{class: c.class, word: text, also: c, kind: true, sentence: true}
 }
 
 // sentinels are the classes' and the kinds' sentinels, whose words Say
@@ -216,22 +219,55 @@ func IsRestarting(err error) bool     { return errors.Is(err, ErrRestarting) }
 func IsOutcomeUnknown(err error) bool { return errors.Is(err, ErrOutcomeUnknown) }
 
 // Say is err's message for a person: without the words of the classes
-// and kinds that %w appends (": gone", ": paused"), which tell code what
-// happened and only make a sentence longer.
+// and kinds that %w appended (": gone", ": paused"), which tell code what
+// happened and only make a sentence longer. Only the words of sentinels
+// in err's chain go, so an operating system's "open x: permission
+// denied" stays whole; a Case's words, and those of a class Reclass put
+// on (which appended none), stay too.
 func Say(err error) string {
 	if err == nil {
 		return ""
 	}
+	words := map[string]bool{}
+	appended(err, words)
 	msg := err.Error()
 	for {
 		cut := false
-		for _, s := range sentinels {
-			if t, ok := strings.CutSuffix(msg, ": "+s.word); ok {
+		for w := range words {
+			if t, ok := strings.CutSuffix(msg, ": "+w); ok {
 				msg, cut = t, true
 			}
 		}
 		if !cut {
 			return msg
+		}
+	}
+}
+
+// appended collects the words of the class sentinels in err's chain
+// whose words its message carries.
+func appended(err error, words map[string]bool) {
+	for err != nil {
+		switch e := err.(type) {
+		case *classError:
+			if !e.sentence {
+				words[e.word] = true
+			}
+			return
+		case *reclassed:
+			err = e.err
+			continue
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				appended(e, words)
+			}
+			return
+		default:
+			return
 		}
 	}
 }

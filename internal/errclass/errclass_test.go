@@ -66,6 +66,10 @@ func TestSayDropsTheClassWords(t *testing.T) {
 		{fmt.Errorf("docker container web was removed: start a new run: %w", ErrGone), "docker container web was removed: start a new run"},
 		{fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", ErrNotFound)), "outer: inner"},
 		{errors.New("the server is not found anywhere"), "the server is not found anywhere"},
+		// Only the chain's own class words go: the system's stay.
+		{fmt.Errorf("start /x: %w", errors.New("open /x: permission denied")), "start /x: open /x: permission denied"},
+		{Reclass(errors.New("open /x: permission denied"), ErrPermission), "open /x: permission denied"},
+		{fmt.Errorf("lookup: %w", fmt.Errorf("%w: %w", errors.New("gopls: not found"), ErrGone)), "lookup: gopls: not found"},
 		{nil, ""},
 	} {
 		if got := Say(tc.err); got != tc.want {
