@@ -61,9 +61,6 @@ type classError struct {
 	word  string
 	// also is the broader class this one is a case of (Gone of NotFound).
 	also error
-	// kind: a narrower sentinel of class (Kind, Case), not the class's
-	// own.
-	kind bool
 	// sentence: a Case, whose words Say keeps.
 	sentence bool
 }
@@ -92,7 +89,7 @@ var (
 // Sentinel is class c's sentinel error (nil for a name that is no class).
 func (c Class) Sentinel() error {
 	for _, s := range sentinels {
-		if s.class == c && !s.kind {
+		if s.class == c {
 			return s
 		}
 	}
@@ -102,16 +99,13 @@ func (c Class) Sentinel() error {
 // Kind is a narrower sentinel of a class, with words of its own
 // ("paused", a case of unavailable; "run ended", a case of gone): Of gives
 // its class, errors.Is holds for it and for class, and Say drops its words
-// too. Declare kinds in package variables (they are registered once, at
-// initialisation).
+// too, as a class's.
 func Kind(word string, class error) error {
 	c, ok := class.(*classError)
 	if !ok {
 		panic("errclass.Kind: " + word + " is not of a class")
 	}
-	k := &classError{class: c.class, word: word, also: c, kind: true}
-	sentinels = append(sentinels, k)
-	return k
+	return &classError{class: c.class, word: word, also: c}
 }
 
 // Case is a sentinel of a class whose words say what happened ("file too
@@ -123,11 +117,10 @@ func Case(text string, class error) error {
 	if !ok {
 		panic("errclass.Case: " + text + " is not of a class")
 	}
-	return &classError{class: c.class, word: text, also: c, kind: true, sentence: true}
+	return &classError{class: c.class, word: text, also: c, sentence: true}
 }
 
-// sentinels are the classes' and the kinds' sentinels, whose words Say
-// drops.
+// sentinels are the classes' own sentinels.
 var sentinels = []*classError{
 	ErrInvalid.(*classError), ErrNotFound.(*classError), ErrGone.(*classError),
 	ErrUnavailable.(*classError), ErrConflict.(*classError), ErrPermission.(*classError),
