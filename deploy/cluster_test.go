@@ -198,8 +198,16 @@ func installMonitoringCRDs(ctx context.Context, t *testing.T, k *kubectl) {
 				}
 			})
 		}
-		if _, err := k.try(ctx, "", "wait", "--for=condition=Established", "crd/"+name, "--timeout=60s"); err != nil {
-			t.Fatal(err)
+		// A CRD just made has no conditions yet, and kubectl wait
+		// refuses one without them rather than waiting: try again.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			_, err := k.try(ctx, "", "wait", "--for=condition=Established", "crd/"+name, "--timeout=60s")
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) || !strings.Contains(err.Error(), "accessor error") {
+				t.Fatal(err)
+			}
 		}
 	}
 }
