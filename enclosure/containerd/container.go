@@ -41,7 +41,11 @@ type container struct {
 var _ enclosure.Enclosure = (*container)(nil)
 
 func (c *container) Driver() string { return Name }
-func (c *container) ID() string     { return c.id }
+
+// Capabilities are a container's: nothing shared but its mounts.
+func (*container) Capabilities() enclosure.Capabilities { return enclosure.Capabilities{} }
+
+func (c *container) ID() string { return c.id }
 
 // runningTask loads the container's task and checks that it runs.
 func (c *container) runningTask(ctx context.Context) (client.Task, error) {

@@ -93,7 +93,11 @@ func (c *container) unanswered(what string, err error) error {
 var _ enclosure.Enclosure = (*container)(nil)
 
 func (c *container) Driver() string { return Name }
-func (c *container) ID() string     { return c.id }
+
+// Capabilities are a container's: nothing shared but its mounts.
+func (*container) Capabilities() enclosure.Capabilities { return enclosure.Capabilities{} }
+
+func (c *container) ID() string { return c.id }
 
 // MapPath turns a path as Berth sees it into the path the container's
 // processes see: through Berth's own mounts (or enclosure.path_map) to

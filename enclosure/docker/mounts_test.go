@@ -151,8 +151,7 @@ func TestRunStartRefusesAnUnmountedWorkdir(t *testing.T) {
 	wd := workdir(t)
 	conv := "conv-" + t.Name()
 	id := runContainer(t, conv, fullImage, "-v", wd+":/workspace")
-	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour)
-	rs.UseEnclosures(&enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: newDriver(t, Options{})}, Auto: []string{Name}})
+	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour, &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: newDriver(t, Options{})}, Auto: []string{Name}})
 	ctx := context.Background()
 	run, err := rs.Start(ctx, orchestrator.StartParams{Workdir: wd, ConversationID: conv, Enclosure: enclosure.Spec{Driver: "auto"}})
 	if err != nil {

@@ -39,6 +39,9 @@ var _ enclosure.Enclosure = (*pod)(nil)
 
 func (p *pod) Driver() string { return Name }
 
+// Capabilities are a container's: nothing shared but its mounts.
+func (*pod) Capabilities() enclosure.Capabilities { return enclosure.Capabilities{} }
+
 // ID is what Attach takes back: namespace/pod/container.
 func (p *pod) ID() string { return p.ns + "/" + p.name + "/" + p.container }
 
