@@ -8,10 +8,12 @@
 // The package is split as Nomad splits a task driver:
 //
 //   - Driver (driver.go) finds and attaches, and owns the client;
-//   - container (container.go) is one attached container and its state:
-//     its task, its OCI spec (the process spec every exec starts from,
-//     the mounts for MapPath and HostPath), where its relay is;
-//   - handle (handle.go) is one exec'd process and its FIFOs;
+//   - container (container.go) is one attached container: the
+//     relayed-exec core's Container (enclosure/relayexec: Start, LookPath,
+//     the stdio socket, the process handle) with containerd's side: its
+//     task, its OCI spec (the process spec every exec starts from, the
+//     mounts for MapPath and HostPath);
+//   - proc (handle.go) is one exec'd process and its FIFOs;
 //   - owner (owner.go) names each exec and its FIFO directory after the
 //     driver that made it, so that Attach can remove what a Berth that
 //     died (SIGKILL) left: its execs' records in the shim, and its FIFOs.

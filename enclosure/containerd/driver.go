@@ -24,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // Name is the driver's name in run/start's {driver, id} and in
@@ -96,9 +97,9 @@ type Driver struct {
 	// the relay.
 	findRelay func() (*relay.Binary, error)
 
-	// installed remembers where the relay went in each container, so a
+	// installer remembers where the relay went in each container, so a
 	// second run in the same container checks that one place first.
-	installed sync.Map // container id -> path inside
+	installer relayexec.Installer
 
 	// own is the driver's claim on the execs it has (owner.go); nil
 	// while it has none.
@@ -343,7 +344,7 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 	if err != nil {
 		return nil, err
 	}
-	if c.relay, err = d.install(ctx, c, bin); err != nil {
+	if c.Relay, err = d.install(ctx, c, bin); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -368,15 +369,14 @@ func (d *Driver) load(ctx context.Context, cli *client.Client, id string) (*cont
 	if spec.Process == nil {
 		return nil, fmt.Errorf("containerd container %s: its OCI spec has no process to start execs from: %w", id, enclosure.ErrNotSupported)
 	}
-	c := &container{
-		d:      d,
-		ctr:    ctr,
-		id:     id,
-		spec:   spec,
-		mounts: mountTable(spec.Mounts),
-		self:   d.opts.PathMap,
+	c := &container{d: d, ctr: ctr, id: id, spec: spec}
+	where := "containerd container " + id
+	c.Container = &relayexec.Container{
+		Engine: c, Name: Name, Id: id, Where: where,
+		Paths: mounts.Crossing{Self: d.opts.PathMap, Container: mountTable(spec.Mounts), Name: where,
+			Mount: "ctr run --mount type=bind,src=%s,dst=/workspace,options=rbind:rw ..."},
+		Sockets: &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: where, Key: "containerd.stdio", Log: d.opts.Log},
 	}
-	c.sockets = &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: "containerd container " + id, Key: "containerd.stdio", Log: d.opts.Log}
 	if c.task, err = c.runningTask(cctx); err != nil {
 		return nil, err
 	}

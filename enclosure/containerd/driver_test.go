@@ -21,6 +21,7 @@ import (
 	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // Issue 14 item 2.
@@ -33,8 +34,8 @@ func TestAttachByID(t *testing.T) {
 		t.Fatalf("Attach(%s): driver %s, id %s", id, c.Driver(), c.ID())
 	}
 	// The image's own relay is used: nothing is streamed in.
-	if c.relay != relay.InstallPath(testRelay.Version) {
-		t.Errorf("relay at %s, want the baked %s", c.relay, relay.InstallPath(testRelay.Version))
+	if c.Relay != relay.InstallPath(testRelay.Version) {
+		t.Errorf("relay at %s, want the baked %s", c.Relay, relay.InstallPath(testRelay.Version))
 	}
 	_, err := d.Attach(context.Background(), "berth-no-such-container")
 	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "ctr -n "+containerdtest.Namespace+" containers ls") {
@@ -211,7 +212,7 @@ func TestDroppedStreamsLeaveNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := p.(*handle)
+	h := relayexec.StreamOf(p).(*proc)
 	if line, err := bufio.NewReader(p.Stdout()).ReadString('\n'); err != nil || line != "up\n" {
 		t.Fatalf("first line %q, %v", line, err)
 	}
@@ -299,11 +300,11 @@ func TestRelayStreamedIntoAnImageWithoutIt(t *testing.T) {
 	id := run(t, "", baseImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
-	if c.relay != relay.InstallPath(testRelay.Version) {
-		t.Fatalf("relay at %s, want %s", c.relay, relay.InstallPath(testRelay.Version))
+	if c.Relay != relay.InstallPath(testRelay.Version) {
+		t.Fatalf("relay at %s, want %s", c.Relay, relay.InstallPath(testRelay.Version))
 	}
-	if c2 := attach(t, d, id); c2.relay != c.relay {
-		t.Fatalf("second attach: relay at %s", c2.relay)
+	if c2 := attach(t, d, id); c2.Relay != c.Relay {
+		t.Fatalf("second attach: relay at %s", c2.Relay)
 	}
 	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "echo", Args: []string{"hi"}})
 	if err != nil {
@@ -605,7 +606,7 @@ func TestAttachSweepsWhatAKilledBerthLeft(t *testing.T) {
 	if line, err := bufio.NewReader(lp.Stdout()).ReadString('\n'); err != nil || line != "up\n" {
 		t.Fatalf("the live Berth's process: %q, %v", line, err)
 	}
-	liveExec := lp.(*handle).proc.ID()
+	liveExec := relayexec.StreamOf(lp).(*proc).proc.ID()
 
 	const stubborn = 3
 	killedBerth(t, id, fifos, stubborn, nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // containerd.stdio socket (the default): a process started in the
@@ -65,7 +66,7 @@ func TestSocketStdioKillLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.(*handle).conn == nil {
+	if !relayexec.ThroughSocket(p) {
 		t.Fatal("no socket in the workdir")
 	}
 	r := bufio.NewReader(p.Stdout())
@@ -92,7 +93,7 @@ func TestStdioFallsBackWhenTheRelayCannotConnect(t *testing.T) {
 	var log strings.Builder
 	d := newDriver(t, Options{PathMap: mounts.Table{{Source: wd, Destination: elsewhere}}, Log: slog.New(slog.NewTextHandler(&log, nil))})
 	c := attach(t, d, id)
-	relaytest.FellBack(t, c, "/workspace", c.sockets.GivenUp, &log, "containerd.stdio")
+	relaytest.FellBack(t, c, "/workspace", c.Sockets.GivenUp, &log, "containerd.stdio")
 	relaytest.NoSocketLeft(t, wd)
 	relaytest.NoSocketLeft(t, elsewhere)
 	onlySleep(t, id)
@@ -108,13 +109,13 @@ func TestContainerdStdioSocketRefusesAStrangerWithTheToken(t *testing.T) {
 	id := run(t, "", fullImage, wd)
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
-	l := c.sockets.Listen("/workspace", relay.NewTag(), c.HostPath)
+	l := c.Sockets.Listen("/workspace", relay.NewTag(), c.HostPath)
 	if l == nil {
 		t.Fatal("no socket in the workdir")
 	}
 	defer l.Close()
 	relaytest.StrangerWithTheToken(t, c, l, "/workspace", func() (enclosure.Process, error) {
-		return c.startSocket(context.Background(), "/bin/cat", enclosure.Cmd{Path: "/bin/cat", Dir: "/workspace", Stderr: io.Discard}, l)
+		return c.StartOn(context.Background(), "/bin/cat", relay.NewTag(), enclosure.Cmd{Path: "/bin/cat", Dir: "/workspace", Stderr: io.Discard}, l)
 	})
 	relaytest.NoSocketLeft(t, wd)
 	noFIFOs(t, d, id)

@@ -17,6 +17,7 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // Name is the driver's name in run/start's {driver, id} and in
@@ -89,9 +90,9 @@ type Driver struct {
 	selfDone bool
 	self     mounts.Table // Berth's own view of the host; nil: the same
 
-	// installed remembers where the relay went in each container, so a
+	// installer remembers where the relay went in each container, so a
 	// second run in the same container checks that one place first.
-	installed sync.Map // container id -> path inside
+	installer relayexec.Installer
 }
 
 var _ enclosure.Driver = (*Driver)(nil)
@@ -217,17 +218,15 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 	if err != nil {
 		return nil, err
 	}
-	c := &container{
-		cli:    cli,
-		id:     info.ID,
-		name:   strings.TrimPrefix(info.Name, "/"),
-		user:   d.opts.User,
-		mounts: mountTable(info),
-		self:   self,
-		dial:   d.opts.Dial,
+	c := &container{cli: cli, id: info.ID, name: strings.TrimPrefix(info.Name, "/"), user: d.opts.User}
+	where := "docker container " + c.name
+	c.Container = &relayexec.Container{
+		Engine: c, Name: Name, Id: c.id, Where: where,
+		Paths:   mounts.Crossing{Self: self, Container: mountTable(info), Name: where, Mount: "docker run -v %s:/workspace ..."},
+		Sockets: &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: where, Key: "docker.stdio", Log: d.opts.Log},
+		Netns:   d.opts.Dial == DialNetns,
 	}
-	c.sockets = &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: "docker container " + c.name, Key: "docker.stdio", Log: d.opts.Log}
-	if c.relay, err = d.install(ctx, c, bin, info); err != nil {
+	if c.Relay, err = d.install(ctx, c, bin, info); err != nil {
 		return nil, err
 	}
 	return c, nil

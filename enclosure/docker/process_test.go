@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // Issue 13 item 2.
@@ -161,7 +162,7 @@ func forEachStdio(t *testing.T, test func(t *testing.T, c *container, dir string
 // asks for (a socket in a directory Berth shares, else the exec's stream).
 func assertStdio(t *testing.T, p enclosure.Process, socket bool) {
 	t.Helper()
-	if got := p.(*handle).socket.Conn() != nil; got != socket {
+	if got := relayexec.ThroughSocket(p); got != socket {
 		t.Fatalf("stdio through a socket: %v; want %v", got, socket)
 	}
 }
@@ -212,13 +213,13 @@ func TestStartSplitsStreamsAndReportsExitCodes(t *testing.T) {
 		// A program that vanished after LookPath found it: the relay
 		// connected, then could not start it (exit 127), which is the
 		// program's end, not a socket that failed.
-		c.found.Store("gone-program", "/no/such/gone-program")
+		c.Keep("gone-program", "/no/such/gone-program")
 		p, err = c.Start(ctx, enclosure.Cmd{Path: "gone-program", Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if code, _ := p.Wait(); code != 127 || c.sockets.GivenUp() {
-			t.Fatalf("a vanished program: exit %d, sockets given up %v", code, c.sockets.GivenUp())
+		if code, _ := p.Wait(); code != 127 || c.Sockets.GivenUp() {
+			t.Fatalf("a vanished program: exit %d, sockets given up %v", code, c.Sockets.GivenUp())
 		}
 		dockertest.OnlySleep(t, id)
 	})
@@ -249,7 +250,7 @@ func TestKillLeavesNothing(t *testing.T) {
 func TestDroppedConnectionLeavesNothing(t *testing.T) {
 	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
 		p := startTree(t, c, dir)
-		p.(*handle).hj.Close()
+		relayexec.Drop(p)
 		<-p.Done()
 		if _, err := io.ReadAll(p.Stdout()); err != nil {
 			t.Fatalf("stdout after the drop: %v", err)

@@ -23,8 +23,8 @@ func TestRelayBakedIntoTheImageIsUsed(t *testing.T) {
 	}
 	id := runContainer(t, "", fullImage)
 	c := attach(t, newDriver(t, Options{}), id)
-	if c.relay != want || c.relayHow != "baked into the image" {
-		t.Fatalf("relay %s (%s), want the baked %s", c.relay, c.relayHow, want)
+	if c.Relay != want || c.RelayHow != "baked into the image" {
+		t.Fatalf("relay %s (%s), want the baked %s", c.Relay, c.RelayHow, want)
 	}
 }
 
@@ -33,15 +33,15 @@ func TestRelayCopiedWithTheArchiveAPI(t *testing.T) {
 	id := runContainer(t, "", baseImage)
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
-	if c.relay != relay.InstallPath(testRelay.Version) || c.relayHow != "archive copy" {
-		t.Fatalf("relay %s (%s), want an archive copy at %s", c.relay, c.relayHow, relay.InstallPath(testRelay.Version))
+	if c.Relay != relay.InstallPath(testRelay.Version) || c.RelayHow != "archive copy" {
+		t.Fatalf("relay %s (%s), want an archive copy at %s", c.Relay, c.RelayHow, relay.InstallPath(testRelay.Version))
 	}
-	if c = attach(t, d, id); c.relayHow != "installed by an earlier run" {
-		t.Fatalf("a second attach: %s", c.relayHow)
+	if c = attach(t, d, id); c.RelayHow != "installed by an earlier run" {
+		t.Fatalf("a second attach: %s", c.RelayHow)
 	}
 	// Another Berth (a fresh driver) finds the copy and copies nothing.
-	if c = attach(t, newDriver(t, Options{}), id); c.relayHow != "found" {
-		t.Fatalf("a fresh driver's attach: %s", c.relayHow)
+	if c = attach(t, newDriver(t, Options{}), id); c.RelayHow != "found" {
+		t.Fatalf("a fresh driver's attach: %s", c.RelayHow)
 	}
 	assertRuns(t, c)
 }
@@ -53,8 +53,8 @@ func TestRelayCopiedWithTheArchiveAPI(t *testing.T) {
 func TestRelayStreamedWhereATmpfsHidesTheArchiveCopy(t *testing.T) {
 	id := runContainer(t, "", baseImage, "--tmpfs", "/opt/berth:exec")
 	c := attach(t, newDriver(t, Options{}), id)
-	if c.relay != relay.InstallPath(testRelay.Version) || c.relayHow != "streamed through sh" {
-		t.Fatalf("relay %s (%s), want it streamed to %s", c.relay, c.relayHow, relay.InstallPath(testRelay.Version))
+	if c.Relay != relay.InstallPath(testRelay.Version) || c.RelayHow != "streamed through sh" {
+		t.Fatalf("relay %s (%s), want it streamed to %s", c.Relay, c.RelayHow, relay.InstallPath(testRelay.Version))
 	}
 	assertRuns(t, c)
 }
@@ -66,8 +66,8 @@ func TestRelayStreamedWhereATmpfsHidesTheArchiveCopy(t *testing.T) {
 func TestRelayStreamedIntoATmpfsOfAReadOnlyContainer(t *testing.T) {
 	id := runContainer(t, "", baseImage, "--read-only", "--tmpfs", "/tmp:exec")
 	c := attach(t, newDriver(t, Options{}), id)
-	if want := relay.InstallDir("/tmp/.berth", testRelay.Version) + "/berth-relay"; c.relay != want || c.relayHow != "streamed through sh" {
-		t.Fatalf("relay %s (%s), want it streamed to %s", c.relay, c.relayHow, want)
+	if want := relay.InstallDir("/tmp/.berth", testRelay.Version) + "/berth-relay"; c.Relay != want || c.RelayHow != "streamed through sh" {
+		t.Fatalf("relay %s (%s), want it streamed to %s", c.Relay, c.RelayHow, want)
 	}
 	assertRuns(t, c)
 }

@@ -75,7 +75,7 @@ func TestStdioFallsBackWhenTheRelayCannotConnect(t *testing.T) {
 		Log:     slog.New(slog.NewTextHandler(&log, nil)),
 	})
 	c := attach(t, d, id)
-	relaytest.FellBack(t, c, "/workspace", c.sockets.GivenUp, &log, "docker.stdio")
+	relaytest.FellBack(t, c, "/workspace", c.Sockets.GivenUp, &log, "docker.stdio")
 	relaytest.NoSocketLeft(t, wd)
 	relaytest.NoSocketLeft(t, elsewhere)
 	dockertest.OnlySleep(t, id)
@@ -89,13 +89,13 @@ func TestStdioSocketRefusesAStrangerWithTheToken(t *testing.T) {
 	wd := workdir(t)
 	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
 	c := attach(t, newDriver(t, Options{}), id)
-	l := c.sockets.Listen("/workspace", relay.NewTag(), c.HostPath)
+	l := c.Sockets.Listen("/workspace", relay.NewTag(), c.HostPath)
 	if l == nil {
 		t.Fatal("no socket in the workdir")
 	}
 	defer l.Close()
 	relaytest.StrangerWithTheToken(t, c, l, "/workspace", func() (enclosure.Process, error) {
-		return c.start(context.Background(), "/bin/cat", relay.NewTag(), enclosure.Cmd{Path: "/bin/cat", Dir: "/workspace", Stderr: io.Discard}, l)
+		return c.StartOn(context.Background(), "/bin/cat", relay.NewTag(), enclosure.Cmd{Path: "/bin/cat", Dir: "/workspace", Stderr: io.Discard}, l)
 	})
 	relaytest.NoSocketLeft(t, wd)
 	dockertest.OnlySleep(t, id)

@@ -41,13 +41,13 @@ func TestClusterDriverExecKillAndDial(t *testing.T) {
 	}
 	d := newDriver(t, nil, Options{})
 	p := attach(t, d, id)
-	t.Logf("attached to %s; relay at %s", p.ID(), p.relay)
+	t.Logf("attached to %s; relay at %s", p.ID(), p.Relay)
 
-	h, out, errOut, code := execIn(t, p, enclosure.Cmd{Path: "sh", Args: []string{"-c", "cat; echo e >&2; exit 3"}}, "through the API server\n")
+	protocol, out, errOut, code := execIn(t, p, enclosure.Cmd{Path: "sh", Args: []string{"-c", "cat; echo e >&2; exit 3"}}, "through the API server\n")
 	if out != "through the API server\n" || errOut != "e\n" || code != 3 {
 		t.Errorf("exec: stdout %q, stderr %q, exit %d", out, errOut, code)
 	}
-	t.Logf("the exec went over %s", h.protocol)
+	t.Logf("the exec went over %s", protocol)
 
 	proc, err := p.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "sleep 1000 & echo started; wait"}})
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // Name is the driver's name in run/start's {driver, id} and in
@@ -128,9 +129,9 @@ type Driver struct {
 	findRelay func() (*relay.Binary, error)
 	self      func() string
 
-	// installed remembers where the relay went in each container, so a
+	// installer remembers where the relay went in each container, so a
 	// second run in the same container checks that one place first.
-	installed sync.Map // pod.ID() -> path inside
+	installer relayexec.Installer
 
 	spdyOnce  sync.Once   // logs the first fallback to SPDY
 	connected atomic.Bool // the client was made
@@ -280,14 +281,18 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 	if err := p.check(k); err != nil {
 		return nil, err
 	}
-	p.crossing = d.crossing(p, k)
-	p.sockets = &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: "kubernetes " + p.String(), Key: "kubernetes.stdio", Log: d.opts.Log}
+	where := "kubernetes " + p.String()
+	p.Container = &relayexec.Container{
+		Engine: p, Name: Name, Id: p.key(), Where: where, RelaySetsDirEnv: true,
+		Paths:   d.crossing(p, k),
+		Sockets: &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: where, Key: "kubernetes.stdio", Log: d.opts.Log},
+	}
 	p.sidecar = d.opts.Sidecar || d.self() == ns+"/"+name
 	bin, err := d.findRelay()
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: the relay Berth installs into containers: %w", err)
 	}
-	if p.relay, err = d.install(ctx, p, bin); err != nil {
+	if p.Relay, err = d.install(ctx, p, bin); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -19,7 +19,7 @@ import (
 
 // exec runs a program through the driver and returns its stdout, stderr
 // and exit code, with stdin written and closed first.
-func execIn(t *testing.T, p *pod, cmd enclosure.Cmd, stdin string) (*handle, string, string, int) {
+func execIn(t *testing.T, p *pod, cmd enclosure.Cmd, stdin string) (string, string, string, int) {
 	t.Helper()
 	proc, err := p.Start(context.Background(), cmd)
 	if err != nil {
@@ -43,7 +43,7 @@ func execIn(t *testing.T, p *pod, cmd enclosure.Cmd, stdin string) (*handle, str
 	if err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
-	return proc.(*handle), string(out), errOut, code
+	return *p.protocol.Load(), string(out), errOut, code
 }
 
 // Execs go over WebSocket (v5.channel.k8s.io, through the API server's
@@ -66,12 +66,12 @@ func TestExecOverWebSocketAndSPDYFallback(t *testing.T) {
 	} {
 		s.RefuseWebSockets(c.refuse)
 		before := len(s.Negotiated())
-		h, out, errOut, code := execIn(t, p, script, "hello\n")
+		protocol, out, errOut, code := execIn(t, p, script, "hello\n")
 		if out != "HELLO\n" || errOut != "to-stderr\n" || code != 3 {
 			t.Errorf("%s: stdout %q, stderr %q, exit %d; want HELLO, to-stderr, 3", c.protocol, out, errOut, code)
 		}
-		if h.protocol != c.protocol {
-			t.Errorf("the exec went over %q, want %q", h.protocol, c.protocol)
+		if protocol != c.protocol {
+			t.Errorf("the exec went over %q, want %q", protocol, c.protocol)
 		}
 		if got := s.Negotiated()[before:]; !slices.Contains(got, c.want) || slices.ContainsFunc(got, func(n kubetest.Negotiation) bool { return n.Upgrade != c.want.Upgrade }) {
 			t.Errorf("refuse WebSocket %v: the stand-in negotiated %+v; want %+v on every exec", c.refuse, got, c.want)
@@ -87,12 +87,12 @@ func TestRelayStreamedThroughExecAndWhichFindsPrograms(t *testing.T) {
 	s := standIn(t)
 	d := newDriver(t, s, Options{})
 	p := attach(t, d, runPod(t, s, kubetest.Pod{Image: baseImage}))
-	if !strings.HasSuffix(p.relay, "/relay-"+testRelay.Version+"/"+relay.Name) {
-		t.Errorf("relay at %s, want a streamed copy of version %s", p.relay, testRelay.Version)
+	if !strings.HasSuffix(p.Relay, "/relay-"+testRelay.Version+"/"+relay.Name) {
+		t.Errorf("relay at %s, want a streamed copy of version %s", p.Relay, testRelay.Version)
 	}
 	// A second attach finds the copy where the first put it.
-	if again := attach(t, d, p.ID()); again.relay != p.relay {
-		t.Errorf("second attach: relay at %s, want %s", again.relay, p.relay)
+	if again := attach(t, d, p.ID()); again.Relay != p.Relay {
+		t.Errorf("second attach: relay at %s, want %s", again.Relay, p.Relay)
 	}
 	if path, err := p.LookPath(context.Background(), "sh"); err != nil || !strings.HasSuffix(path, "/sh") {
 		t.Errorf("LookPath(sh) = %q, %v", path, err)
@@ -102,8 +102,8 @@ func TestRelayStreamedThroughExecAndWhichFindsPrograms(t *testing.T) {
 	}
 	// Run as a user that cannot write /opt: the copy goes to a tmpfs root.
 	user := attach(t, newDriver(t, s, Options{}), runPod(t, s, kubetest.Pod{Image: baseImage, DockerFlags: []string{"--user", "65534:65534"}}))
-	if !strings.HasPrefix(user.relay, "/tmp/") {
-		t.Errorf("as nobody: relay at %s, want under /tmp", user.relay)
+	if !strings.HasPrefix(user.Relay, "/tmp/") {
+		t.Errorf("as nobody: relay at %s, want under /tmp", user.Relay)
 	}
 }
 

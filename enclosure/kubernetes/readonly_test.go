@@ -17,8 +17,7 @@ func TestReadOnlyVolumeMountIsNotWritable(t *testing.T) {
 		p := &pod{ns: "ns", name: "sandbox", container: "main"}
 		k := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main",
 			VolumeMounts: []corev1.VolumeMount{{Name: "ws", MountPath: "/workspace", ReadOnly: ro}}}}}}
-		p.crossing = d.crossing(p, k)
-		err := p.Writable("/berth/ws/main.go")
+		err := d.crossing(p, k).Writable("/berth/ws/main.go")
 		if ro != errors.Is(err, mounts.ErrReadOnly) {
 			t.Errorf("readOnly %v: Writable = %v", ro, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // kubernetes.stdio socket (the default): a process started in the
@@ -92,7 +93,7 @@ func TestStdioFallsBackWhenTheRelayCannotConnect(t *testing.T) {
 		Log:       slog.New(slog.NewTextHandler(&log, nil)),
 	})
 	p := attach(t, d, id)
-	relaytest.FellBack(t, p, "/workspace", p.sockets.GivenUp, &log, "kubernetes.stdio")
+	relaytest.FellBack(t, p, "/workspace", p.Sockets.GivenUp, &log, "kubernetes.stdio")
 	relaytest.NoSocketLeft(t, wd)
 	relaytest.NoSocketLeft(t, elsewhere)
 }
@@ -122,7 +123,7 @@ func forEachStdio(t *testing.T, test func(t *testing.T, s *kubetest.Server, p *p
 // for.
 func assertStdio(t *testing.T, p enclosure.Process, socket bool) {
 	t.Helper()
-	if got := p.(*handle).socket.Conn() != nil; got != socket {
+	if got := relayexec.ThroughSocket(p); got != socket {
 		t.Fatalf("stdio through a socket: %v; want %v", got, socket)
 	}
 }

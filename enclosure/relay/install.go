@@ -89,33 +89,3 @@ func Stream(ctx context.Context, run Runner, bin *Binary) (string, []string, err
 	}
 	return "", tried, nil
 }
-
-// Install makes the relay of bin's version runnable through run, for a
-// driver without a copy API of its own, and returns its path there and
-// how it got there, trying in order: earlier (where an earlier run put
-// it; "" for none), the copy the image carries (InstallPath), and a copy
-// streamed through an exec of sh (Stream). When none works path is ""
-// and tried says what each attempt found, for the driver's error.
-func Install(ctx context.Context, run Runner, bin *Binary, earlier string) (path, how string, tried []string, err error) {
-	check := func(p string) bool {
-		ok, why := Check(ctx, run, p, bin.Version)
-		if !ok {
-			tried = append(tried, why)
-		}
-		return ok
-	}
-	if earlier != "" && check(earlier) {
-		return earlier, "installed by an earlier run", nil, nil
-	}
-	if fixed := InstallPath(bin.Version); check(fixed) {
-		return fixed, "baked into the image", nil, nil
-	}
-	p, more, err := Stream(ctx, run, bin)
-	if err != nil {
-		return "", "", nil, err
-	}
-	if p != "" {
-		return p, "streamed through sh", nil, nil
-	}
-	return "", "", append(tried, more...), nil
-}
