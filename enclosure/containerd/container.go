@@ -36,7 +36,7 @@ var _ relayexec.Engine = (*container)(nil)
 
 // runningTask loads the container's task and checks that it runs.
 func (c *container) runningTask(ctx context.Context) (client.Task, error) {
-	if e := c.d.silentNow(); e != nil {
+	if e := c.d.silence.Now(); e != nil {
 		return nil, e
 	}
 	t, err := c.ctr.Task(ctx, nil)
@@ -77,7 +77,7 @@ func (c *container) running(ctx context.Context, t client.Task) error {
 // failed explains an error of a call on the container: its task stopped,
 // the container is gone, or containerd did not answer.
 func (c *container) failed(ctx context.Context, what string, err error) error {
-	if e := c.d.silentNow(); e != nil {
+	if e := c.d.silence.Now(); e != nil {
 		return fmt.Errorf("containerd container %s: %s: %w", c.id, what, e)
 	}
 	if err != nil && (isUnavailable(err) || strings.Contains(err.Error(), context.DeadlineExceeded.Error())) {

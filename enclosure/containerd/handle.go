@@ -111,7 +111,7 @@ func (c *container) exec(ctx context.Context, s execSpec) (*proc, error) {
 		return d, err
 	}
 	c.d.ready()
-	if e := c.d.silentNow(); e != nil {
+	if e := c.d.silence.Now(); e != nil {
 		return nil, fmt.Errorf("containerd container %s: exec %s: %w", c.id, s.argv[0], e)
 	}
 	cctx, cancel := c.d.ctx(ctx)

@@ -3,7 +3,6 @@ package containerd
 import (
 	"context"
 
-	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
@@ -13,7 +12,11 @@ import (
 // into a container's rootfs from outside: that would change the image's
 // snapshot behind containerd's back). If none works it names what it
 // tried.
-func (d *Driver) install(ctx context.Context, c *container, bin *relay.Binary) (string, error) {
+func (d *Driver) install(ctx context.Context, c *container) (string, error) {
+	bin, err := d.findRelay()
+	if err != nil {
+		return "", err
+	}
 	p, how, err := d.installer.Install(ctx, relayexec.Install{
 		Key: c.id, Where: c.Where, Run: c.asRoot, Log: d.opts.Log,
 		Advice: "give the container sh and a writable directory that allows exec",

@@ -15,20 +15,15 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
+	"github.com/berth-dev/berth/enclosure/enclosuretest"
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // testLabel is the value of containerdtest.TestLabel on this package's
 // containers.
 const testLabel = "enclosure-containerd"
-
-// Images the tests run, as scripts/images builds them and
-// containerdtest.Import brings them into the tests' containerd.
-const (
-	fullImage = "berth/full:dev"
-	baseImage = "berth/base:bookworm" // no relay, no python
-)
 
 // testRelay is the relay built as scripts/images builds it.
 var testRelay *relay.Binary
@@ -43,7 +38,7 @@ func TestMain(m *testing.M) {
 		if err := containerdtest.Check(); err != nil {
 			return nil, err
 		}
-		for _, img := range []string{fullImage, baseImage} {
+		for _, img := range []string{enclosuretest.FullImage, enclosuretest.BaseImage} {
 			if err := containerdtest.Import(img); err != nil {
 				return nil, err
 			}
@@ -52,16 +47,6 @@ func TestMain(m *testing.M) {
 		// every test closes its drivers.
 		return func() (int, error) { return containerdtest.Count(testLabel) }, nil
 	})
-}
-
-// workdir is a fresh directory for a container to mount.
-func workdir(t testing.TB) string {
-	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // run starts a harness's container: labelled with the conversation (none
@@ -84,9 +69,7 @@ func newDriver(t testing.TB, o Options) *Driver {
 	if o.FIFODir == "" {
 		o.FIFODir = t.TempDir()
 	}
-	if o.Relay == nil {
-		o.Relay = func() (*relay.Binary, error) { return testRelay, nil }
-	}
+	o.Shared = relaytest.WithRelay(o.Shared, testRelay)
 	d := New(o)
 	t.Cleanup(func() {
 		d.Close()
@@ -96,13 +79,7 @@ func newDriver(t testing.TB, o Options) *Driver {
 
 func attach(t testing.TB, d *Driver, id string) *container {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	enc, err := d.Attach(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return enc.(*container)
+	return enclosuretest.Attach[*container](t, d, id)
 }
 
 // onlySleep waits (bounded) until the task's pids are its own sleep
@@ -175,8 +152,7 @@ func berthThatDies(id string) int {
 	if err != nil {
 		return fail(err)
 	}
-	d := New(Options{Address: containerdtest.Address(), Namespace: containerdtest.Namespace, FIFODir: os.Getenv(helperFIFOsEnv),
-		Relay: func() (*relay.Binary, error) { return bin, nil }})
+	d := New(Options{Config: Config{Address: containerdtest.Address(), Namespace: containerdtest.Namespace}, Shared: relayexec.Shared{Relay: func() (*relay.Binary, error) { return bin, nil }}, FIFODir: os.Getenv(helperFIFOsEnv)})
 	enc, err := d.Attach(context.Background(), id)
 	if err != nil {
 		return fail(err)

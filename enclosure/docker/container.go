@@ -37,30 +37,10 @@ type container struct {
 	lostMu sync.Mutex
 	lost   []string
 
-	// silent is the engine's last failure to answer, kept for
-	// silentMemory: the calls of that moment (a LookPath per server, the
-	// check that explains a failed call) say so at once rather than each
-	// wait apiTimeout again.
-	silentMu sync.Mutex
-	silent   error
-	silentAt time.Time
+	silence relayexec.Silence // the engine's last failure to answer
 }
 
 var _ relayexec.Engine = (*container)(nil)
-
-// silentMemory is how long an engine that did not answer is taken not
-// to answer without asking it again.
-const silentMemory = 5 * time.Second
-
-// silentNow is the engine's recent failure to answer, or nil.
-func (c *container) silentNow() error {
-	c.silentMu.Lock()
-	defer c.silentMu.Unlock()
-	if c.silent != nil && time.Since(c.silentAt) < silentMemory {
-		return c.silent
-	}
-	return nil
-}
 
 // unanswered is the error for an engine that did not answer what, and
 // remembers it.
@@ -73,14 +53,10 @@ func (c *container) unanswered(what string, err error) error {
 		what += ": "
 	}
 	e := fmt.Errorf("docker container %s: %sthe engine at %s did not answer (%s): check that the engine runs and answers there (docker info), then call again: %w", c.name, what, c.cli.DaemonHost(), why, enclosure.ErrUnavailable)
-	// Only an engine that kept a call waiting is remembered: one that
-	// refused the connection (dockerd stopped, its socket gone) says so
-	// at once, and may be back for the very next call.
+	// Only an engine that kept a call waiting is remembered.
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		c.silentMu.Lock()
-		c.silent, c.silentAt = e, time.Now()
-		c.silentMu.Unlock()
+		c.silence.Remember(e)
 	}
 	return e
 }
@@ -194,7 +170,7 @@ func (c *container) exec(ctx context.Context, argv, env []string, dir string, st
 }
 
 func (c *container) execAs(ctx context.Context, user string, argv, env []string, dir string, stdin bool) (string, client.HijackedResponse, error) {
-	if e := c.silentNow(); e != nil {
+	if e := c.silence.Now(); e != nil {
 		return "", client.HijackedResponse{}, e
 	}
 	c.killLost(ctx)
@@ -241,7 +217,7 @@ const goneWait = time.Second
 // failed explains an error of a call on the container: it stopped, it
 // is gone, or the engine did not answer.
 func (c *container) failed(ctx context.Context, what string, err error) error {
-	if e := c.silentNow(); e != nil {
+	if e := c.silence.Now(); e != nil {
 		return e
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -281,7 +257,7 @@ func (c *container) Run(ctx context.Context, argv []string, stdin io.Reader) (re
 // running is nil while the container runs, else the error saying what
 // became of it.
 func (c *container) running(ctx context.Context) error {
-	if e := c.silentNow(); e != nil {
+	if e := c.silence.Now(); e != nil {
 		return e
 	}
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)

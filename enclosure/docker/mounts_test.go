@@ -12,8 +12,10 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
+	"github.com/berth-dev/berth/enclosure/enclosuretest"
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/enclosure/mounts"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -24,12 +26,12 @@ import (
 //
 // Issue 13 item 4.
 func TestMapPathAndHostPathThroughTheMounts(t *testing.T) {
-	wd := workdir(t)
+	wd := enclosuretest.Workdir(t)
 	os.MkdirAll(filepath.Join(wd, "pkg"), 0o755)
 	os.WriteFile(filepath.Join(wd, "pkg", "a.txt"), []byte("from the host\n"), 0o644)
 	d := newDriver(t, Options{})
 	for _, dst := range []string{"/workspace", "/src/project"} {
-		id := runContainer(t, "", fullImage, "-v", wd+":"+dst)
+		id := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":"+dst)
 		c := attach(t, d, id)
 		in, err := c.MapPath(filepath.Join(wd, "pkg", "a.txt"))
 		if err != nil || in != dst+"/pkg/a.txt" {
@@ -52,7 +54,7 @@ func TestMapPathAndHostPathThroughTheMounts(t *testing.T) {
 		}
 		// A path outside every mount, either way, is refused with the
 		// mounts named.
-		other := workdir(t)
+		other := enclosuretest.Workdir(t)
 		_, err = c.MapPath(other)
 		if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), wd+" -> "+dst) || !strings.Contains(err.Error(), "bind-mount") {
 			t.Fatalf("MapPath of an unmounted directory: %v", err)
@@ -70,15 +72,15 @@ func TestMapPathAndHostPathThroughTheMounts(t *testing.T) {
 //
 // Issue 13 item 4.
 func TestBerthInAContainerThroughItsOwnMounts(t *testing.T) {
-	wd := workdir(t)
-	berth := runContainer(t, "", baseImage, "-v", wd+":/berth/checkout")
+	wd := enclosuretest.Workdir(t)
+	berth := runContainer(t, "", enclosuretest.BaseImage, "-v", wd+":/berth/checkout")
 	mountinfo := dockertest.Must(t, "exec", berth, "cat", "/proc/self/mountinfo")
 	cgroup := dockertest.Must(t, "exec", berth, "cat", "/proc/self/cgroup")
 	hostname := dockertest.Must(t, "exec", berth, "hostname")
 	if got := ownContainerID(mountinfo, cgroup, "not-an-id"); got != berth {
 		t.Fatalf("ownContainerID read %q from the container's own files, want %s", got, berth)
 	}
-	target := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	target := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
 	d := newDriver(t, Options{})
 	d.procSelf = func() (string, string, string) { return mountinfo, cgroup, hostname }
 	assertBerthView(t, attach(t, d, target), "/berth/checkout", "Berth's own mounts")
@@ -95,9 +97,9 @@ func TestBerthInAContainerThroughItsOwnMounts(t *testing.T) {
 //
 // Issue 13 item 4.
 func TestBerthInAContainerThroughThePathMap(t *testing.T) {
-	wd := workdir(t)
-	target := runContainer(t, "", fullImage, "-v", wd+":/workspace")
-	d := newDriver(t, Options{PathMap: mounts.Table{{Source: wd, Destination: "/berth/checkout"}}})
+	wd := enclosuretest.Workdir(t)
+	target := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
+	d := newDriver(t, Options{Shared: relayexec.Shared{PathMap: mounts.Table{{Source: wd, Destination: "/berth/checkout"}}}})
 	d.procSelf = func() (string, string, string) {
 		t.Fatal("the path map is configured, yet Berth looked for its own container")
 		return "", "", ""
@@ -148,9 +150,9 @@ func TestOwnContainerIDFromCgroupOrHostname(t *testing.T) {
 //
 // Issue 13 item 4.
 func TestRunStartRefusesAnUnmountedWorkdir(t *testing.T) {
-	wd := workdir(t)
+	wd := enclosuretest.Workdir(t)
 	conv := "conv-" + t.Name()
-	id := runContainer(t, conv, fullImage, "-v", wd+":/workspace")
+	id := runContainer(t, conv, enclosuretest.FullImage, "-v", wd+":/workspace")
 	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour, &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: newDriver(t, Options{})}, Auto: []string{Name}})
 	ctx := context.Background()
 	run, err := rs.Start(ctx, orchestrator.StartParams{Workdir: wd, ConversationID: conv, Enclosure: enclosure.Spec{Driver: "auto"}})
@@ -162,7 +164,7 @@ func TestRunStartRefusesAnUnmountedWorkdir(t *testing.T) {
 	}
 	rs.StopAll()
 
-	other := workdir(t)
+	other := enclosuretest.Workdir(t)
 	_, err = rs.Start(ctx, orchestrator.StartParams{Workdir: other, ConversationID: conv, Enclosure: enclosure.Spec{Driver: Name, ID: id}})
 	if !errors.Is(err, orchestrator.ErrInvalid) || !strings.Contains(err.Error(), other) || !strings.Contains(err.Error(), wd+" -> /workspace") {
 		t.Fatalf("run/start with an unmounted workdir: %v", err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
+	"github.com/berth-dev/berth/enclosure/enclosuretest"
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/enclosure/relayexec"
@@ -23,9 +24,9 @@ import (
 
 // Issue 13 item 2.
 func TestAttachByIDAndName(t *testing.T) {
-	wd := workdir(t)
+	wd := enclosuretest.Workdir(t)
 	name := "berth-test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
-	id := runContainer(t, "", fullImage, "--name", name, "-v", wd+":/workspace")
+	id := runContainer(t, "", enclosuretest.FullImage, "--name", name, "-v", wd+":/workspace")
 	d := newDriver(t, Options{})
 	for _, ref := range []string{id, id[:12], name} {
 		c := attach(t, d, ref)
@@ -39,45 +40,12 @@ func TestAttachByIDAndName(t *testing.T) {
 	}
 }
 
-// Issue 13 item 2.
-func TestAutoFindsOneNoneOrSeveral(t *testing.T) {
-	wd := workdir(t)
-	one := "conv-one-" + t.Name()
-	id := runContainer(t, one, fullImage, "-v", wd+":/workspace")
-	several := "conv-several-" + t.Name()
-	a := runContainer(t, several, fullImage, "-v", wd+":/workspace")
-	b := runContainer(t, several, fullImage, "-v", wd+":/workspace")
-	// A stopped container with the label is not a candidate.
-	stopped := runContainer(t, one, baseImage)
-	dockertest.Must(t, "stop", "-t", "0", stopped)
-
-	d := newDriver(t, Options{})
-	l := &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: d}, Auto: []string{Name}}
-	ctx := context.Background()
-	enc, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, one)
-	if err != nil || enc.Driver() != "docker" || enc.ID() != id {
-		t.Fatalf("auto with one container: %v, %v", enc, err)
-	}
-	enc, err = l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-none-"+t.Name())
-	if err != nil || enc.Driver() != "host" {
-		t.Fatalf("auto with none: %v, %v", enc, err)
-	}
-	l.NoHostFallback = true
-	if _, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-none-"+t.Name()); !errors.Is(err, enclosure.ErrNotFound) {
-		t.Fatalf("auto with none and no host fallback: %v", err)
-	}
-	_, err = l.Find(ctx, enclosure.Spec{Driver: "auto"}, several)
-	if err == nil || !strings.Contains(err.Error(), a) || !strings.Contains(err.Error(), b) {
-		t.Fatalf("auto with two containers: %v", err)
-	}
-}
-
 // An engine that does not answer is skipped by auto with a log line, and
 // is an error that says so when named.
 //
 // Issue 13 item 2.
 func TestAutoSkipsAnEngineThatDoesNotAnswer(t *testing.T) {
-	d := newDriver(t, Options{Host: "unix://" + t.TempDir() + "/no-engine.sock"})
+	d := newDriver(t, Options{Config: Config{Host: "unix://" + t.TempDir() + "/no-engine.sock"}})
 	var log strings.Builder
 	l := &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: d}, Auto: []string{Name},
 		Log: slog.New(slog.NewTextHandler(&log, nil))}
@@ -93,16 +61,16 @@ func TestAutoSkipsAnEngineThatDoesNotAnswer(t *testing.T) {
 
 // Issue 13 item 2.
 func TestStoppedContainerIsAnErrorAtAttachAndLater(t *testing.T) {
-	wd := workdir(t)
+	wd := enclosuretest.Workdir(t)
 	d := newDriver(t, Options{})
-	stopped := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	stopped := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
 	dockertest.Must(t, "stop", "-t", "0", stopped)
 	_, err := d.Attach(context.Background(), stopped)
 	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "is exited") || !strings.Contains(err.Error(), "never starts") {
 		t.Fatalf("attach to a stopped container: %v", err)
 	}
 
-	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	id := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
 	c := attach(t, d, id)
 	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sleep", Args: []string{"600"}})
 	if err != nil {
@@ -150,8 +118,8 @@ var stdios = []struct{ name, dir string }{{"exec stream", ""}, {"socket", "/work
 // mounts a workdir at /workspace; start checks that the path taken is the
 // one named.
 func forEachStdio(t *testing.T, test func(t *testing.T, c *container, dir string, id string)) {
-	wd := workdir(t)
-	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	wd := enclosuretest.Workdir(t)
+	id := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
 	c := attach(t, newDriver(t, Options{}), id)
 	for _, s := range stdios {
 		t.Run(s.name, func(t *testing.T) { test(t, c, s.dir, id) })
@@ -165,82 +133,6 @@ func assertStdio(t *testing.T, p enclosure.Process, socket bool) {
 	if got := relayexec.ThroughSocket(p); got != socket {
 		t.Fatalf("stdio through a socket: %v; want %v", got, socket)
 	}
-}
-
-// Issue 13 item 2.
-func TestStartSplitsStreamsAndReportsExitCodes(t *testing.T) {
-	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
-		ctx := context.Background()
-		socket := dir != ""
-		if !socket {
-			dir = "/" // a directory Berth does not share: the exec's stream
-		}
-		p, err := c.Start(ctx, enclosure.Cmd{
-			Path: "sh", Args: []string{"-c", `read x; echo "got $x in $PWD as $FOO"; echo to-stderr >&2; cat; echo after-eof; exit 3`},
-			Env: []string{"FOO=bar"}, Dir: dir,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertStdio(t, p, socket)
-		io.WriteString(p.Stdin(), "hello\nmore\n")
-		p.Stdin().Close() // the program reads EOF and goes on: stdin is framed
-		out, _ := io.ReadAll(p.Stdout())
-		errOut, _ := io.ReadAll(p.Stderr())
-		code, err := p.Wait()
-		if want := "got hello in " + dir + " as bar\nmore\nafter-eof\n"; string(out) != want || string(errOut) != "to-stderr\n" || code != 3 || err != nil {
-			t.Fatalf("stdout %q, stderr %q, exit %d, %v", out, errOut, code, err)
-		}
-
-		// Cmd.Stderr takes the stderr instead of a pipe; the container's
-		// own environment (PATH, GOTOOLCHAIN) is kept.
-		var stderr strings.Builder
-		p, err = c.Start(ctx, enclosure.Cmd{Path: "sh", Args: []string{"-c", `echo "$GOTOOLCHAIN"; echo oops >&2`}, Stderr: &stderr, Dir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Stderr() != nil {
-			t.Fatal("Stderr() is not nil with Cmd.Stderr set")
-		}
-		out, _ = io.ReadAll(p.Stdout())
-		if code, err := p.Wait(); code != 0 || err != nil || string(out) != "local\n" || stderr.String() != "oops\n" {
-			t.Fatalf("stdout %q, stderr %q, exit %d, %v", out, stderr.String(), code, err)
-		}
-
-		if _, err := c.Start(ctx, enclosure.Cmd{Path: "no-such-program", Dir: dir}); !errors.Is(err, enclosure.ErrNotFound) {
-			t.Fatalf("a missing program: %v", err)
-		}
-		// A program that vanished after LookPath found it: the relay
-		// connected, then could not start it (exit 127), which is the
-		// program's end, not a socket that failed.
-		c.Keep("gone-program", "/no/such/gone-program")
-		p, err = c.Start(ctx, enclosure.Cmd{Path: "gone-program", Dir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if code, _ := p.Wait(); code != 127 || c.Sockets.GivenUp() {
-			t.Fatalf("a vanished program: exit %d, sockets given up %v", code, c.Sockets.GivenUp())
-		}
-		dockertest.OnlySleep(t, id)
-	})
-}
-
-// Kill ends the program and what it started, in its group or not.
-//
-// Issue 13 item 2.
-func TestKillLeavesNothing(t *testing.T) {
-	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
-		p := startTree(t, c, dir)
-		p.Kill()
-		<-p.Done()
-		if code, _ := p.Wait(); code != -1 {
-			t.Errorf("exit code after Kill %d, want -1", code)
-		}
-		dockertest.OnlySleep(t, id)
-		if err := p.Kill(); err != nil {
-			t.Fatalf("a second Kill: %v", err)
-		}
-	})
 }
 
 // Dropping the exec's connection without Kill (Berth's end of it gone)
@@ -283,42 +175,13 @@ func startTree(t *testing.T, c *container, dir string) enclosure.Process {
 	return p
 }
 
-// Signal reaches the program through the relay: SIGINT interrupts a
-// program that traps it, which lives on.
-//
-// Issue 13 item 2.
-func TestSignalReachesTheProgram(t *testing.T) {
-	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
-		p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", `trap 'echo interrupted' INT; echo ready; while :; do sleep 0.05; done`}, Dir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertStdio(t, p, dir != "")
-		r := bufio.NewReader(p.Stdout())
-		if l, _ := r.ReadString('\n'); l != "ready\n" {
-			t.Fatalf("read %q", l)
-		}
-		if err := p.Signal(syscall.SIGINT); err != nil {
-			t.Fatal(err)
-		}
-		if l, _ := r.ReadString('\n'); l != "interrupted\n" {
-			t.Fatalf("after SIGINT read %q", l)
-		}
-		enclosure.Stop(p, nil, 5*time.Second)
-		if err := p.Signal(syscall.SIGINT); err == nil {
-			t.Fatal("Signal after exit did not fail")
-		}
-		dockertest.OnlySleep(t, id)
-	})
-}
-
 // SIGTERM goes in the relay's stdin, with no exec; when that stream is
 // stalled (the program does not read its stdin, and a write filled the
 // pipe), it goes by exec instead and still arrives.
 //
 // Issue 13 item 2.
 func TestTermSignalInTheStreamOrByExec(t *testing.T) {
-	id := runContainer(t, "", fullImage)
+	id := runContainer(t, "", enclosuretest.FullImage)
 	c := attach(t, newDriver(t, Options{}), id)
 	for _, stalled := range []bool{false, true} {
 		t.Run(map[bool]string{false: "in the stream", true: "stalled stream"}[stalled], func(t *testing.T) {
@@ -352,8 +215,8 @@ func TestTermSignalInTheStreamOrByExec(t *testing.T) {
 
 // Issue 13 item 2.
 func TestLookPathUsesTheImagesPATH(t *testing.T) {
-	wd := workdir(t)
-	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	wd := enclosuretest.Workdir(t)
+	id := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
 	c := attach(t, newDriver(t, Options{}), id)
 	ctx := context.Background()
 	// go is on the image's PATH (/usr/local/go/bin, from its ENV), not
@@ -421,12 +284,12 @@ func (p *engineProxy) stop() {
 //
 // Issue 13 item 2.
 func TestDoneClosesAfterKillWhenTheEngineIsGone(t *testing.T) {
-	wd := workdir(t)
-	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	wd := enclosuretest.Workdir(t)
+	id := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
 	for _, s := range stdios {
 		t.Run(s.name, func(t *testing.T) {
 			proxy := newEngineProxy(t)
-			c := attach(t, newDriver(t, Options{Host: proxy.host()}), id)
+			c := attach(t, newDriver(t, Options{Config: Config{Host: proxy.host()}}), id)
 			p := startTree(t, c, s.dir)
 			proxy.stop()
 			p.Kill()
@@ -449,8 +312,8 @@ func TestDoneClosesAfterKillWhenTheEngineIsGone(t *testing.T) {
 //
 // Issue 13 item 2.
 func TestStartContextBoundsOnlyTheStart(t *testing.T) {
-	wd := workdir(t)
-	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	wd := enclosuretest.Workdir(t)
+	id := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
 	c := attach(t, newDriver(t, Options{}), id)
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := c.Start(ctx, enclosure.Cmd{Path: "cat"})
@@ -474,7 +337,7 @@ func TestStartContextBoundsOnlyTheStart(t *testing.T) {
 //
 // Issue 13 item 2.
 func TestStartInAMissingDirectoryFails(t *testing.T) {
-	id := runContainer(t, "", fullImage)
+	id := runContainer(t, "", enclosuretest.FullImage)
 	c := attach(t, newDriver(t, Options{}), id)
 	_, err := c.Start(context.Background(), enclosure.Cmd{Path: "pwd", Dir: "/no/such/dir"})
 	if err == nil || !strings.Contains(err.Error(), "/no/such/dir") || !strings.Contains(err.Error(), "could not start") {
@@ -499,7 +362,7 @@ func TestStartInAMissingDirectoryFails(t *testing.T) {
 //
 // Issue 13 item 2.
 func BenchmarkStart(b *testing.B) {
-	id := runContainer(b, "", fullImage)
+	id := runContainer(b, "", enclosuretest.FullImage)
 	c := attach(b, newDriver(b, Options{}), id)
 	relaytest.BenchStart(b, c, c.run)
 }
@@ -521,11 +384,11 @@ func TestProcessesRunAsTheContainersUserOrDockerUser(t *testing.T) {
 		}
 		return strings.TrimSpace(string(out))
 	}
-	id := runContainer(t, "", baseImage, "--user", "1000:1000")
+	id := runContainer(t, "", enclosuretest.BaseImage, "--user", "1000:1000")
 	if got := uid(attach(t, newDriver(t, Options{}), id)); got != "1000" {
 		t.Errorf("the container's default user 1000: ran as %s", got)
 	}
-	if got := uid(attach(t, newDriver(t, Options{User: "65534"}), id)); got != "65534" {
+	if got := uid(attach(t, newDriver(t, Options{Config: Config{User: "65534"}}), id)); got != "65534" {
 		t.Errorf("docker.user 65534: ran as %s", got)
 	}
 }

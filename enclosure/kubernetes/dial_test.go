@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/enclosuretest"
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
 )
 
@@ -129,7 +130,7 @@ func TestDialPortForwardsOverWebSocketAndSPDY(t *testing.T) {
 // Issue 16 item 4.
 func TestSidecarDialsLoopback(t *testing.T) {
 	s := standIn(t)
-	p := attach(t, newDriver(t, s, Options{Sidecar: true}), runPod(t, s, kubetest.Pod{}))
+	p := attach(t, newDriver(t, s, Options{Config: Config{Sidecar: true}}), runPod(t, s, kubetest.Pod{}))
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -163,9 +164,9 @@ func TestSidecarDialsLoopback(t *testing.T) {
 // Issue 16 item 5.
 func TestMapPathFromTheWorkspaceVolume(t *testing.T) {
 	s := standIn(t)
-	wd := workdir(t)
+	wd := enclosuretest.Workdir(t)
 	id := runPod(t, s, kubetest.Pod{Workdir: wd, MountPath: "/src/project"})
-	p := attach(t, newDriver(t, s, Options{Workspace: Volume{Name: kubetest.WorkspaceVolume, Path: wd}}), id)
+	p := attach(t, newDriver(t, s, Options{Config: Config{Workspace: Volume{Name: kubetest.WorkspaceVolume, Path: wd}}}), id)
 	in, err := p.MapPath(filepath.Join(wd, "pkg", "a.go"))
 	if err != nil || in != "/src/project/pkg/a.go" {
 		t.Errorf("MapPath = %q, %v; want /src/project/pkg/a.go", in, err)
@@ -189,7 +190,7 @@ func TestMapPathFromTheWorkspaceVolume(t *testing.T) {
 	}
 	// Berth mounts the volume where the pod does (the sidecar's usual
 	// shape) when the path is not given.
-	same := attach(t, newDriver(t, s, Options{Workspace: Volume{Name: kubetest.WorkspaceVolume}}), id)
+	same := attach(t, newDriver(t, s, Options{Config: Config{Workspace: Volume{Name: kubetest.WorkspaceVolume}}}), id)
 	if in, err := same.MapPath("/src/project/x"); err != nil || in != "/src/project/x" {
 		t.Errorf("no path: MapPath = %q, %v; want the same path", in, err)
 	}
@@ -199,7 +200,7 @@ func TestMapPathFromTheWorkspaceVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub := runPod(t, s, kubetest.Pod{Workdir: wd, SubPath: "conv-1"})
-	q := attach(t, newDriver(t, s, Options{Workspace: Volume{Name: kubetest.WorkspaceVolume, Path: wd}}), sub)
+	q := attach(t, newDriver(t, s, Options{Config: Config{Workspace: Volume{Name: kubetest.WorkspaceVolume, Path: wd}}}), sub)
 	in, err = q.MapPath(filepath.Join(wd, "conv-1", "main.go"))
 	if err != nil || in != "/workspace/main.go" {
 		t.Errorf("subPath: MapPath = %q, %v; want /workspace/main.go", in, err)
@@ -211,7 +212,7 @@ func TestMapPathFromTheWorkspaceVolume(t *testing.T) {
 	if _, err := q.MapPath(filepath.Join(wd, "conv-2")); !errors.Is(err, enclosure.ErrNotFound) {
 		t.Errorf("another conversation's directory: %v; want ErrNotFound", err)
 	}
-	rootHere := attach(t, newDriver(t, s, Options{Workspace: Volume{Name: kubetest.WorkspaceVolume}}), sub)
+	rootHere := attach(t, newDriver(t, s, Options{Config: Config{Workspace: Volume{Name: kubetest.WorkspaceVolume}}}), sub)
 	if in, err := rootHere.MapPath("/workspace/conv-1/x"); err != nil || in != "/workspace/x" {
 		t.Errorf("subPath, Berth's mount where the pod's is: MapPath = %q, %v; want /workspace/x", in, err)
 	}
@@ -223,7 +224,7 @@ func TestMapPathFromTheWorkspaceVolume(t *testing.T) {
 		{Volume{}, "kubernetes.workspace_volume is not set"},
 		{Volume{Name: "cache", Path: wd}, `does not mount the workspace volume "cache"`},
 	} {
-		q := attach(t, newDriver(t, s, Options{Workspace: c.v}), id)
+		q := attach(t, newDriver(t, s, Options{Config: Config{Workspace: c.v}}), id)
 		if _, err := q.MapPath(wd); !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("workspace_volume %+v: %v; want ErrNotFound saying %q", c.v, err, c.want)
 		}

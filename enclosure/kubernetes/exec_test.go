@@ -7,12 +7,12 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
+	"github.com/berth-dev/berth/enclosure/enclosuretest"
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
 	"github.com/berth-dev/berth/enclosure/relay"
 )
@@ -86,7 +86,7 @@ func TestExecOverWebSocketAndSPDYFallback(t *testing.T) {
 func TestRelayStreamedThroughExecAndWhichFindsPrograms(t *testing.T) {
 	s := standIn(t)
 	d := newDriver(t, s, Options{})
-	p := attach(t, d, runPod(t, s, kubetest.Pod{Image: baseImage}))
+	p := attach(t, d, runPod(t, s, kubetest.Pod{Image: enclosuretest.BaseImage}))
 	if !strings.HasSuffix(p.Relay, "/relay-"+testRelay.Version+"/"+relay.Name) {
 		t.Errorf("relay at %s, want a streamed copy of version %s", p.Relay, testRelay.Version)
 	}
@@ -101,7 +101,7 @@ func TestRelayStreamedThroughExecAndWhichFindsPrograms(t *testing.T) {
 		t.Errorf("LookPath(no-such-program): %v; want ErrNotFound", err)
 	}
 	// Run as a user that cannot write /opt: the copy goes to a tmpfs root.
-	user := attach(t, newDriver(t, s, Options{}), runPod(t, s, kubetest.Pod{Image: baseImage, DockerFlags: []string{"--user", "65534:65534"}}))
+	user := attach(t, newDriver(t, s, Options{}), runPod(t, s, kubetest.Pod{Image: enclosuretest.BaseImage, DockerFlags: []string{"--user", "65534:65534"}}))
 	if !strings.HasPrefix(user.Relay, "/tmp/") {
 		t.Errorf("as nobody: relay at %s, want under /tmp", user.Relay)
 	}
@@ -113,7 +113,7 @@ func TestRelayStreamedThroughExecAndWhichFindsPrograms(t *testing.T) {
 // Issue 16 item 3.
 func TestWorkingDirectoryAndEnvironmentSetByTheRelay(t *testing.T) {
 	s := standIn(t)
-	p := attach(t, newDriver(t, s, Options{}), runPod(t, s, kubetest.Pod{Workdir: workdir(t)}))
+	p := attach(t, newDriver(t, s, Options{}), runPod(t, s, kubetest.Pod{Workdir: enclosuretest.Workdir(t)}))
 	_, out, _, code := execIn(t, p, enclosure.Cmd{Path: "sh", Args: []string{"-c", `pwd; echo "$GREETING|$SPACED"`}, Dir: "/workspace", Env: []string{"GREETING=hi", "SPACED=a b  c"}}, "")
 	if out != "/workspace\nhi|a b  c\n" || code != 0 {
 		t.Errorf("dir and env: %q, exit %d", out, code)
@@ -130,7 +130,7 @@ func TestWorkingDirectoryAndEnvironmentSetByTheRelay(t *testing.T) {
 // Issue 16 item 3.
 func TestDirAndEnvNeedNoShell(t *testing.T) {
 	s := standIn(t)
-	id := runPod(t, s, kubetest.Pod{Workdir: workdir(t)})
+	id := runPod(t, s, kubetest.Pod{Workdir: enclosuretest.Workdir(t)})
 	p := attach(t, newDriver(t, s, Options{}), id) // the relay installed, through sh if it must be
 	dockertest.Must(t, "exec", s.ContainerID(id, "sandbox"), "rm", "/bin/sh", "/bin/dash")
 	_, out, errOut, code := execIn(t, p, enclosure.Cmd{Path: "/usr/bin/realpath", Args: []string{"."}, Dir: "/workspace"}, "")
@@ -140,61 +140,6 @@ func TestDirAndEnvNeedNoShell(t *testing.T) {
 	_, out, errOut, code = execIn(t, p, enclosure.Cmd{Path: "/usr/bin/printenv", Args: []string{"GREETING", "SPACED"}, Env: []string{"GREETING=hi", "SPACED=a b  c"}}, "")
 	if out != "hi\na b  c\n" || code != 0 {
 		t.Errorf("env without sh: %q, exit %d, stderr %q", out, code, errOut)
-	}
-}
-
-// Kill ends the program and everything it started, though closing the
-// exec's stream alone would not; Signal interrupts through the relay.
-//
-// Issue 16 item 3.
-func TestKillAndSignalThroughTheRelay(t *testing.T) {
-	forEachStdio(t, func(t *testing.T, s *kubetest.Server, p *pod, id, dir string) {
-		killAndSignal(t, s, p, id, dir)
-	})
-}
-
-func killAndSignal(t *testing.T, s *kubetest.Server, p *pod, id, dir string) {
-	cid := s.ContainerID(id, "sandbox")
-	for _, refuse := range []bool{false, true} {
-		s.RefuseWebSockets(refuse)
-		proc, err := p.Start(context.Background(), enclosure.Cmd{Path: "sh", Dir: dir, Args: []string{"-c", "sleep 1000 & echo started; wait"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertStdio(t, proc, dir != "")
-		if line, _ := bufio.NewReader(proc.Stdout()).ReadString('\n'); line != "started\n" {
-			t.Fatalf("first line %q", line)
-		}
-		before := len(s.Negotiated())
-		if err := proc.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		if code, err := proc.Wait(); code != -1 || err != nil {
-			t.Errorf("killed: exit %d, %v; want -1", code, err)
-		}
-		// SIGTERM went in the relay's stdin: no exec of relay signal.
-		if n := s.Negotiated()[before:]; len(n) != 0 {
-			t.Errorf("Kill made execs: %+v; want the signal in the relay's stdin", n)
-		}
-		dockertest.OnlySleep(t, cid)
-
-		proc, err = p.Start(context.Background(), enclosure.Cmd{Path: "sh", Dir: dir, Args: []string{"-c", `trap 'echo interrupted; exit 7' INT; echo ready; while :; do sleep 0.1; done`}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertStdio(t, proc, dir != "")
-		r := bufio.NewReader(proc.Stdout())
-		if line, _ := r.ReadString('\n'); line != "ready\n" {
-			t.Fatalf("first line %q", line)
-		}
-		if err := proc.Signal(syscall.SIGINT); err != nil {
-			t.Fatal(err)
-		}
-		rest, _ := io.ReadAll(r)
-		if code, err := proc.Wait(); code != 7 || err != nil || string(rest) != "interrupted\n" {
-			t.Errorf("SIGINT: exit %d, %v, output %q; want 7 after interrupted", code, err, rest)
-		}
-		dockertest.OnlySleep(t, cid)
 	}
 }
 

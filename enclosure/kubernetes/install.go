@@ -3,7 +3,6 @@ package kubernetes
 import (
 	"context"
 
-	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
@@ -12,7 +11,11 @@ import (
 // an exec of sh, as the API server has no archive API). Execs run as the
 // container's user, so a copy goes where that user can write and execute
 // (relay.StreamRoots). If none works it names what it tried.
-func (d *Driver) install(ctx context.Context, p *pod, bin *relay.Binary) (string, error) {
+func (d *Driver) install(ctx context.Context, p *pod) (string, error) {
+	bin, err := d.findRelay()
+	if err != nil {
+		return "", err
+	}
 	path, how, err := d.installer.Install(ctx, relayexec.Install{
 		Key: p.key(), Where: p.Where, Run: p.run, Log: d.opts.Log,
 		Advice: "give the container sh and a writable directory that allows exec (an emptyDir at /tmp)",

@@ -12,7 +12,7 @@ import (
 // A volumeMount of the workspace volume with readOnly is read-only in the
 // crossing, so Writable refuses the files under it (issue 24 item 5).
 func TestReadOnlyVolumeMountIsNotWritable(t *testing.T) {
-	d := &Driver{opts: Options{Workspace: Volume{Name: "ws", Path: "/berth/ws"}}}
+	d := &Driver{opts: Options{Config: Config{Workspace: Volume{Name: "ws", Path: "/berth/ws"}}}}
 	for _, ro := range []bool{true, false} {
 		p := &pod{ns: "ns", name: "sandbox", container: "main"}
 		k := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main",

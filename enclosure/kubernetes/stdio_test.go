@@ -3,13 +3,13 @@ package kubernetes
 import (
 	"context"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/enclosuretest"
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/enclosure/relayexec"
@@ -23,7 +23,7 @@ import (
 // once the program is connected.
 func TestStdioThroughASocketInTheWorkspaceVolume(t *testing.T) {
 	s := standIn(t)
-	wd := workdir(t)
+	wd := enclosuretest.Workdir(t)
 	if err := os.MkdirAll(filepath.Join(wd, "sub", "dir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -35,11 +35,11 @@ func TestStdioThroughASocketInTheWorkspaceVolume(t *testing.T) {
 		dir   string
 		kinds string
 	}{
-		{"the workspace", Options{Workspace: ws}, "/workspace", "socket socket 0"},
-		{"below it", Options{Workspace: ws}, "/workspace/sub/dir", "socket socket 0"},
-		{"a directory Berth does not see", Options{Workspace: ws}, "/tmp", "pipe pipe 0"},
+		{"the workspace", Options{Config: Config{Workspace: ws}}, "/workspace", "socket socket 0"},
+		{"below it", Options{Config: Config{Workspace: ws}}, "/workspace/sub/dir", "socket socket 0"},
+		{"a directory Berth does not see", Options{Config: Config{Workspace: ws}}, "/tmp", "pipe pipe 0"},
 		{"no workspace volume", Options{}, "/workspace", "pipe pipe 0"},
-		{"kubernetes.stdio exec", Options{Workspace: ws, Stdio: StdioExec}, "/workspace", "pipe pipe 0"},
+		{"kubernetes.stdio exec", Options{Config: Config{Workspace: ws, Stdio: relayexec.StdioExec}}, "/workspace", "pipe pipe 0"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := attach(t, newDriver(t, s, c.opts), id)
@@ -59,8 +59,8 @@ func TestStdioThroughASocketInTheWorkspaceVolume(t *testing.T) {
 // program's environment.
 func TestStdioTokenIsNotOnTheCommandLine(t *testing.T) {
 	s := standIn(t)
-	wd := workdir(t)
-	p := attach(t, newDriver(t, s, Options{Workspace: Volume{Name: kubetest.WorkspaceVolume, Path: wd}}), runPod(t, s, kubetest.Pod{Workdir: wd}))
+	wd := enclosuretest.Workdir(t)
+	p := attach(t, newDriver(t, s, Options{Config: Config{Workspace: Volume{Name: kubetest.WorkspaceVolume, Path: wd}}}), runPod(t, s, kubetest.Pod{Workdir: wd}))
 	proc, err := p.Start(context.Background(), enclosure.Cmd{Path: "sh", Dir: "/workspace", Stderr: io.Discard,
 		Args: []string{"-c", `tr '\0' ' ' < /proc/$PPID/cmdline; echo; env | grep -c BERTH_RELAY_TOKEN`}})
 	if err != nil {
@@ -78,26 +78,6 @@ func TestStdioTokenIsNotOnTheCommandLine(t *testing.T) {
 	}
 }
 
-// Where Berth's view of the volume is not the pod's (here a
-// workspace_volume path that points Berth elsewhere, as a claim mounted
-// on another node would be), the relay cannot connect: the start goes on
-// in the exec's stream, a log line says why, and the pod's next starts
-// do not try again.
-func TestStdioFallsBackWhenTheRelayCannotConnect(t *testing.T) {
-	s := standIn(t)
-	wd, elsewhere := workdir(t), workdir(t)
-	id := runPod(t, s, kubetest.Pod{Workdir: wd})
-	var log strings.Builder
-	d := newDriver(t, s, Options{
-		Workspace: Volume{Name: kubetest.WorkspaceVolume, Path: elsewhere},
-		Log:       slog.New(slog.NewTextHandler(&log, nil)),
-	})
-	p := attach(t, d, id)
-	relaytest.FellBack(t, p, "/workspace", p.Sockets.GivenUp, &log, "kubernetes.stdio")
-	relaytest.NoSocketLeft(t, wd)
-	relaytest.NoSocketLeft(t, elsewhere)
-}
-
 // stdios are the two ways a process's stdin and stdout travel: the
 // exec's stream (a start with no directory), and a socket (a start in the
 // workspace volume).
@@ -110,9 +90,9 @@ func forEachStdio(t *testing.T, test func(t *testing.T, s *kubetest.Server, p *p
 	for _, st := range stdios {
 		t.Run(st.name, func(t *testing.T) {
 			s := standIn(t)
-			wd := workdir(t)
+			wd := enclosuretest.Workdir(t)
 			id := runPod(t, s, kubetest.Pod{Workdir: wd})
-			p := attach(t, newDriver(t, s, Options{Workspace: Volume{Name: kubetest.WorkspaceVolume, Path: wd}}), id)
+			p := attach(t, newDriver(t, s, Options{Config: Config{Workspace: Volume{Name: kubetest.WorkspaceVolume, Path: wd}}}), id)
 			test(t, s, p, id, st.dir)
 			relaytest.NoSocketLeft(t, wd)
 		})
