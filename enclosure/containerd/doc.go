@@ -21,7 +21,7 @@
 // Every process runs under Berth's relay (cmd/berth-relay), as with
 // Docker. containerd has no copy API, so the relay is the image's own
 // (baked in at relay.InstallPath) or streamed through an exec of sh
-// (install.go). A process started in a directory Berth sees too gets
+// (relayexec.Installer, from Attach). A process started in a directory Berth sees too gets
 // its stdin and stdout over a unix socket there (containerd.stdio:
 // socket), as with Docker. An exec's other stdio (all of it without a
 // socket) are FIFOs between Berth and the task's shim, not a connection

@@ -316,7 +316,12 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 		return nil, err
 	}
 	d.sweep(ctx, cli)
-	if c.Relay, err = d.install(ctx, c); err != nil {
+	// The relay goes in through an exec of sh when the image lacks it:
+	// containerd has no copy API, and Berth never writes into a
+	// container's rootfs from outside (that would change the image's
+	// snapshot behind containerd's back).
+	if err := d.installer.Into(ctx, c.Container, relayexec.Install{Run: c.asRoot, Log: d.opts.Log,
+		Advice: "give the container sh and a writable directory that allows exec"}, d.findRelay); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -14,12 +14,13 @@ import (
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/enclosure/enclosuretest"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // Issue 13 item 3.
 func TestRelayBakedIntoTheImageIsUsed(t *testing.T) {
-	want := relay.InstallPath(testRelay.Version)
+	want := relay.InstallPath(relaytest.Built().Version)
 	if got := dockertest.Must(t, "image", "inspect", "-f", `{{index .Config.Labels "berth.relay"}}`, enclosuretest.FullImage); got != want {
 		t.Fatalf("%s carries the relay %q, this tree builds %q: run scripts/images", enclosuretest.FullImage, got, want)
 	}
@@ -35,8 +36,8 @@ func TestRelayCopiedWithTheArchiveAPI(t *testing.T) {
 	id := runContainer(t, "", enclosuretest.BaseImage)
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
-	if c.Relay != relay.InstallPath(testRelay.Version) || c.RelayHow != "archive copy" {
-		t.Fatalf("relay %s (%s), want an archive copy at %s", c.Relay, c.RelayHow, relay.InstallPath(testRelay.Version))
+	if c.Relay != relay.InstallPath(relaytest.Built().Version) || c.RelayHow != "archive copy" {
+		t.Fatalf("relay %s (%s), want an archive copy at %s", c.Relay, c.RelayHow, relay.InstallPath(relaytest.Built().Version))
 	}
 	if c = attach(t, d, id); c.RelayHow != "installed by an earlier run" {
 		t.Fatalf("a second attach: %s", c.RelayHow)
@@ -55,8 +56,8 @@ func TestRelayCopiedWithTheArchiveAPI(t *testing.T) {
 func TestRelayStreamedWhereATmpfsHidesTheArchiveCopy(t *testing.T) {
 	id := runContainer(t, "", enclosuretest.BaseImage, "--tmpfs", "/opt/berth:exec")
 	c := attach(t, newDriver(t, Options{}), id)
-	if c.Relay != relay.InstallPath(testRelay.Version) || c.RelayHow != "streamed through sh" {
-		t.Fatalf("relay %s (%s), want it streamed to %s", c.Relay, c.RelayHow, relay.InstallPath(testRelay.Version))
+	if c.Relay != relay.InstallPath(relaytest.Built().Version) || c.RelayHow != "streamed through sh" {
+		t.Fatalf("relay %s (%s), want it streamed to %s", c.Relay, c.RelayHow, relay.InstallPath(relaytest.Built().Version))
 	}
 	assertRuns(t, c)
 }
@@ -68,7 +69,7 @@ func TestRelayStreamedWhereATmpfsHidesTheArchiveCopy(t *testing.T) {
 func TestRelayStreamedIntoATmpfsOfAReadOnlyContainer(t *testing.T) {
 	id := runContainer(t, "", enclosuretest.BaseImage, "--read-only", "--tmpfs", "/tmp:exec")
 	c := attach(t, newDriver(t, Options{}), id)
-	if want := relay.InstallDir("/tmp/.berth", testRelay.Version) + "/berth-relay"; c.Relay != want || c.RelayHow != "streamed through sh" {
+	if want := relay.InstallDir("/tmp/.berth", relaytest.Built().Version) + "/berth-relay"; c.Relay != want || c.RelayHow != "streamed through sh" {
 		t.Fatalf("relay %s (%s), want it streamed to %s", c.Relay, c.RelayHow, want)
 	}
 	assertRuns(t, c)
@@ -77,7 +78,7 @@ func TestRelayStreamedIntoATmpfsOfAReadOnlyContainer(t *testing.T) {
 // Issue 13 item 3.
 func TestRelayOfAnotherArchitectureIsRefused(t *testing.T) {
 	id := runContainer(t, "", enclosuretest.BaseImage)
-	other := *testRelay
+	other := *relaytest.Built()
 	other.Arch = "s390x"
 	d := newDriver(t, Options{Shared: relayexec.Shared{Relay: func() (*relay.Binary, error) { return &other, nil }}})
 	_, err := d.Attach(context.Background(), id)

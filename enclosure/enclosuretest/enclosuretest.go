@@ -98,19 +98,26 @@ type Harness interface {
 
 // Run runs the conformance suite against h.
 func Run(t *testing.T, h Harness) {
-	t.Run("Attach", func(t *testing.T) { testAttach(t, h) })
-	t.Run("Auto", func(t *testing.T) { testAuto(t, h) })
-	t.Run("Paths", func(t *testing.T) { testPaths(t, h) })
-	t.Run("StartEachStdio", func(t *testing.T) { testStart(t, h) })
-	t.Run("StdioFallsBack", func(t *testing.T) { testFallback(t, h) })
-	t.Run("Signals", func(t *testing.T) { testSignals(t, h) })
-	t.Run("KillLeavesNothing", func(t *testing.T) { testKill(t, h) })
-	t.Run("LookPath", func(t *testing.T) { testLookPath(t, h) })
-	t.Run("Dial", func(t *testing.T) { testDial(t, h) })
-	t.Run("Stopped", func(t *testing.T) { testStopped(t, h) })
-	t.Run("Removed", func(t *testing.T) { testRemoved(t, h) })
-	t.Run("SilentEngine", func(t *testing.T) { testSilent(t, h) })
-	t.Run("RelayInstall", func(t *testing.T) { testRelay(t, h) })
+	for _, c := range []struct {
+		name string
+		test func(*testing.T, Harness)
+	}{
+		{"Attach", testAttach},
+		{"Auto", testAuto},
+		{"Paths", testPaths},
+		{"StartEachStdio", testStart},
+		{"StdioFallsBack", testFallback},
+		{"Signals", testSignals},
+		{"KillLeavesNothing", testKill},
+		{"LookPath", testLookPath},
+		{"Dial", testDial},
+		{"Stopped", testStopped},
+		{"Removed", testRemoved},
+		{"SilentEngine", testSilent},
+		{"RelayInstall", testRelay},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.test(t, h) })
+	}
 }
 
 // wait bounds each step of a case.
@@ -321,6 +328,15 @@ func testFallback(t *testing.T, h Harness) {
 	}
 }
 
+// StdioKinds starts, in dir of enc, a program that says what its stdin
+// and stdout are ("socket" or "pipe", as "socket socket"), then echoes
+// its stdin, and returns the kinds and the echo of "echoed": how a
+// container driver carried that start's stdio.
+func StdioKinds(t *testing.T, enc enclosure.Enclosure, dir string) (kinds, echo string) {
+	t.Helper()
+	return startEcho(t, enc, dir)()
+}
+
 // startEcho starts, in dir, a program that prints what its stdin and
 // stdout are ("socket" or "pipe") and then echoes its stdin; the func it
 // returns writes "echoed", closes stdin, and returns the kinds and the
@@ -488,17 +504,23 @@ func testStopped(t *testing.T, h Harness) {
 	if _, err := p.Wait(); !enclosure.Down(err) {
 		t.Errorf("Wait of a process its enclosure's stop ended = %v, want an error saying the enclosure stopped", err)
 	}
-	if err := enclosure.Check(ctx(t), f.enc); !errors.Is(err, enclosure.ErrGone) {
-		t.Errorf("Check of a stopped enclosure = %v, want ErrGone", err)
+	f.gone(t, "stopped", "LookPath", "Start", "Attach")
+}
+
+// gone checks that each call, on f's enclosure that is stopped or
+// removed (state), is an error wrapping enclosure.ErrGone.
+func (f *fixture) gone(t *testing.T, state string, calls ...string) {
+	t.Helper()
+	do := map[string]func() error{
+		"Check":    func() error { return enclosure.Check(ctx(t), f.enc) },
+		"LookPath": func() error { _, err := f.enc.LookPath(ctx(t), "sh"); return err },
+		"Start":    func() error { _, err := f.enc.Start(ctx(t), enclosure.Cmd{Path: "/bin/true"}); return err },
+		"Attach":   func() error { _, err := f.d.Attach(ctx(t), f.id); return err },
 	}
-	if _, err := f.enc.LookPath(ctx(t), "sh"); !errors.Is(err, enclosure.ErrGone) {
-		t.Errorf("LookPath in a stopped enclosure = %v, want ErrGone", err)
-	}
-	if _, err := f.enc.Start(ctx(t), enclosure.Cmd{Path: "/bin/true"}); !errors.Is(err, enclosure.ErrGone) {
-		t.Errorf("Start in a stopped enclosure = %v, want ErrGone", err)
-	}
-	if _, err := f.d.Attach(ctx(t), f.id); !errors.Is(err, enclosure.ErrGone) {
-		t.Errorf("Attach to a stopped enclosure = %v, want ErrGone", err)
+	for _, call := range append([]string{"Check"}, calls...) {
+		if err := do[call](); !errors.Is(err, enclosure.ErrGone) {
+			t.Errorf("%s of a %s enclosure = %v, want ErrGone", call, state, err)
+		}
 	}
 }
 
@@ -507,15 +529,7 @@ func testRemoved(t *testing.T, h Harness) {
 	if declared(t, h, "remove an enclosure", h.Remove(t, f.id)) {
 		return
 	}
-	if err := enclosure.Check(ctx(t), f.enc); !errors.Is(err, enclosure.ErrGone) {
-		t.Errorf("Check of a removed enclosure = %v, want ErrGone", err)
-	}
-	if _, err := f.enc.Start(ctx(t), enclosure.Cmd{Path: "/bin/true"}); !errors.Is(err, enclosure.ErrGone) {
-		t.Errorf("Start in a removed enclosure = %v, want ErrGone", err)
-	}
-	if _, err := f.d.Attach(ctx(t), f.id); !errors.Is(err, enclosure.ErrGone) {
-		t.Errorf("Attach to a removed enclosure = %v, want ErrGone", err)
-	}
+	f.gone(t, "removed", "Start", "Attach")
 }
 
 func testSilent(t *testing.T, h Harness) {

@@ -21,7 +21,7 @@
 // (cmd/berth-relay), which ends the process group when its stdin closes
 // or when told: by a signal frame in its stdin, or by a second exec
 // (relay signal) for SIGINT or a stalled stream; the relay is the image's
-// own or streamed in through an exec of sh (install.go), since there is no
+// own or streamed in through an exec of sh (relayexec.Installer), since there is no
 // archive API. The exec API has no working directory or environment
 // either: the relay sets them itself, with no shell
 // (relayexec.Container.RelaySetsDirEnv).

@@ -297,7 +297,11 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 		Sockets: relayexec.NewSockets(d.opts.Stdio, "kubernetes.stdio", where, d.opts.Log),
 	}
 	p.sidecar = d.opts.Sidecar || d.self() == ns+"/"+name
-	if p.Relay, err = d.install(ctx, p); err != nil {
+	// The relay goes in through an exec of sh when the image lacks it
+	// (the API server has no archive API), as the container's user,
+	// where that user can write and execute (relay.StreamRoots).
+	if err := d.installer.Into(ctx, p.Container, relayexec.Install{Run: p.run, Log: d.opts.Log,
+		Advice: "give the container sh and a writable directory that allows exec (an emptyDir at /tmp)"}, d.findRelay); err != nil {
 		return nil, err
 	}
 	return p, nil

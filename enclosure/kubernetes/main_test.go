@@ -8,23 +8,17 @@ import (
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/enclosure/enclosuretest"
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
-	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
 
-// testLabel marks the containers behind this package's pods, so the
-// count before and after ignores other packages' tests.
+// The stand-in's pods are Docker containers, labelled as this package's
+// own so that the count before and after ignores other packages' tests.
+func TestMain(m *testing.M) { dockertest.Main(m, testLabel) }
+
 const testLabel = "berth.test=enclosure-kubernetes"
 
-// testRelay is the relay built as scripts/images builds it.
-var testRelay *relay.Binary
-
-func TestMain(m *testing.M) {
-	dockertest.Main(m, testLabel, func(bin *relay.Binary) { testRelay = bin })
-}
-
 // standIn is the API-server stand-in with the tests' relay.
-func standIn(t testing.TB) *kubetest.Server { return kubetest.New(t, testRelay) }
+func standIn(t testing.TB) *kubetest.Server { return kubetest.New(t, relaytest.Built()) }
 
 var podSeq atomic.Int64
 
@@ -48,7 +42,7 @@ func newDriver(t testing.TB, s *kubetest.Server, o Options) *Driver {
 	if o.Rest == nil && o.Kubeconfig == "" && s != nil {
 		o.Rest = s.RestConfig()
 	}
-	o.Shared = relaytest.WithRelay(o.Shared, testRelay)
+	o.Shared = relaytest.WithRelay(o.Shared, relaytest.Built())
 	d := New(o)
 	t.Cleanup(func() { d.Close() })
 	return d

@@ -92,3 +92,20 @@ func (i *Installer) Install(ctx context.Context, in Install, bin *relay.Binary) 
 	return "", "", fmt.Errorf("%s: Berth could not install its relay (version %s) and runs nothing without it; tried: %s. Bake it into the image at %s (as images/* do), or %s: %w",
 		in.Where, bin.Version, strings.Join(tried, "; "), fixed, in.Advice, enclosure.ErrNotSupported)
 }
+
+// Into installs the relay found by find (the driver's relay, asked once)
+// into c, setting c.Relay and c.RelayHow.
+func (i *Installer) Into(ctx context.Context, c *Container, in Install, find func() (*relay.Binary, error)) error {
+	bin, err := find()
+	if err != nil {
+		return err
+	}
+	if in.Key == "" {
+		in.Key = c.Id
+	}
+	if in.Where == "" {
+		in.Where = c.Where
+	}
+	c.Relay, c.RelayHow, err = i.Install(ctx, in, bin)
+	return err
+}

@@ -90,11 +90,10 @@ func OnlySleep(t testing.TB, id string) {
 // Main is TestMain for a package whose tests run Docker containers
 // labelled label ("key=value", the package's own, so that the count
 // before and after ignores other packages' tests): it builds the relay
-// and hands it to use (relaytest.DriverMain), and fails the run when no
+// (relaytest.DriverMain, relaytest.Built), and fails the run when no
 // engine answers or a test left a container behind.
-func Main(m *testing.M, label string, use func(*relay.Binary)) {
-	relaytest.DriverMain(m, func(bin *relay.Binary) (func() (int, error), error) {
-		use(bin)
+func Main(m *testing.M, label string) {
+	relaytest.DriverMain(m, func(*relay.Binary) (func() (int, error), error) {
 		// A missing engine fails the run: a missing engine is never a
 		// skip.
 		if err := Engine(); err != nil {

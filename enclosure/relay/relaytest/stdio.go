@@ -15,28 +15,6 @@ import (
 	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
-// StdioKinds starts, in dir of enc, a program that prints what its stdin
-// and stdout are ("socket" or "pipe") and its user id, then echoes its
-// stdin, and returns the kinds and the echo: how a container driver
-// carried that start's stdio.
-func StdioKinds(t *testing.T, enc enclosure.Enclosure, dir string) (kinds, echo string) {
-	t.Helper()
-	p, err := enc.Start(context.Background(), enclosure.Cmd{Path: "sh", Dir: dir, Stderr: io.Discard,
-		Args: []string{"-c", `for fd in 0 1; do k=$(readlink /proc/$$/fd/$fd); printf '%s ' "${k%%:*}"; done; id -u; cat`}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(p.Stdout())
-	kinds, _ = r.ReadString('\n')
-	io.WriteString(p.Stdin(), "echoed")
-	p.Stdin().Close()
-	rest, _ := io.ReadAll(r)
-	if code, err := p.Wait(); code != 0 || err != nil {
-		t.Fatalf("exit %d, %v", code, err)
-	}
-	return strings.TrimSpace(kinds), string(rest)
-}
-
 // NoSocketLeft fails the test when a stdio socket's name is still in dir.
 func NoSocketLeft(t *testing.T, dir string) {
 	t.Helper()
