@@ -18,7 +18,7 @@ import (
 // workdir as a sandbox pod beside the harness does: a subPath of one
 // shared volume, which Berth sees at the volume's root
 // (kubernetes.workspace_volume). No real cluster runs here; see
-// enclosure/kubernetes's TestClusterDriverExecKillAndDial for one.
+// e2e/cluster_test.go (TestCluster...) for the same against one.
 
 // engineKubernetes is place.engine for a pod of the stand-in.
 const engineKubernetes = "kubernetes"

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
+	"github.com/berth-dev/berth/enclosure/kubernetes/kubecluster"
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
 	"github.com/berth-dev/berth/internal/procfs"
 	"github.com/berth-dev/berth/orchestrator/rpc"
@@ -39,15 +40,20 @@ type place struct {
 	// engine runs the container: "" is Docker; engineContainerd is the
 	// tests' containerd (e2e/containerd_test.go, issue 14 item 6);
 	// engineKubernetes is a pod of kube, whose container is Docker's
-	// (e2e/kubernetes_test.go, issue 16 item 7).
-	engine string
-	kube   *kubetest.Server
+	// (e2e/kubernetes_test.go, issue 16 item 7); engineCluster is a pod
+	// of a real cluster (e2e/cluster_test.go, issue 26 item 2).
+	engine  string
+	kube    *kubetest.Server
+	cluster *clusterPlace
 }
 
 // driver is the enclosure driver of the place's containers.
 func (p place) driver() string {
-	if p.engine == "" {
+	switch p.engine {
+	case "":
 		return "docker"
+	case engineCluster:
+		return engineKubernetes
 	}
 	return p.engine
 }
@@ -70,11 +76,12 @@ func (p place) String() string {
 // conversation's container that mounts it.
 type site struct {
 	place
-	Dir          string // the workdir as the host (and Berth) sees it
-	Conversation string // the conversation id, the container's label
-	Container    string // the container's id; "" on the host
-	Pod          string // the pod's namespace/name, behind Container (engineKubernetes)
-	Inside       string // the workdir as the container sees it
+	Dir          string           // the workdir as the host (and Berth) sees it
+	Conversation string           // the conversation id, the container's label
+	Container    string           // the container's id; "" on the host
+	Pod          string           // the pod's namespace/name, behind Container (engineKubernetes, engineCluster)
+	kpod         *kubecluster.Pod // the real cluster's pod (engineCluster)
+	Inside       string           // the workdir as the container sees it
 	// pid1 is the host's pid of the container's pid 1, looked up once:
 	// processes polls every 50ms, and a container is never restarted.
 	pid1 int
@@ -104,6 +111,9 @@ func (p place) at(t *testing.T, dir string) *site {
 	case p.engine == engineKubernetes:
 		s.Pod, s.Container = startPod(t, p, dir, s.Conversation)
 		s.Inside = p.mount
+	case p.engine == engineCluster:
+		s.kpod = startClusterPod(t, p, dir, s.Conversation)
+		s.Pod, s.Container, s.Inside = s.kpod.ID(), s.kpod.ContainerID, p.mount
 	default:
 		s.Container = startContainer(t, p.image, dir, p.mount, s.Conversation)
 		s.Inside = p.mount
@@ -136,8 +146,11 @@ func (s *site) command(argv ...string) *exec.Cmd {
 		cmd.Dir = s.Dir
 		return cmd
 	}
-	if s.engine == engineContainerd {
+	switch s.engine {
+	case engineContainerd:
 		return ctrExec(s.Container, s.Inside, false, argv...)
+	case engineCluster:
+		return s.kpod.Command(s.Inside, false, argv...)
 	}
 	return exec.Command(dockertest.Bin, append([]string{"exec", "-w", s.Inside, s.Container}, argv...)...)
 }
@@ -172,8 +185,12 @@ func (s *site) service(t *testing.T, argv ...string) (stop func()) {
 		t.Cleanup(stop)
 		return stop
 	}
-	if s.engine == engineContainerd {
-		if out, err := ctrExec(s.Container, s.Inside, true, argv...).CombinedOutput(); err != nil {
+	if s.engine == engineContainerd || s.engine == engineCluster {
+		cmd := ctrExec(s.Container, s.Inside, true, argv...)
+		if s.engine == engineCluster {
+			cmd = s.kpod.Command(s.Inside, true, argv...)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("ctr tasks exec -d %v: %v: %s", argv, err, out)
 		}
 	} else {
@@ -317,8 +334,11 @@ func dockerTop(t *testing.T, id string) []string {
 // pids, from its engine.
 func (s *site) top(t *testing.T) []string {
 	t.Helper()
-	if s.engine == engineContainerd {
+	switch s.engine {
+	case engineContainerd:
 		return ctrTop(t, s.Container)
+	case engineCluster:
+		return s.kpod.Processes(t)
 	}
 	return dockerTop(t, s.Container)
 }
@@ -327,9 +347,12 @@ func (s *site) top(t *testing.T) []string {
 func (s *site) hostPid(t *testing.T) int {
 	t.Helper()
 	if s.pid1 == 0 {
-		if s.engine == engineContainerd {
+		switch s.engine {
+		case engineContainerd:
 			s.pid1 = ctrTaskPid(t, s.Container)
-		} else {
+		case engineCluster:
+			s.pid1 = s.kpod.Pid(t)
+		default:
 			s.pid1 = hostPid(t, s.Container)
 		}
 	}

@@ -110,9 +110,9 @@ func TestErrorCodesKeepTheConnectionUsable(t *testing.T) {
 		{"not an object", `[1,2,3]`, -32600, "must be a JSON object"},
 		{"wrong version", `{"jsonrpc":"1.0","id":3,"method":"tools/list"}`, -32600, `"jsonrpc" must be "2.0"`},
 		{"unknown method", `{"jsonrpc":"2.0","id":4,"method":"tools/delete","params":{}}`, -32601, "tools/delete"},
-		{"missing field", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"runId":"` + runID + `"}}`, -32602, `field "name" is required`},
-		{"unknown field", `{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"runId":"` + runID + `","surfce":"plan"}}`, -32602, `unknown field "surfce"`},
-		{"wrong type", `{"jsonrpc":"2.0","id":7,"method":"run/stop","params":{"runId":7}}`, -32602, `field "runId": expected a string, got number`},
+		{"missing field", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"runId":"` + runID + `"}}`, -32602, `tools/call needs "name"`},
+		{"unknown field", `{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"runId":"` + runID + `","surfce":"plan"}}`, -32602, `tools/list does not take "surfce" (it takes only "runId", "surface")`},
+		{"wrong type", `{"jsonrpc":"2.0","id":7,"method":"run/stop","params":{"runId":7}}`, -32602, `"runId" must be a string, not a number`},
 		{"unknown run", `{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{"runId":"run_missing"}}`, rpc.CodeUnknownRun, `unknown run "run_missing"`},
 		{"too large", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"runId":"` + runID + `","name":"test_echo","arguments":{"text":"` + strings.Repeat("a", 5000) + `"}}}`, -32600, "exceeds the limit of 4096 bytes"},
 	}

@@ -42,6 +42,29 @@ func compileSchema(name string, raw json.RawMessage) (*inputSchema, error) {
 	return &inputSchema{compiled: s, doc: doc}, nil
 }
 
+// Schema is a JSON Schema compiled once, with Berth's wording of what it
+// refuses: the one validator of tools' arguments (the registry's) and of
+// the protocol's own params (orchestrator/rpc), so both are refused in the
+// same words.
+type Schema struct {
+	name string
+	s    *inputSchema
+}
+
+// CompileSchema compiles the schema of the tool or method name, which the
+// sentences use as their subject ("run/start needs \"workdir\"").
+func CompileSchema(name string, schema json.RawMessage) (*Schema, error) {
+	s, err := compileSchema(name, schema)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{name: name, s: s}, nil
+}
+
+// Check returns sentences that name each offending field of v and say what
+// to pass, or "" when v is valid.
+func (s *Schema) Check(v json.RawMessage) string { return validateArgs(s.name, s.s, v) }
+
 // When is one link of a chain keyed on a field (action, operation): Then
 // is what the arguments must also satisfy when the field is one of
 // Values.

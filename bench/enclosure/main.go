@@ -22,7 +22,12 @@
 // (enclosure/kubernetes/kubetest: Kubernetes' own exec and port-forward
 // server code over WebSocket, a Docker container behind the pod; the
 // workdirs are subPaths of one volume, the host's root, which Berth sees
-// at /: issue 16 item 8). They are removed at the end. The places alternate (in
+// at /: issue 16 item 8), and a pod of a real single-node cluster
+// (kube-apiserver and a kubelet on containerd's CRI, which scripts/kube
+// start makes; -kubeconfig, default $KUBECONFIG: hostNetwork, the
+// workdirs subPaths of a hostPath volume of the host's root; issue 26
+// item 5), which a Berth of its own reaches with the cluster's
+// kubeconfig. They are removed at the end. The places alternate (in
 // batches for the round trips), so all see the same load on a shared
 // machine. Targets (issue 13 item 9): a kernel start in a container at
 // most 0.2x ipykernel's start on the host; a container adds at most
@@ -34,7 +39,7 @@
 // cache itself answers more slowly afterwards, container or not, and a
 // fresh container's cache is empty where the host's is full.
 //
-//	go run ./bench/enclosure [-starts 7] [-rounds 200] [-queries 100] [-servers 1] [-launches 7] [-cold] [-image berth/full:dev]
+//	go run ./bench/enclosure [-starts 7] [-rounds 200] [-queries 100] [-servers 1] [-launches 7] [-cold] [-image berth/full:dev] [-kubeconfig $KUBECONFIG]
 package main
 
 import (
@@ -96,19 +101,24 @@ func main() {
 	servers := flag.Int("servers", 1, "language servers per place, asked in turn (more smooths one process's own speed, on a machine with the cores for them)")
 	launches := flag.Int("launches", 7, "debug launches per place")
 	image := flag.String("image", "berth/full:dev", "the container's image (scripts/images builds it)")
+	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "the real cluster's kubeconfig (the last line of scripts/kube start)")
 	cold := flag.Bool("cold", false, "skip filling each place's gopls cache first: a fresh container's gopls then starts with an empty cache and the host's with a full one")
 	flag.Parse()
 	if *servers < 1 {
 		fmt.Fprintln(os.Stderr, "bench/enclosure: -servers must be at least 1")
 		os.Exit(2)
 	}
-	if err := run(*starts, *rounds, *queries, *servers, *launches, *image, *cold); err != nil {
+	if *kubeconfig == "" {
+		fmt.Fprintln(os.Stderr, "bench/enclosure: no real cluster: run scripts/kube start and pass the kubeconfig it prints (KUBECONFIG=<path>) as -kubeconfig or $KUBECONFIG")
+		os.Exit(2)
+	}
+	if err := run(*starts, *rounds, *queries, *servers, *launches, *image, *kubeconfig, *cold); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/enclosure:", err)
 		os.Exit(1)
 	}
 }
 
-func run(starts, rounds, queries, servers, launches int, image string, cold bool) error {
+func run(starts, rounds, queries, servers, launches int, image, clusterKubeconfig string, cold bool) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
@@ -160,6 +170,11 @@ func run(starts, rounds, queries, servers, launches int, image string, cold bool
 	if err := kube.WriteKubeconfig(kubeconfig, "default"); err != nil {
 		return err
 	}
+	clusterID, endCluster, err := startClusterPod(clusterKubeconfig, image, root, work, modcache)
+	if err != nil {
+		return err
+	}
+	defer endCluster()
 	// An interrupted benchmark leaves no container behind either.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -168,20 +183,33 @@ func run(starts, rounds, queries, servers, launches int, image string, cold bool
 		_, _ = dockertest.Run("rm", "-f", id)
 		removeContainerd(ctrID)
 		kube.DeletePod(podID)
+		endCluster()
 		os.Exit(1)
 	}()
 
-	srv, err := startServer(root, tmp, kubeconfig)
+	bin, err := buildServer(root, tmp)
+	if err != nil {
+		return err
+	}
+	srv, err := startServer(bin, tmp, "stand-in", kubeconfig)
 	if err != nil {
 		return err
 	}
 	defer srv.close()
+	// The real cluster is the Kubernetes driver's too, with a kubeconfig
+	// of its own: a Berth of its own.
+	clusterSrv, err := startServer(bin, tmp, "cluster", clusterKubeconfig)
+	if err != nil {
+		return err
+	}
+	defer clusterSrv.close()
 	// The host is last: every ratio is a container's against it.
 	places := []place{
-		{name: "docker", enc: &rpc.EnclosureParam{Driver: "docker", ID: id}},
-		{name: "containerd", enc: &rpc.EnclosureParam{Driver: "containerd", ID: ctrID}},
-		{name: "kubernetes", enc: &rpc.EnclosureParam{Driver: "kubernetes", ID: podID}},
-		{name: "host"},
+		{name: "docker", srv: srv, enc: &rpc.EnclosureParam{Driver: "docker", ID: id}},
+		{name: "containerd", srv: srv, enc: &rpc.EnclosureParam{Driver: "containerd", ID: ctrID}},
+		{name: "kubernetes", srv: srv, enc: &rpc.EnclosureParam{Driver: "kubernetes", ID: podID}},
+		{name: "cluster", srv: clusterSrv, enc: &rpc.EnclosureParam{Driver: "kubernetes", ID: clusterID}},
+		{name: "host", srv: srv},
 	}
 	host := len(places) - 1
 
@@ -193,14 +221,14 @@ func run(starts, rounds, queries, servers, launches int, image string, cold bool
 	defer ipy.Close()
 	kernels := make([]string, len(places))
 	for i, p := range places {
-		if kernels[i], err = srv.start(p, work, "kernel"); err != nil {
+		if kernels[i], err = p.srv.start(p, work, "kernel"); err != nil {
 			return err
 		}
 	}
 	startTimes := make([][]time.Duration, len(places)+1) // ipykernel's last
 	for range starts {
 		for i, p := range places {
-			d, err := srv.cell(kernels[i], true)
+			d, err := p.srv.cell(kernels[i], true)
 			if err != nil {
 				return fmt.Errorf("%s kernel start: %w", p.name, err)
 			}
@@ -218,7 +246,7 @@ func run(starts, rounds, queries, servers, launches int, image string, cold bool
 	for done := 0; done < rounds; done += batch {
 		for i, p := range places {
 			for range min(batch, rounds-done) {
-				d, err := srv.cell(kernels[i], false)
+				d, err := p.srv.cell(kernels[i], false)
 				if err != nil {
 					return fmt.Errorf("%s 1+1: %w", p.name, err)
 				}
@@ -266,24 +294,24 @@ func run(starts, rounds, queries, servers, launches int, image string, cold bool
 	answers := make([]string, len(places))
 	for i, p := range places {
 		if !cold {
-			run, err := srv.start(p, root, "lsp")
+			run, err := p.srv.start(p, root, "lsp")
 			if err != nil {
 				return err
 			}
-			if _, err := srv.loaded(p, run, refs); err != nil {
+			if _, err := p.srv.loaded(p, run, refs); err != nil {
 				return err
 			}
-			if err := srv.c.StopRun(srv.ctx, run); err != nil {
-				return fmt.Errorf("%s run/stop: %w%s", p.name, err, srv.said())
+			if err := p.srv.c.StopRun(p.srv.ctx, run); err != nil {
+				return fmt.Errorf("%s run/stop: %w%s", p.name, err, p.srv.said())
 			}
 		}
 		for range servers {
-			run, err := srv.start(p, root, "lsp")
+			run, err := p.srv.start(p, root, "lsp")
 			if err != nil {
 				return err
 			}
 			lspRuns[i] = append(lspRuns[i], run)
-			if answers[i], err = srv.loaded(p, run, refs); err != nil {
+			if answers[i], err = p.srv.loaded(p, run, refs); err != nil {
 				return err
 			}
 		}
@@ -299,7 +327,7 @@ func run(starts, rounds, queries, servers, launches int, image string, cold bool
 	for q := range queries {
 		for _, i := range rand.Perm(len(places)) {
 			p := places[i]
-			d, _, err := srv.call(lspRuns[i][q%servers], "lsp", refs)
+			d, _, err := p.srv.call(lspRuns[i][q%servers], "lsp", refs)
 			if err != nil {
 				return fmt.Errorf("%s references: %w", p.name, err)
 			}
@@ -323,7 +351,7 @@ func run(starts, rounds, queries, servers, launches int, image string, cold bool
 	launchTimes := make([][]time.Duration, len(places))
 	for n := 0; n <= launches; n++ {
 		for i, p := range places {
-			d, err := srv.launch(p, work)
+			d, err := p.srv.launch(p, work)
 			if err != nil {
 				return fmt.Errorf("%s debug launch: %w", p.name, err)
 			}
@@ -333,7 +361,7 @@ func run(starts, rounds, queries, servers, launches int, image string, cold bool
 		}
 	}
 
-	fmt.Printf("containers (%s; docker exec, containerd's task exec and the Kubernetes exec subresource through the API-server stand-in, through Berth's relay) against the host, medians; %d kernel starts, %d round trips, %d references (over %d language servers), %d launches each\n\n",
+	fmt.Printf("containers (%s; docker exec, containerd's task exec, the Kubernetes exec subresource through the API-server stand-in and through a real cluster's kube-apiserver and kubelet, through Berth's relay) against the host, medians; %d kernel starts, %d round trips, %d references (over %d language servers), %d launches each\n\n",
 		image, starts, rounds, queries, servers, launches)
 	fmt.Printf("%-34s %-11s %11s %11s %8s %10s   %s\n", "", "in", "container", "host", "ratio", "added", "target")
 	// row prints a line per container: its median, the host's, the ratio,
@@ -522,10 +550,12 @@ func verdict(met bool) string {
 	return "MISSED"
 }
 
-// place is where a run lives: a container ({driver: docker or
-// containerd, id}) or the host (enc nil).
+// place is where a run lives: a container ({driver: docker,
+// containerd or kubernetes, id}) or the host (enc nil), and the Berth
+// that reaches it.
 type place struct {
 	name string
+	srv  *server
 	enc  *rpc.EnclosureParam
 }
 
@@ -537,19 +567,24 @@ type server struct {
 	runs   int // for fresh conversation ids
 }
 
-// startServer builds ./cmd/orchestrator next to the relay in tmp (built
+// buildServer builds ./cmd/orchestrator next to the relay in tmp (built
 // as scripts/images builds the images' copy, so the container's baked-in
-// relay is used), writes a configuration naming the interpreter, the
-// tests' containerd and the stand-in's kubeconfig, and starts serve
-// --stdio.
-func startServer(root, tmp, kubeconfig string) (*server, error) {
+// relay is used).
+func buildServer(root, tmp string) (string, error) {
 	bin := filepath.Join(tmp, "orchestrator")
 	build := exec.Command("go", "build", "-tags", "berthtest", "-o", bin, "./cmd/orchestrator")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building ./cmd/orchestrator: %v\n%s", err, out)
+		return "", fmt.Errorf("building ./cmd/orchestrator: %v\n%s", err, out)
 	}
-	cfg := filepath.Join(tmp, "berth.yaml")
+	return bin, nil
+}
+
+// startServer writes a configuration (berth-NAME.yaml in tmp) naming the
+// interpreter, the tests' containerd and kubeconfig, with the host's
+// root as the workspace volume's, and starts bin serve --stdio.
+func startServer(bin, tmp, name, kubeconfig string) (*server, error) {
+	cfg := filepath.Join(tmp, "berth-"+name+".yaml")
 	yaml := fmt.Sprintf("kernels:\n  python: %s\ndebug:\n  python: %s\ncontainerd:\n  address: %s\n  namespace: %s\nkubernetes:\n  kubeconfig: %s\n  workspace_volume: {name: %s, path: /}\n",
 		python, python, containerdtest.Address(), containerdtest.Namespace, kubeconfig, kubetest.WorkspaceVolume)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {

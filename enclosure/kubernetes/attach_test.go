@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/berth-dev/berth/enclosure"
@@ -54,11 +56,14 @@ func TestConfigurationFromKubeconfigOrEnvironment(t *testing.T) {
 	}
 }
 
-// An API server that does not answer, or refuses Berth, is
-// ErrUnavailable with what to do: check the cluster and the
-// configuration, or grant the service account the Role.
+// An API server that does not answer, refuses Berth, or does not accept
+// its credentials is ErrUnavailable with what to do: check the cluster
+// and the configuration, grant the service account the Role in the pod's
+// namespace or move the pod to Berth's, or renew the token. (A real
+// cluster's refusal: TestClusterRBACPodOutsideTheRolesNamespaceIsRefused.)
 //
-// Issue 16 item 1.
+// Issue 16 item 1; issue 26 item 3 (the refusal names the namespace and
+// both ways out).
 func TestUnreachableOrRefusingAPIServerSaysWhatToDo(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -66,18 +71,37 @@ func TestUnreachableOrRefusingAPIServerSaysWhatToDo(t *testing.T) {
 	}
 	closed := "http://" + l.Addr().String()
 	l.Close()
-	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	status := func(code int, reason metav1.StatusReason, msg string) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: msg})
+		}))
+	}
+	forbidding := status(http.StatusForbidden, metav1.StatusReasonForbidden, `pods "p" is forbidden: User "system:serviceaccount:berth:berth" cannot get resource "pods" in API group "" in the namespace "sandboxes"`)
+	defer forbidding.Close()
+	rejecting := status(http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+	defer rejecting.Close()
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "no", http.StatusForbidden)
 	}))
-	defer refusing.Close()
+	defer plain.Close()
 	for host, wants := range map[string][]string{
-		closed:       {closed, "did not answer", "check that the cluster runs"},
-		refusing.URL: {refusing.URL, "refused Berth", "give Berth's service account get and list on pods"},
+		closed: {closed, "did not answer", "check that the cluster runs"},
+		forbidding.URL: {forbidding.URL, "refused Berth", `User "system:serviceaccount:berth:berth" cannot get resource "pods"`,
+			"may not do this in namespace sandboxes", "RoleBinding in namespace sandboxes", "Berth's namespace berth"},
+		plain.URL:     {plain.URL, "refused Berth", "RoleBinding in namespace sandboxes"},
+		rejecting.URL: {rejecting.URL, "did not accept Berth's credentials", "renew it"},
 	} {
-		_, err := newDriver(t, nil, Options{Rest: &rest.Config{Host: host}}).Find(context.Background(), "c1")
+		_, err := newDriver(t, nil, Options{Rest: &rest.Config{Host: host}, Config: Config{Namespace: "berth"}}).Attach(context.Background(), "sandboxes/p")
 		if !errors.Is(err, enclosure.ErrUnavailable) || slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(err.Error(), w) }) {
 			t.Errorf("%s: %v; want ErrUnavailable saying %q", host, err, wants)
 		}
+	}
+	// "auto" lists in Berth's own namespace: the Role is missing there.
+	_, err = newDriver(t, nil, Options{Rest: &rest.Config{Host: forbidding.URL}, Config: Config{Namespace: "berth"}}).Find(context.Background(), "c1")
+	if !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), "RoleBinding in namespace berth") {
+		t.Errorf("auto refused: %v; want ErrUnavailable saying to bind the Role in namespace berth", err)
 	}
 }
 

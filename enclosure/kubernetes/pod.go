@@ -57,7 +57,7 @@ func (p *pod) get(ctx context.Context) (*corev1.Pod, error) {
 	case err != nil && ctx.Err() != nil:
 		return nil, fmt.Errorf("kubernetes: reading pod %s/%s: %w", p.ns, p.name, ctx.Err())
 	case err != nil:
-		return nil, p.api.unavailable("reading pod "+p.ns+"/"+p.name, err)
+		return nil, p.api.unavailable("reading pod "+p.ns+"/"+p.name, p.ns, err)
 	}
 	return k, nil
 }

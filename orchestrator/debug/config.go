@@ -1,8 +1,6 @@
 package debug
 
 import (
-	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -134,26 +132,4 @@ func DefaultConfig() Config {
 			},
 		},
 	}
-}
-
-// takes says whether the adapter is sent the breakpoints of file, by its
-// extension (SourceExtensions).
-func (a *Adapter) takes(file string) bool {
-	exts := a.SourceExtensions
-	if len(exts) == 0 {
-		exts = a.Extensions
-		if a.PackageExtension != "" {
-			exts = append(append([]string(nil), exts...), a.PackageExtension)
-		}
-	}
-	if len(exts) == 0 {
-		return true
-	}
-	ext := strings.TrimPrefix(filepath.Ext(file), ".")
-	for _, e := range exts {
-		if strings.EqualFold(strings.TrimPrefix(e, "."), ext) {
-			return true
-		}
-	}
-	return false
 }

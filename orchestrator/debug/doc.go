@@ -4,8 +4,12 @@
 //
 // It holds the adapter catalog and its detection (root marker and
 // executable, the intersection rule), a DAP client with one reader
-// goroutine, the session (handshake, events, stops, output) and the
-// provider that maps the tool's operations onto a session.
+// goroutine, the session and the provider that maps the tool's
+// operations onto a session. A session (handshake, stops, its end) is
+// composed of the adapter's process and client (adapterLink), what the
+// adapter's events said about the program: stops, exit, breakpoints and
+// output (programState), the paths across the enclosure's boundary
+// (paths) and the adapter's quirks, read from its catalog entry (Adapter).
 //
 // It must never start an adapter outside the run's enclosure, never leave
 // an adapter or a debuggee running after its session ends, and never let

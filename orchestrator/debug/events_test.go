@@ -21,16 +21,16 @@ func TestBreakpointEventUpdates(t *testing.T) {
 	t.Cleanup(func() { root.Close() })
 	app := filepath.Join(root.Dir(), "app.py")
 	s := newSession(&cfg, &cfg.Adapters[0], metrics.NewForTest(), paths{root: root}, "app.py")
-	s.bps[app] = []breakpoint{{requested: 3, Breakpoint: dap.Breakpoint{Id: 7, Line: 3, Message: "pending"}}}
-	if got := s.breakpointTextMapped(app); got != "app.py:3 unverified: pending" {
+	s.state.bps[app] = []breakpoint{{requested: 3, Breakpoint: dap.Breakpoint{Id: 7, Line: 3, Message: "pending"}}}
+	if got := s.state.breakpointText(s.paths, app); got != "app.py:3 unverified: pending" {
 		t.Fatalf("before the event: %q", got)
 	}
 	s.onEvent(&dap.BreakpointEvent{Body: dap.BreakpointEventBody{Reason: "changed", Breakpoint: dap.Breakpoint{Id: 7, Verified: true, Line: 4}}})
-	if got := s.breakpointTextMapped(app); got != "app.py:3 (moved by the adapter to line 4, the nearest with code) verified" {
+	if got := s.state.breakpointText(s.paths, app); got != "app.py:3 (moved by the adapter to line 4, the nearest with code) verified" {
 		t.Fatalf("after the event: %q", got)
 	}
 	s.onEvent(&dap.BreakpointEvent{Body: dap.BreakpointEventBody{Reason: "removed", Breakpoint: dap.Breakpoint{Id: 7}}})
-	if got := s.breakpointTextMapped(app); got != "" {
+	if got := s.state.breakpointText(s.paths, app); got != "" {
 		t.Fatalf("after removal: %q", got)
 	}
 }

@@ -115,7 +115,7 @@ func TestFrozenAdapterStillEnds(t *testing.T) {
 	e.p.mu.Lock()
 	s := e.p.convs["conv-1"].sess
 	e.p.mu.Unlock()
-	if err := syscall.Kill(s.proc.Pid(), syscall.SIGSTOP); err != nil {
+	if err := syscall.Kill(s.link.proc.Pid(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

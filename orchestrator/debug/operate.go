@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
@@ -207,7 +206,7 @@ func (p *Provider) newSessionFor(run *orchestrator.Run, c *conversation, a *Adap
 	}
 	pp := paths{root: root, anywhere: run.Enclosure.Capabilities().SharedFiles, toAdapter: run.Enclosure.MapPath, toHost: run.Enclosure.HostPath}
 	s := newSession(&p.cfg, a, p.metrics, pp, program)
-	s.driver, s.enc = run.Enclosure.Driver(), run.Enclosure
+	s.link.driver, s.link.enc = run.Enclosure.Driver(), run.Enclosure
 	p.adopt(c, s)
 	run.OnEnd(func() { s.end(run.SessionEndReason(), "the run that launched it ended") })
 	return s, nil
@@ -253,44 +252,24 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 			return "", err
 		}
 	}
-	launchArgs := map[string]any{}
-	for k, v := range a.Launch {
-		launchArgs[k] = v
-	}
-	launchArgs["request"] = "launch"
-	launchArgs["program"] = mappedProgram
-	launchArgs["args"] = append([]string{}, progArgs...)
-	launchArgs["cwd"] = mappedDir
-	if a.Interpreter != "" {
-		launchArgs["python"] = f.exe
-	}
-	built := ""
-	if a.Builds {
-		// The built binary goes to a temporary file, never into the checkout.
-		built = builtPath()
-		launchArgs["output"] = built
-	}
+	launchArgs, built := a.launchArgs(mappedProgram, progArgs, mappedDir, f.exe)
 
 	s, err := p.newSessionFor(run, c, a, root.Rel(abs))
 	if err != nil {
 		return "", err
 	}
 	if built != "" && run.Enclosure.Capabilities().SharedFiles {
-		s.removeAfter = built
+		s.link.removeAfter = built
 	}
 	// The adapter runs in the program's project root (the directory of
 	// its marker): delve builds in its own directory, and from the working
 	// directory go build finds no go.mod when the module is below it.
-	if err := s.startAdapter(ctx, run.Enclosure, f.exe, adapterDir); err != nil {
+	if err := s.start(ctx, f.exe, adapterDir); err != nil {
 		s.end(metrics.ReasonCrashed, "the adapter did not start: "+err.Error())
 		return "", s.failed(fmt.Sprintf("launching %s with %s", root.Rel(abs), a.ID), err)
 	}
-	wait := p.cfg.RequestWait
-	if a.Builds {
-		wait = p.cfg.BuildWait
-	}
-	stop := s.c.watch(stopEvents...)
-	if err := s.handshake(ctx, "launch", launchArgs, c.storedBreakpoints(), wait); err != nil {
+	stop := s.link.c.watch(stopEvents...)
+	if err := s.handshake(ctx, "launch", launchArgs, c.storedBreakpoints(), a.launchWait(&p.cfg)); err != nil {
 		ferr := s.failed(fmt.Sprintf("launching %s with %s", root.Rel(abs), a.ID), err)
 		s.end(metrics.ReasonCrashed, "the launch failed: "+err.Error())
 		return "", ferr
@@ -298,7 +277,7 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 	s.markLive()
 	var b strings.Builder
 	fmt.Fprintf(&b, "launched %s with %s (the session ends by itself in %s)\n", root.Rel(abs), a.ID, p.cfg.SessionTTL)
-	s.writeBreakpoints(&b)
+	s.state.writeBreakpoints(&b, s.paths, s.adapter.ID)
 	b.WriteString(s.waitStop(ctx, stop, p.cfg.StopWait))
 	return b.String(), nil
 }
@@ -328,8 +307,7 @@ func (p *Provider) attach(ctx context.Context, run *orchestrator.Run, c *convers
 		_ = conn.Close()
 		return "", err
 	}
-	s.attached, s.conn = true, conn
-	s.connect(conn, conn)
+	s.attach(conn)
 	attachArgs := map[string]any{"request": "attach"}
 	for k, v := range a.Launch {
 		attachArgs[k] = v
@@ -342,7 +320,7 @@ func (p *Provider) attach(ctx context.Context, run *orchestrator.Run, c *convers
 	s.markLive()
 	var b strings.Builder
 	fmt.Fprintf(&b, "attached to the debugpy on port %d (the session ends by itself in %s; terminate detaches and leaves the program running)\n", port, p.cfg.SessionTTL)
-	s.writeBreakpoints(&b)
+	s.state.writeBreakpoints(&b, s.paths, s.adapter.ID)
 	b.WriteString("the program runs: call status to see whether it stopped at a breakpoint, or pause")
 	return b.String(), nil
 }
@@ -357,7 +335,7 @@ func (p *Provider) output(c *conversation) string {
 	if s == nil {
 		return "no output: no debug session has run in this conversation"
 	}
-	out, errOut := s.shown(s.stdout.report()), s.shown(s.stderrOut.report())
+	out, errOut := s.paths.shown(s.state.stdout.report()), s.paths.shown(s.state.stderrOut.report())
 	if out == "" && errOut == "" {
 		return "the program has printed nothing yet"
 	}
@@ -384,104 +362,10 @@ func (p *Provider) terminate(c *conversation) string {
 	return fmt.Sprintf("terminated %s (%s) after %s; the program and the adapter are stopped", s.program, s.adapter.ID, age)
 }
 
-// writeBreakpoints adds the adapter's answer for every file to b, and
-// the breakpoints held back from it.
-func (s *session) writeBreakpoints(b *strings.Builder) {
-	s.mu.Lock()
-	files := make([]string, 0, len(s.bps))
-	for f := range s.bps {
-		files = append(files, f)
-	}
-	held := make([]string, 0, len(s.heldBack))
-	for f := range s.heldBack {
-		held = append(held, f)
-	}
-	heldLines := s.heldBack
-	s.mu.Unlock()
-	if len(files) > 0 {
-		b.WriteString("breakpoints:\n")
-		for _, f := range sorted(files) {
-			if t := s.breakpointTextMapped(f); t != "" {
-				b.WriteString(t + "\n")
-			}
-		}
-	}
-	if len(held) == 0 {
-		return
-	}
-	var list []string
-	for _, f := range sorted(held) {
-		for _, l := range heldLines[f] {
-			list = append(list, fmt.Sprintf("%s:%d", s.paths.root.Rel(f), l))
-		}
-	}
-	if len(list) > heldShown {
-		list = append(list[:heldShown], fmt.Sprintf("… %d more", len(list)-heldShown))
-	}
-	fmt.Fprintf(b, "held back, not %s's languages (a launch of a program in their language sets them): %s\n", s.adapter.ID, strings.Join(list, ", "))
-}
-
-// heldShown caps the held-back breakpoints a launch lists.
-const heldShown = 20
-
 // extOf is a file's extension for a message, or "extensionless".
 func extOf(path string) string {
 	if e := filepath.Ext(path); e != "" {
 		return e
 	}
 	return "extensionless"
-}
-
-// shown is what the adapter or the program printed as an answer shows
-// it: the workdir's paths (as the container sees them: "Building
-// /workspace/internal/demo") relative to it, as every other path is, and
-// control characters other than newlines and tabs escaped.
-func (s *session) shown(out string) string {
-	return text.Message(s.paths.relative(out))
-}
-
-// Bounds on what adapterSaid shows.
-const (
-	saidLines = 20
-	saidChars = 2000
-)
-
-// adapterSaid is the tail of what the adapter said, for a failed launch
-// or attach: its console and stderr output events (delve puts a build's
-// errors there and answers only "check the debug console", which the
-// model does not have) and its process's own stderr.
-func (s *session) adapterSaid() string {
-	var parts []string
-	for _, c := range []*capped{s.console, s.stderrOut, s.stderr} {
-		if t := strings.TrimSpace(s.shown(c.String())); t != "" {
-			parts = append(parts, t)
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	said := lastLines(strings.Join(parts, "\n"), saidLines)
-	if n := len(said); n > saidChars {
-		cut := n - saidChars
-		for cut < n && !utf8.RuneStart(said[cut]) {
-			cut++
-		}
-		said = "…" + said[cut:]
-	}
-	return "\nthe adapter's last output:\n" + said
-}
-
-// debugConsole is the pointer to a console the model does not have, in
-// the adapter's refusal; the adapter's output is shown in its place.
-const debugConsole = "Check the debug console for details."
-
-// failed words a failed launch or attach: the adapter's error and, when
-// it said anything, its output instead of a pointer to its console.
-func (s *session) failed(what string, err error) error {
-	said := s.adapterSaid()
-	msg := text.Indent(s.paths.relative(err.Error()), "  ") // the adapter's words
-	if said != "" {
-		msg = strings.TrimRight(strings.Replace(msg, debugConsole, "", 1), ": ")
-	}
-	return fmt.Errorf("%s failed: %s%s", what, msg, said)
 }

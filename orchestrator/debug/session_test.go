@@ -206,7 +206,7 @@ func TestOperationsSerialised(t *testing.T) {
 	}()
 	// The continue holds the conversation once it has resumed the program.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := s.stopped(); err != nil {
+		if _, err := s.state.stopped(); err != nil {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -38,8 +38,8 @@ func TestDebugOutputShowsWorkdirPathsRelativeAndEscaped(t *testing.T) {
 		t.Errorf("the adapter's output = %q: want \"Building internal/demo\"", said)
 	}
 	app := m.Workdir + "/app.py"
-	s.bps[app] = []breakpoint{{requested: 3, Breakpoint: dap.Breakpoint{Line: 3, Message: "could not find file " + m.View + "/app.py"}}}
-	if got := s.breakpointTextMapped(app); !strings.Contains(got, "unverified: could not find file app.py") {
+	s.state.bps[app] = []breakpoint{{requested: 3, Breakpoint: dap.Breakpoint{Line: 3, Message: "could not find file " + m.View + "/app.py"}}}
+	if got := s.state.breakpointText(s.paths, app); !strings.Contains(got, "unverified: could not find file app.py") {
 		t.Errorf("an unverified breakpoint's message = %q: want the adapter's path relative", got)
 	}
 	loc := s.paths.location(m.View+"/a.go\n/etc/passwd", 1, "main\n/etc/passwd:1", "")

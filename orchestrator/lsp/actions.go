@@ -82,7 +82,7 @@ func retried(ctx context.Context, query func() (res *orchestrator.Result, crashe
 
 // params is the cursor as a request's text document and position.
 func (c *cursor) params() protocol.TextDocumentPositionParams {
-	return protocol.TextDocumentPositionParams{TextDocument: protocol.TextDocumentIdentifier{URI: c.s.toURI(c.abs)}, Position: c.pos}
+	return protocol.TextDocumentPositionParams{TextDocument: protocol.TextDocumentIdentifier{URI: c.s.paths.toURI(c.abs)}, Position: c.pos}
 }
 
 // query is a position action's request at a cursor, whose answer r
@@ -122,19 +122,19 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args, 
 	if act.list {
 		note = s.loadNote(ctx, c.abs)
 	}
-	q := &query{c: c, a: a, r: s.lineReader(),
+	q := &query{c: c, a: a, r: newLines(s),
 		what: fmt.Sprintf("%s of %q at %s:%d", strings.ReplaceAll(a.Action, "_", " "), a.Symbol, c.rel, a.Line)}
 	if act.list {
 		// Long lists: while the server works, check on disk the files
 		// the last one showed, so this one's source lines need no look.
 		q.r.since = time.Now()
 		var rechecked sync.WaitGroup
-		rechecked.Go(func() { s.recheck(q.r.since) })
+		rechecked.Go(func() { s.cache.recheck(q.r.since) })
 		defer q.r.remember()
 		defer rechecked.Wait()
 	}
 	var render func() string
-	err := s.request(ctx, act.method, func(ctx context.Context) error {
+	err := s.proc.request(ctx, act.method, func(ctx context.Context) error {
 		var err error
 		render, err = act.ask(ctx, q)
 		return err
@@ -291,7 +291,7 @@ func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a
 	}
 	items, ok := s.diagnose(ctx, abs, doc)
 	rel := workspace.Rel(run.Workdir, abs)
-	if !ok && !s.alive() {
+	if !ok && !s.proc.alive() {
 		return orchestrator.Errorf("%s exited before it gave the diagnostics of %s: the state is unknown, not clean; it is restarted on the next call: call again (lsp status shows its stderr)",
 			s.cfg.Name, rel), true
 	}

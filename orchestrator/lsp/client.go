@@ -26,19 +26,21 @@ func (c *client) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagno
 	if !ok {
 		v = -1
 	}
-	c.s.published(p.URI, v, p.Diagnostics)
+	// Keyed like the files the model names.
+	abs, inside := c.s.paths.locate(p.URI, c.s.paths.ws.Resolve)
+	c.s.diags.publish(abs, v, p.Diagnostics, !inside)
 	return nil
 }
 
 // Progress tracks work-done progress, by which most servers say they
-// have loaded the project (server.progressed).
+// have loaded the project (loadState.progressed).
 func (c *client) Progress(_ context.Context, p *protocol.ProgressParams) error {
 	var v struct {
 		Kind  string `json:"kind"`
 		Title string `json:"title"`
 	}
 	if json.Unmarshal(p.Value, &v) == nil {
-		c.s.progressed(fmt.Sprint(p.Token), v.Kind, v.Title)
+		c.s.load.progressed(fmt.Sprint(p.Token), v.Kind, v.Title)
 	}
 	return nil
 }
@@ -73,7 +75,7 @@ func (c *client) Configuration(_ context.Context, p *protocol.ConfigurationParam
 }
 
 func (c *client) WorkspaceFolders(context.Context) ([]protocol.WorkspaceFolder, error) {
-	return []protocol.WorkspaceFolder{c.s.folder()}, nil
+	return []protocol.WorkspaceFolder{c.s.paths.folder()}, nil
 }
 
 func (c *client) RegisterCapability(context.Context, *protocol.RegistrationParams) error { return nil }
@@ -84,15 +86,15 @@ func (c *client) UnregisterCapability(context.Context, *protocol.UnregistrationP
 
 func (c *client) ShowMessage(_ context.Context, p *protocol.ShowMessageParams) error {
 	if p.Type == protocol.MessageTypeError || p.Type == protocol.MessageTypeWarning {
-		fmt.Fprintf(c.s.stderr, "[window/showMessage] %s\n", p.Message)
+		fmt.Fprintf(c.s.proc.stderr, "[window/showMessage] %s\n", p.Message)
 	}
 	return nil
 }
 
 func (c *client) LogMessage(_ context.Context, p *protocol.LogMessageParams) error {
-	c.s.logged(p.Message)
+	c.s.load.logged(p.Message)
 	if p.Type == protocol.MessageTypeError {
-		fmt.Fprintf(c.s.stderr, "[window/logMessage] %s\n", p.Message)
+		fmt.Fprintf(c.s.proc.stderr, "[window/logMessage] %s\n", p.Message)
 	}
 	return nil
 }

@@ -144,7 +144,7 @@ func TestEachServerSignalsItHasLoadedTheProject(t *testing.T) {
 			} else if note != "" {
 				t.Errorf("%s (ready %q): %s", c.server, s.cfg.Ready, note)
 			}
-			if !done(s.loaded) {
+			if !s.load.isLoaded() {
 				t.Errorf("%s: loaded, but status would say it is still loading", c.server)
 			}
 		})

@@ -1,16 +1,10 @@
 package lsp
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
-
-	"go.lsp.dev/protocol"
 
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -147,101 +141,6 @@ func (ds *docStore) lastSynced() string {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	return ds.last
-}
-
-// sync tells the server the file's current content on disk: didOpen the
-// first time, didChange with a new version when it changed, and didSave
-// when save is set. It returns the document as sent.
-func (s *server) sync(ctx context.Context, abs string, save bool) (document, error) {
-	u := s.toURI(abs)
-	s.docs.order.Lock()
-	defer s.docs.order.Unlock()
-	st, err := os.Stat(abs)
-	if errors.Is(err, os.ErrNotExist) {
-		return document{}, s.gone(ctx, abs)
-	}
-	if err != nil {
-		return document{}, fmt.Errorf("reading %s: %w", workspace.Rel(s.workdir, abs), err)
-	}
-	if !save {
-		if d, ok := s.docs.unchanged(abs, st.Size(), st.ModTime()); ok {
-			return d, nil // unchanged since it was read: no need to read it again
-		}
-	}
-	b, err := s.readFile(abs)
-	if errors.Is(err, os.ErrNotExist) { // deleted since the stat
-		return document{}, s.gone(ctx, abs)
-	}
-	if err != nil {
-		return document{}, fmt.Errorf("reading %s: %w", workspace.Rel(s.workdir, abs), err)
-	}
-	text := string(b)
-	// The counter is read before the notification goes out, so only a
-	// publish counted after it can answer this version.
-	cp, opened, changed := s.docs.update(abs, text, st.Size(), st.ModTime(), s.diags.count())
-	switch {
-	case opened:
-		lang := s.cfg.Extensions[strings.ToLower(filepath.Ext(abs))]
-		err = s.api.DidOpen(ctx, &protocol.DidOpenTextDocumentParams{TextDocument: protocol.TextDocumentItem{
-			URI: u, LanguageID: protocol.LanguageKind(lang), Version: cp.version, Text: text}})
-	case changed:
-		err = s.api.DidChange(ctx, &protocol.DidChangeTextDocumentParams{
-			TextDocument:   protocol.VersionedTextDocumentIdentifier{TextDocumentIdentifier: protocol.TextDocumentIdentifier{URI: u}, Version: cp.version},
-			ContentChanges: []protocol.TextDocumentContentChangeEvent{&protocol.TextDocumentContentChangeWholeDocument{Text: text}},
-		})
-	}
-	if err == nil && save {
-		err = s.api.DidSave(ctx, &protocol.DidSaveTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: u}})
-	}
-	return cp, err
-}
-
-// gone forgets a deleted file, tells the server it is closed if it was
-// open, and returns errGone.
-func (s *server) gone(ctx context.Context, abs string) error {
-	open := s.docs.forget(abs)
-	s.diags.forget(abs)
-	if open {
-		_ = s.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(abs)}})
-	}
-	return fmt.Errorf("%s: %w", workspace.Rel(s.workdir, abs), errGone)
-}
-
-// syncOpen re-syncs every open document whose file changed on disk since
-// it was sent (the harness may have written it without files/didWrite),
-// so a query never runs against a stale view of the workspace.
-func (s *server) syncOpen(ctx context.Context, except string) error {
-	for _, abs := range s.docs.paths(except) {
-		if _, err := s.sync(ctx, abs, false); err != nil && !errors.Is(err, errGone) {
-			return err
-		}
-	}
-	return nil
-}
-
-// syncFor prepares a query about abs: every other open document that
-// changed on disk is synced again, then abs itself (a stat each). When the
-// server exited meanwhile the error wraps errExited.
-func (s *server) syncFor(ctx context.Context, abs string) (document, error) {
-	err := s.syncOpen(ctx, abs)
-	var doc document
-	if err == nil {
-		doc, err = s.sync(ctx, abs, false)
-	}
-	if err != nil && !errors.Is(err, errGone) {
-		err = s.markExited(err)
-	}
-	return doc, err
-}
-
-// linesOf returns the text of a file for converting positions in it: as
-// the server was sent it when open, else as on disk (another file the
-// server reported on).
-func (s *server) linesOf(abs string) string {
-	if text, open := s.docs.text(abs); open {
-		return text
-	}
-	return strings.Join(s.fileLines(abs, time.Time{}), "\n")
 }
 
 // errGone says a file no longer exists: it was deleted, and the server

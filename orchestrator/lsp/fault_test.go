@@ -162,7 +162,7 @@ func TestServersEndWithTheRun(t *testing.T) {
 	s := f.p.state(f.run).sv.snapshot()[0].srv
 	f.run.End(orchestrator.EndStopped)
 	select {
-	case <-s.exited:
+	case <-s.proc.exited:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server outlived its run")
 	}

@@ -2,11 +2,9 @@ package lsp
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -95,7 +93,8 @@ type resolved struct {
 	inside bool
 }
 
-func (s *server) lineReader() *lines {
+// newLines is a line reader for one query of s.
+func newLines(s *server) *lines {
 	return &lines{s: s, files: map[string][]string{}, paths: map[uri.URI]resolved{}}
 }
 
@@ -104,21 +103,21 @@ func (r *lines) rel(abs string) string {
 	if abs != r.lastAbs || r.lastRel == "" {
 		// Quoted when a control character is in it (a server's URI
 		// "main.go%0a/etc/passwd" must not print a line of its own).
-		r.lastAbs, r.lastRel = abs, text.Path(workspace.Rel(r.s.workdir, abs))
+		r.lastAbs, r.lastRel = abs, text.Path(r.s.paths.rel(abs))
 	}
 	return r.lastRel
 }
 
-// path is the file a URI from the server names, resolved (server.locate),
+// path is the file a URI from the server names, resolved (pathMap.locate),
 // and whether it is inside the workdir. The answer is kept for this
 // query only: a link may change between queries.
 func (r *lines) path(u uri.URI) (string, bool) {
 	a, ok := r.paths[u]
 	if !ok {
 		if r.resolver == nil {
-			r.resolver = r.s.ws.Resolver()
+			r.resolver = r.s.paths.ws.Resolver()
 		}
-		a.path, a.inside = r.s.locate(u, r.resolver.Resolve)
+		a.path, a.inside = r.s.paths.locate(u, r.resolver.Resolve)
 		r.paths[u] = a
 	}
 	return a.path, a.inside
@@ -133,7 +132,7 @@ func (r *lines) line(abs string, n int) (string, bool) {
 			if text, open := r.s.docs.lines(abs); open {
 				ls = text
 			} else {
-				ls = r.s.fileLines(abs, r.since)
+				ls = r.s.cache.fileLines(abs, r.since, r.s.paths.readFile)
 			}
 			r.files[abs] = ls
 		}
@@ -143,114 +142,6 @@ func (r *lines) line(abs string, n int) (string, bool) {
 		return "", false
 	}
 	return strings.TrimSuffix(ls[n], "\r"), true
-}
-
-// fileCache keeps, per server, what rendering locations reads again and
-// again: files' lines, the files the last long list read (recheck), and
-// the paths of URIs (pathOf). Its lock guards all three.
-type fileCache struct {
-	mu     sync.Mutex
-	files  map[string]cachedFile
-	recent []string
-	paths  map[uri.URI]hostPath
-}
-
-// hostPath is fromURI's answer.
-type hostPath struct {
-	path   string
-	shared bool
-}
-
-// cachedFile is a file's lines as read at a size and modification time.
-type cachedFile struct {
-	size    int64
-	mod     time.Time
-	lines   []string
-	checked time.Time // when size and time were last found unchanged
-}
-
-// maxPaths bounds the server's memo of fromURI.
-const maxPaths = 4096
-
-// pathOf is fromURI, remembered: a list of locations names the same files
-// call after call, and parsing a URI is not cheap. Equal URIs get the same
-// string, which makes comparing them cheap too.
-func (s *server) pathOf(u uri.URI) (string, bool) {
-	c := &s.cache
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	h, ok := c.paths[u]
-	if !ok {
-		if c.paths == nil || len(c.paths) >= maxPaths {
-			c.paths = map[uri.URI]hostPath{}
-		}
-		h.path, h.shared = s.fromURI(u)
-		c.paths[u] = h
-	}
-	return h.path, h.shared
-}
-
-// fileLines returns a file's lines, read again only when its size or
-// modification time changed: a list of references reads the same files
-// call after call. A file checked at or after since is not checked again.
-func (s *server) fileLines(abs string, since time.Time) []string {
-	cache := &s.cache
-	cache.mu.Lock()
-	c, ok := cache.files[abs]
-	cache.mu.Unlock()
-	if ok && !since.IsZero() && !c.checked.Before(since) {
-		return c.lines
-	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return nil
-	}
-	if ok && c.size == st.Size() && c.mod.Equal(st.ModTime()) {
-		return c.lines
-	}
-	b, err := s.readFile(abs)
-	if err != nil {
-		return nil
-	}
-	c = cachedFile{size: st.Size(), mod: st.ModTime(), lines: strings.Split(string(b), "\n")}
-	cache.mu.Lock()
-	if cache.files == nil || len(cache.files) >= maxCachedFiles {
-		cache.files = map[string]cachedFile{}
-	}
-	cache.files[abs] = c
-	cache.mu.Unlock()
-	return c.lines
-}
-
-// maxCachedFiles bounds the line cache of one server.
-const maxCachedFiles = 500
-
-// maxRecent bounds the files recheck looks at.
-const maxRecent = 64
-
-// recheck checks on disk, at or after since, the cached files the last
-// long list showed, while the server works on the next query: the list
-// it answers then needs no look at the disk for them (a stat each, slow
-// when cold). A file found changed leaves the cache, to be read again.
-func (s *server) recheck(since time.Time) {
-	cache := &s.cache
-	cache.mu.Lock()
-	recent := slices.Clone(cache.recent)
-	cache.mu.Unlock()
-	for _, abs := range recent {
-		st, err := os.Stat(abs)
-		cache.mu.Lock()
-		c, ok := cache.files[abs]
-		switch {
-		case !ok:
-		case err == nil && c.size == st.Size() && c.mod.Equal(st.ModTime()):
-			c.checked = since
-			cache.files[abs] = c
-		default:
-			delete(cache.files, abs)
-		}
-		cache.mu.Unlock()
-	}
 }
 
 // remember notes the files a long list read from disk, for the next
@@ -265,9 +156,7 @@ func (r *lines) remember() {
 			recent = append(recent, abs)
 		}
 	}
-	r.s.cache.mu.Lock()
-	r.s.cache.recent = recent
-	r.s.cache.mu.Unlock()
+	r.s.cache.setRecent(recent)
 }
 
 // at converts a server position in a file to a location; ok is false,

@@ -29,8 +29,8 @@ func TestListLocationsCap(t *testing.T) {
 	if err := os.WriteFile(abs, []byte(strings.Join(src, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{workdir: dir, ws: testRoot(t, dir), enc: utf16Enc}
-	r := s.lineReader()
+	s := &server{paths: pathMap{workdir: dir, ws: testRoot(t, dir)}, enc: utf16Enc}
+	r := newLines(s)
 	var spots []spot
 	for i := 59; i >= 0; i-- { // out of order, with a duplicate
 		spots = append(spots, spot{abs: abs, pos: protocol.Position{Line: uint32(i), Character: 4}})
@@ -61,12 +61,12 @@ func TestRecheckKeepsLongListsFresh(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := &server{workdir: dir, ws: testRoot(t, dir), enc: utf16Enc}
+	s := &server{paths: pathMap{workdir: dir, ws: testRoot(t, dir)}, enc: utf16Enc}
 	spots := []spot{{abs: abs, pos: protocol.Position{Line: 1}}}
 	list := func(change func()) string {
-		r := s.lineReader()
+		r := newLines(s)
 		r.since = time.Now()
-		s.recheck(r.since)
+		s.cache.recheck(r.since)
 		if change != nil {
 			change()
 		}
@@ -108,16 +108,16 @@ func TestLocationCutsLongLines(t *testing.T) {
 // URIs get one string.
 func TestPathMemoIsBounded(t *testing.T) {
 	dir := t.TempDir()
-	s := &server{workdir: dir, encl: host.New()}
+	s := &server{paths: pathMap{workdir: dir, encl: host.New()}}
 	for i := range maxPaths + 10 {
-		s.pathOf(uri.File(filepath.Join(dir, fmt.Sprintf("f%d.go", i))))
-		if len(s.cache.paths) > maxPaths {
-			t.Fatalf("%d paths remembered, more than %d", len(s.cache.paths), maxPaths)
+		s.paths.pathOf(uri.File(filepath.Join(dir, fmt.Sprintf("f%d.go", i))))
+		if len(s.paths.memo) > maxPaths {
+			t.Fatalf("%d paths remembered, more than %d", len(s.paths.memo), maxPaths)
 		}
 	}
 	u := uri.File(filepath.Join(dir, "a.go"))
-	a, _ := s.pathOf(u)
-	b, _ := s.pathOf(u)
+	a, _ := s.paths.pathOf(u)
+	b, _ := s.paths.pathOf(u)
 	if a != filepath.Join(dir, "a.go") || unsafe.StringData(a) != unsafe.StringData(b) {
 		t.Errorf("pathOf: %q and %q, not one string", a, b)
 	}

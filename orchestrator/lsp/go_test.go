@@ -210,10 +210,10 @@ func TestGopls(t *testing.T) {
 		for _, sl := range sv.snapshot() {
 			s = sl.srv
 		}
-		if err := s.proc.Kill(); err != nil {
+		if err := s.proc.handle.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		<-s.exited
+		<-s.proc.exited
 		contains(t, f.ok(t, q("definition", "main.go", 11, "g.Greet")), "greet/greet.go:6:2: Greet(name string) string")
 		contains(t, f.ok(t, map[string]any{"action": "status"}), "gopls for root .: ready")
 		if s2 := sv.snapshot()[0].srv; s2 == s {

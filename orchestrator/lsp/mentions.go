@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // A server that knows only the files it has open (ready "open-files":
@@ -27,7 +25,7 @@ const maxMentionFiles = 100
 // clangd indexes a file before it publishes them. Its rename then sees
 // every use. The error says which file s could not be shown, or why the
 // search was cut, and that nothing was written.
-func (s *server) showMentions(ctx context.Context, name string) error {
+func showMentions(ctx context.Context, s *server, name string) error {
 	refuse := func(format string, a ...any) error {
 		return fmt.Errorf("%s knows only the files it has open, and "+format+": its rename could miss uses of %q there, so nothing was written",
 			append(append([]any{s.cfg.Name}, a...), name)...)
@@ -35,14 +33,14 @@ func (s *server) showMentions(ctx context.Context, name string) error {
 	if name == "" {
 		return fmt.Errorf("%s knows only the files it has open, and the name at the cursor could not be read to find the files that use it: nothing was written; check line and symbol", s.cfg.Name)
 	}
-	files, err := s.mentioning(name)
+	files, err := mentioning(s, name)
 	if err != nil {
 		return refuse("%v. Rename with ast_edit instead", err)
 	}
 	if len(files) > maxMentionFiles {
 		rels := make([]string, 0, 5)
 		for _, f := range files[:5] {
-			rels = append(rels, workspace.Rel(s.workdir, f))
+			rels = append(rels, s.paths.rel(f))
 		}
 		return refuse("%d files mention the name (%s, ...), more than the %d it is shown for one rename. Rename with ast_edit instead",
 			len(files), strings.Join(rels, ", "), maxMentionFiles)
@@ -52,16 +50,16 @@ func (s *server) showMentions(ctx context.Context, name string) error {
 		doc, err := s.sync(ctx, abs, false)
 		if err != nil {
 			if !errors.Is(err, errGone) {
-				err = s.markExited(err)
+				err = s.proc.markExited(err)
 			}
-			return refuse("%s could not be shown to it (%v). Call again", workspace.Rel(s.workdir, abs), err)
+			return refuse("%s could not be shown to it (%v). Call again", s.paths.rel(abs), err)
 		}
 		docs[i] = doc
 	}
 	for i, abs := range files {
 		if _, ok := s.diags.wait(ctx, abs, docs[i].syncSeq, docs[i].version); !ok {
 			return refuse("it did not finish reading %s within lsp.diagnostics_timeout (%s). Call again; lsp status shows its state",
-				workspace.Rel(s.workdir, abs), s.conf.DiagnosticsTimeout)
+				s.paths.rel(abs), s.conf.DiagnosticsTimeout)
 		}
 	}
 	return nil
@@ -71,9 +69,9 @@ func (s *server) showMentions(ctx context.Context, name string) error {
 // what markerDirs skips, and links) whose text has name as a whole
 // identifier. A file that cannot be read is an error naming it: it may
 // use the name.
-func (s *server) mentioning(name string) ([]string, error) {
+func mentioning(s *server, name string) ([]string, error) {
 	var files []string
-	cut, err := s.eachSourceFile(s.root, true, func(path string, b []byte) {
+	cut, err := s.paths.eachSourceFile(s.paths.root, s.cfg.Extensions, true, func(path string, b []byte) {
 		// No identifier holds a newline: the whole text is searched
 		// at once.
 		if len(identifierAt(string(b), name)) > 0 {

@@ -224,7 +224,7 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 		rel := workspace.Rel(run.Workdir, abs)
 		if !ok {
 			why := "gave no diagnostics for this version in time"
-			if !s.alive() {
+			if !s.proc.alive() {
 				why = "exited"
 			}
 			unknown = append(unknown, fmt.Sprintf("%s: %s %s", rel, s.cfg.Name, why))
@@ -310,7 +310,7 @@ func (p *Provider) newOnes(reg *registry, s *server, abs string, items []protoco
 	text := s.linesOf(abs)
 	cur := problems(s.convert(abs, items, text))
 	base := problems(s.convert(abs, before[abs], text))
-	rel := workspace.Rel(s.workdir, abs)
+	rel := workspace.Rel(s.paths.workdir, abs)
 	f := reg.update(rel, cur, base)
 	p.metrics.Diagnostics.WithLabelValues("new").Add(float64(len(f)))
 	p.metrics.Diagnostics.WithLabelValues("suppressed").Add(float64(len(cur) - len(f)))

@@ -23,7 +23,7 @@ func TestNewOnesInAnUnopenedFile(t *testing.T) {
 	if err := os.WriteFile(abs, []byte("package b\n\ns := \"🌍\" + y\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{workdir: dir, ws: testRoot(t, dir), enc: utf16Enc}
+	s := &server{paths: pathMap{workdir: dir, ws: testRoot(t, dir)}, enc: utf16Enc}
 	p := &Provider{metrics: metrics.NewForTest()}
 	reg := newRegistry()
 	items := []protocol.Diagnostic{{

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -76,10 +75,10 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 		return orchestrator.Errorf("%s does not support rename (it did not offer it at initialization): rename with ast_edit or your edit tools instead", s.cfg.Name)
 	}
 	old := s.nameAt(c)
-	if s.ready.kind == readyOpenFiles {
+	if s.quirks.index != nil {
 		// It knows only the files it has open: it is shown every file
 		// that mentions the name first, or nothing is written.
-		if err := s.showMentions(ctx, old); err != nil {
+		if err := s.quirks.index(ctx, s, old); err != nil {
 			return orchestrator.Errorf("%v", err)
 		}
 	} else if !s.waitLoaded(ctx, c.abs) {
@@ -92,9 +91,9 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	defer before.stop()
 	if opts, ok := s.caps.RenameProvider.(*protocol.RenameOptions); ok && opts.PrepareProvider != nil && *opts.PrepareProvider {
 		var prep protocol.PrepareRenameResult
-		err := s.request(ctx, protocol.MethodTextDocumentPrepareRename, func(ctx context.Context) error {
+		err := s.proc.request(ctx, protocol.MethodTextDocumentPrepareRename, func(ctx context.Context) error {
 			var err error
-			prep, err = s.api.PrepareRename(ctx, &protocol.PrepareRenameParams{TextDocumentPositionParams: c.params()})
+			prep, err = s.proc.api.PrepareRename(ctx, &protocol.PrepareRenameParams{TextDocumentPositionParams: c.params()})
 			return err
 		})
 		if err != nil {
@@ -105,9 +104,9 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 		}
 	}
 	var edit *protocol.WorkspaceEdit
-	err := s.request(ctx, protocol.MethodTextDocumentRename, func(ctx context.Context) error {
+	err := s.proc.request(ctx, protocol.MethodTextDocumentRename, func(ctx context.Context) error {
 		var err error
-		edit, err = s.api.Rename(ctx, &protocol.RenameParams{TextDocumentPositionParams: c.params(), NewName: a.NewName})
+		edit, err = s.proc.api.Rename(ctx, &protocol.RenameParams{TextDocumentPositionParams: c.params(), NewName: a.NewName})
 		return err
 	})
 	if err != nil {
@@ -130,7 +129,7 @@ func (p *Provider) rename(ctx context.Context, run *orchestrator.Run, a renameAr
 	for abs, edits := range perFile {
 		base, open := s.docs.text(abs)
 		if !open {
-			b, err := s.readFile(abs)
+			b, err := s.paths.readFile(abs)
 			if err != nil {
 				return orchestrator.Errorf("reading %s: %v; nothing was written", workspace.Rel(run.Workdir, abs), err)
 			}
@@ -187,7 +186,7 @@ type editSet struct {
 }
 
 // fileEdits flattens a WorkspaceEdit into text edits per file, keyed by
-// the file each URI resolves to (server.locate). A URI that resolves
+// the file each URI resolves to (pathMap.locate). A URI that resolves
 // outside the workdir refuses the whole rename, naming every such file;
 // so does a file operation (create, rename, delete).
 func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, error) {
@@ -201,10 +200,10 @@ func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, erro
 	place := func(u uri.URI) (string, bool) {
 		p, ok := seen[u]
 		if !ok {
-			p.abs, p.inside = s.locate(u, s.ws.Resolve)
+			p.abs, p.inside = s.paths.locate(u, s.paths.ws.Resolve)
 			seen[u] = p
-			if !p.inside && !slices.Contains(outside, s.outsideName(p.abs)) {
-				outside = append(outside, s.outsideName(p.abs))
+			if !p.inside && !slices.Contains(outside, s.paths.outsideName(p.abs)) {
+				outside = append(outside, s.paths.outsideName(p.abs))
 			}
 		}
 		return p.abs, p.inside
@@ -263,20 +262,6 @@ func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, erro
 	return out, nil
 }
 
-// outsideName names a file the server named that is outside the workdir:
-// relative to the workdir when a symlink in it leads there, with where
-// it leads.
-func (s *server) outsideName(p string) string {
-	rel := workspace.Rel(s.workdir, p)
-	if rel == p {
-		return s.ws.Show(p) // as the container sees it, when it does
-	}
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return fmt.Sprintf("%s (a symlink leads it to %s)", text.Path(rel), s.ws.Show(real))
-	}
-	return text.Path(rel) + " (through a symlink)"
-}
-
 // applyEdits applies non-overlapping edits to text.
 func applyEdits(enc encoding, text string, edits []protocol.TextEdit) (string, error) {
 	type span struct {
@@ -318,19 +303,4 @@ func applyEdits(enc encoding, text string, edits []protocol.TextEdit) (string, e
 	}
 	b.WriteString(text[last:])
 	return b.String(), nil
-}
-
-// nameAt is the identifier at the cursor, in the text the server was
-// sent: the name a rename replaces ("" when it cannot be read).
-func (s *server) nameAt(c *cursor) string {
-	text, _ := s.docs.text(c.abs)
-	lt, _, err := lineAt(text, int(c.pos.Line)+1)
-	if err != nil {
-		return ""
-	}
-	a, b := s.enc.fromServer(lt, c.pos.Character), s.enc.fromServer(lt, c.end.Character)
-	if a >= b || b > len(lt) {
-		return ""
-	}
-	return lt[a:b]
 }

@@ -5,112 +5,71 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
-	"go.lsp.dev/uri"
 
 	"github.com/berth-dev/berth/enclosure"
-	"github.com/berth-dev/berth/internal/boundedio"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
-// server is one running language server for one root: its process, its
-// connection and whether it has loaded the project. What it was told of
-// files (docs), what it published about them (diags) and what rendering
-// its answers read (cache) keep their own locks. Its connection's read
-// goroutine runs the client callbacks, which only record.
+// server is one running language server for one root, composed of its
+// jobs: its process and connection (proc), whether it has loaded the
+// project (load), its paths across the enclosure's boundary (paths) and
+// how it departs from the protocol (quirks). What it was told of files
+// (docs), what it published about them (diags) and what rendering its
+// answers read (cache) keep their own locks. Its own methods are what
+// needs several of them: initializing it, keeping its view of the files
+// in step with the disk, and reading its diagnostics.
 type server struct {
-	cfg     ServerConfig
-	conf    Config
-	ready   readiness // how it says it has loaded the project
-	root    string    // absolute host path
-	workdir string
-	ws      *workspace.Root     // the workdir, to resolve the paths the server names (locate)
-	encl    enclosure.Enclosure // where it runs: maps paths both ways
-	proc    enclosure.Process
-	// stdout is the server's stdout as the connection reads it: its
-	// header lines and declared lengths are checked against limits before
-	// jsonrpc2 buffers them (issue 24 items 1 and 2).
-	stdout *boundedio.Framed
-	// inflight counts the requests being sent to it (call), so that a
-	// reload lets them finish before it closes the server.
-	inflight atomic.Int32
-	conn     jsonrpc2.Conn
-	api      protocol.Server
-	caps     protocol.ServerCapabilities
-	enc      encoding
-	stderr   *ring
-	started  time.Time
-	exited   chan struct{}    // closed when the process has exited
-	metrics  *metrics.Metrics // nil in tests that build a server by hand
+	cfg    ServerConfig
+	conf   Config
+	proc   *process   // nil until started
+	load   *loadState // nil in tests that build a server by hand
+	paths  pathMap
+	quirks quirks
+	caps   protocol.ServerCapabilities
+	enc    encoding
 
 	docs   docStore
 	diags  diagStore
 	cache  fileCache
 	writes writeCheck
-
-	loaded     chan struct{} // closed when the project is loaded (ready)
-	loadOnce   sync.Once
-	crashNoted bool // the supervisor counted its crash; guarded by the supervisor's mu
-
-	mu          sync.Mutex        // guards what follows
-	active      map[string]string // progress tokens begun and not ended, with their titles
-	sawProgress bool
-	closing     bool
-}
-
-// stdio joins a process's stdout and stdin into the stream the connection
-// reads and writes.
-type stdio struct {
-	io.Reader
-	io.WriteCloser
 }
 
 // startServer starts the executable of m in the run's enclosure and
-// initializes it. ctx bounds the start; the server lives until close.
+// initializes it. ctx bounds the start; the server lives until its
+// process is closed.
 func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m match, mt *metrics.Metrics) (*server, error) {
 	ws, err := run.Root()
 	if err != nil {
 		return nil, err
 	}
-	exited := make(chan struct{})
+	signal, _ := parseReady(m.cfg.Ready) // validated with the configuration
+	proc := newProcess(m.cfg.Name, conf, mt)
 	s := &server{
-		cfg: m.cfg, conf: conf, root: m.root, workdir: run.Workdir, ws: ws, encl: run.Enclosure, metrics: mt,
-		stderr: newRing(conf.StderrBytes), exited: exited,
-		diags:  diagStore{debounce: conf.Debounce, timeout: conf.DiagnosticsTimeout, stop: exited},
-		active: map[string]string{}, loaded: make(chan struct{}),
+		cfg: m.cfg, conf: conf, proc: proc, load: newLoadState(signal, conf.ProgressGrace), quirks: quirksFor(m.cfg, signal),
+		paths: pathMap{root: m.root, workdir: run.Workdir, ws: ws, encl: run.Enclosure},
+		diags: diagStore{debounce: conf.Debounce, timeout: conf.DiagnosticsTimeout, stop: proc.exited},
 	}
-	s.ready, _ = parseReady(m.cfg.Ready) // validated with the configuration
 	dir, err := run.Enclosure.MapPath(m.root)
 	if err != nil {
 		return nil, err
 	}
-	s.proc, err = run.Enclosure.Start(ctx, enclosure.Cmd{Path: m.exe, Args: m.cfg.Command[1:], Dir: dir, Stderr: s.stderr})
-	if err != nil {
+	if err := proc.start(ctx, run.Enclosure, enclosure.Cmd{Path: m.exe, Args: m.cfg.Command[1:], Dir: dir}, &client{s: s}); err != nil {
 		return nil, fmt.Errorf("starting %s: %w; check that %s runs in the run's enclosure (lsp status)", m.cfg.Name, err, m.exe)
 	}
-	s.started = time.Now()
-	go func() {
-		<-s.proc.Done()
-		close(s.exited)
-	}()
-	s.stdout = boundedio.NewFramed(s.proc.Stdout(), boundedio.Limits{Body: conf.MaxMessageBytes})
-	stream := jsonrpc2.NewHeaderStream(stdio{s.stdout, s.proc.Stdin()})
-	_, s.conn, s.api = protocol.NewClient(context.Background(), &client{s: s}, stream)
 	if err := s.initialize(ctx); err != nil {
-		s.kill()
+		s.proc.kill()
 		msg := fmt.Sprintf("%s did not initialize in %s: %v", m.cfg.Name, workspace.Rel(run.Workdir, m.root), err)
-		if text := s.stderr.excerpt(6, 6); text != "" {
+		if text := s.proc.stderr.excerpt(6, 6); text != "" {
 			msg += "\nits stderr:\n" + text
 		}
 		msg += "\nIt is tried again on the next call (with backoff, up to a cap); fix its installation or the lsp section of the configuration if it keeps failing."
@@ -122,44 +81,44 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 // initialize sends initialize and initialized, and reads the
 // capabilities and the negotiated position encoding.
 func (s *server) initialize(ctx context.Context) error {
-	rootURI := s.toURI(s.root)
+	rootURI := s.paths.toURI(s.paths.root)
 	// processId asks the server to exit when that process is gone; in a
 	// container Berth's pid names no process (or another one), and
 	// servers that watch it (vscode-languageserver's: pyright,
 	// typescript-language-server) exit within seconds. There it is null,
 	// as the spec allows; the relay ends the server with its session.
 	var pid any
-	if s.encl.Capabilities().SharedPIDs {
+	if s.paths.encl.Capabilities().SharedPIDs {
 		pid = os.Getpid()
 	}
 	params := map[string]any{
 		"processId":             pid,
 		"clientInfo":            map[string]any{"name": "berth"},
 		"rootUri":               rootURI,
-		"rootPath":              s.mapPath(s.root),
-		"workspaceFolders":      []protocol.WorkspaceFolder{s.folder()},
+		"rootPath":              s.paths.mapPath(s.paths.root),
+		"workspaceFolders":      []protocol.WorkspaceFolder{s.paths.folder()},
 		"capabilities":          clientCapabilities,
 		"initializationOptions": s.cfg.InitializationOptions,
 	}
 	var raw jsonrpc2.RawMessage
 	call := make(chan error, 1)
 	go func() {
-		_, err := s.conn.Call(ctx, protocol.MethodInitialize, params, &raw)
+		_, err := s.proc.conn.Call(ctx, protocol.MethodInitialize, params, &raw)
 		call <- err
 	}()
 	select {
 	case err := <-call:
-		if refused := s.refusal(); refused != nil {
+		if refused := s.proc.refusal(); refused != nil {
 			return refused
 		}
-		if err != nil && s.waitGone(time.Second) {
-			return s.exitError()
+		if err != nil && s.proc.waitGone(time.Second) {
+			return s.proc.exitError()
 		}
 		if err != nil {
 			return err
 		}
-	case <-s.exited:
-		return s.exitError()
+	case <-s.proc.exited:
+		return s.proc.exitError()
 	case <-ctx.Done():
 		return fmt.Errorf("no answer to initialize within the start timeout (%s): %w", s.conf.StartTimeout, ctx.Err())
 	}
@@ -179,7 +138,7 @@ func (s *server) initialize(ctx context.Context) error {
 	if e, ok := parseEncoding(s.cfg.PositionEncoding); ok {
 		s.enc = e
 	}
-	if err := s.api.Initialized(ctx, &protocol.InitializedParams{}); err != nil {
+	if err := s.proc.api.Initialized(ctx, &protocol.InitializedParams{}); err != nil {
 		return err
 	}
 	if s.cfg.Settings != nil {
@@ -187,38 +146,12 @@ func (s *server) initialize(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("settings: %w", err)
 		}
-		if err := s.api.DidChangeConfiguration(ctx, &protocol.DidChangeConfigurationParams{Settings: b}); err != nil {
+		if err := s.proc.api.DidChangeConfiguration(ctx, &protocol.DidChangeConfigurationParams{Settings: b}); err != nil {
 			return err
 		}
 	}
-	switch s.ready.kind {
-	case readyNone, readyOpenFiles:
-		s.markLoaded()
-	case readyProgress:
-		// A server that reports no progress soon after initialization is
-		// taken as loaded; one that does is loaded when all its progress
-		// has ended.
-		time.AfterFunc(s.conf.ProgressGrace, func() {
-			s.mu.Lock()
-			quiet := !s.sawProgress
-			s.mu.Unlock()
-			if quiet {
-				s.markLoaded()
-			}
-		})
-	}
+	s.load.initialized()
 	return nil
-}
-
-// exitError says how the process ended before it answered initialize.
-func (s *server) exitError() error {
-	select {
-	case <-s.exited:
-		code, _ := s.proc.Wait()
-		return fmt.Errorf("it exited with code %d before answering initialize", code)
-	case <-time.After(time.Second): // its output closed; the exit may lag
-		return errors.New("it closed its output before answering initialize")
-	}
 }
 
 // clientCapabilities is what Berth tells servers it understands.
@@ -260,156 +193,16 @@ func ClientCapabilities() json.RawMessage {
 	return b
 }
 
-// folder is the server's one workspace folder, its root.
-func (s *server) folder() protocol.WorkspaceFolder {
-	return protocol.WorkspaceFolder{URI: s.toURI(s.root), Name: filepath.Base(s.root)}
-}
-
-// mapPath turns a host path into the path the server sees
-// (Enclosure.MapPath). The files Berth names are inside the workdir, which
-// the enclosure always sees; a path it cannot map is sent as it is, and
-// the server then says it does not know the file.
-func (s *server) mapPath(abs string) string {
-	if p, err := s.encl.MapPath(abs); err == nil {
-		return p
-	}
-	return abs
-}
-
-func (s *server) toURI(abs string) uri.URI { return uri.File(s.mapPath(abs)) }
-
-// fromURI turns a URI from the server into a host path
-// (Enclosure.HostPath). ok is false for a path the host does not share
-// with the enclosure (a container's own standard library): it is
-// returned as the server named it, and is never treated as inside the
-// workdir, whatever it looks like lexically.
-func (s *server) fromURI(u uri.URI) (p string, ok bool) {
-	p = filepath.Clean(filepath.FromSlash(u.Path()))
-	hp, err := s.encl.HostPath(p)
-	if err != nil {
-		return p, false
-	}
-	return hp, true
-}
-
-// locate turns a URI the server named into the file it is on disk
-// (pathOf, then resolve: symlinks resolved at every component as
-// ast_edit resolves the paths a model gives, workspace.Root). inside is
-// false when that file lies outside the workdir, cannot be resolved, or
-// is a path only the enclosure has: such a path is never shown, read or
-// written, whatever it looks like lexically. A server that loads a folder
-// through a symlink in the workdir names its files by the link. resolve
-// is the workspace's Resolve, or a query's Resolver that remembers what
-// it looked at.
-func (s *server) locate(u uri.URI, resolve func(string) (string, error)) (path string, inside bool) {
-	p, shared := s.pathOf(u)
-	if !shared {
-		return p, false
-	}
-	real, err := resolve(p)
-	if err != nil {
-		return p, false
-	}
-	return real, true
-}
-
-// readFile reads a regular file inside the workdir through the
-// workspace root, which refuses a path that leads out of it (also when a
-// link changed since the path was resolved) and never waits on a FIFO.
-func (s *server) readFile(abs string) ([]byte, error) {
-	b, _, err := s.ws.ReadRegular(abs, -1)
-	return b, err
-}
-
-// published records a publish, keyed like the files the model names.
-func (s *server) published(u uri.URI, version int32, items []protocol.Diagnostic) {
-	abs, inside := s.locate(u, s.ws.Resolve)
-	s.diags.publish(abs, version, items, !inside)
-}
-
-// progressed records a progress token's begin (with its title) or end.
-// The project is loaded, for "progress", when all begun tokens have
-// ended; for "progress:TITLE", when the token begun with that title has.
-func (s *server) progressed(token, kind, title string) {
-	s.mu.Lock()
-	var done bool
-	switch kind {
-	case "begin":
-		s.sawProgress = true
-		s.active[token] = title
-	case "end":
-		began, ok := s.active[token]
-		delete(s.active, token)
-		done = ok && s.ready.kind == readyTitle && strings.HasPrefix(began, s.ready.title)
-	}
-	if s.ready.kind == readyProgress {
-		done = s.sawProgress && len(s.active) == 0
-	}
-	s.mu.Unlock()
-	if done {
-		s.markLoaded()
-	}
-}
-
-// logged marks the project loaded when the line the entry's "log:" waits
-// for comes.
-func (s *server) logged(line string) {
-	if s.ready.kind == readyLog && s.ready.log.MatchString(line) {
-		s.markLoaded()
-	}
-}
-
-func (s *server) markLoaded() { s.loadOnce.Do(func() { close(s.loaded) }) }
-
 // waitLoaded waits until the server has loaded the project (its entry's
-// Ready signal), up to the load timeout; it says whether it has.
-// abs is the file the query is about ("" for none).
+// Ready signal, or its quirks' probe), up to the load timeout; it says
+// whether it has. abs is the file the query is about ("" for none).
 func (s *server) waitLoaded(ctx context.Context, abs string) bool {
 	ctx, cancel := context.WithTimeout(ctx, s.conf.LoadTimeout)
 	defer cancel()
-	if s.ready.kind == readyTsserver {
-		return s.tsserverLoaded(ctx, abs)
+	if s.quirks.probeLoad != nil {
+		return s.quirks.probeLoad(ctx, s, abs)
 	}
-	select {
-	case <-s.loaded:
-		return true
-	case <-ctx.Done():
-	case <-s.exited:
-	}
-	return false
-}
-
-// tsserverLoaded asks tsserver about the project of abs, the file of
-// the query (else the file synced last, else a file of the root, opened
-// first: tsserver loads a project only for an open file). tsserver
-// answers in order, so its answer comes after the load.
-func (s *server) tsserverLoaded(ctx context.Context, abs string) bool {
-	if abs == "" {
-		abs = s.docs.lastSynced()
-	}
-	if abs == "" {
-		if abs = firstFile(s.root, s.cfg.Extensions); abs == "" {
-			s.markLoaded() // no file of its languages: nothing to load
-			return true
-		}
-		if _, err := s.sync(ctx, abs, false); err != nil {
-			return false
-		}
-	}
-	arg, err := json.Marshal(map[string]any{"file": s.mapPath(abs), "needFileNameList": false})
-	if err != nil {
-		return false
-	}
-	name, _ := json.Marshal("projectInfo")
-	err = s.call(ctx, protocol.MethodWorkspaceExecuteCommand, func(ctx context.Context) error {
-		_, err := s.api.ExecuteCommand(ctx, &protocol.ExecuteCommandParams{Command: "typescript.tsserverRequest", Arguments: []protocol.LSPAny{name, arg}})
-		return err
-	})
-	if err != nil {
-		return false
-	}
-	s.markLoaded()
-	return true
+	return s.load.wait(ctx, s.proc.exited)
 }
 
 // loadNote waits for the load (waitLoaded) before a workspace-wide
@@ -417,7 +210,7 @@ func (s *server) tsserverLoaded(ctx context.Context, abs string) bool {
 // in its first line about being complete: "" when it is as complete as
 // the server can make it.
 func (s *server) loadNote(ctx context.Context, abs string) string {
-	if s.ready.kind == readyOpenFiles {
+	if s.quirks.index != nil {
 		return fmt.Sprintf("may be incomplete: %s knows only the files opened so far, so uses in other files can be missing", s.cfg.Name)
 	}
 	if !s.waitLoaded(ctx, abs) {
@@ -426,175 +219,169 @@ func (s *server) loadNote(ctx context.Context, abs string) string {
 	return ""
 }
 
-// alive says whether the server can still answer: its process runs and
-// its connection is open.
-func (s *server) alive() bool {
-	select {
-	case <-s.exited:
-		return false
-	case <-s.conn.Done():
-		return false
-	default:
-		return true
+// sync tells the server the file's current content on disk: didOpen the
+// first time, didChange with a new version when it changed, and didSave
+// when save is set. It returns the document as sent.
+func (s *server) sync(ctx context.Context, abs string, save bool) (document, error) {
+	u := s.paths.toURI(abs)
+	s.docs.order.Lock()
+	defer s.docs.order.Unlock()
+	st, err := os.Stat(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return document{}, s.gone(ctx, abs)
 	}
-}
-
-// waitGone waits up to d for the process to exit or the connection to
-// end, and says whether it did.
-func (s *server) waitGone(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-s.exited:
-	case <-s.conn.Done():
-	case <-t.C:
-		return false
+	if err != nil {
+		return document{}, fmt.Errorf("reading %s: %w", s.paths.rel(abs), err)
 	}
-	return true
-}
-
-// call runs one request with the request timeout, retrying when the
-// server answers that the content changed under it or that it cancelled
-// the request itself.
-func (s *server) call(ctx context.Context, method string, f func(ctx context.Context) error) error {
-	s.inflight.Add(1)
-	defer s.inflight.Add(-1)
-	for attempt := 1; ; attempt++ {
-		cctx, cancel := context.WithTimeout(ctx, s.conf.RequestTimeout)
-		start := time.Now()
-		err := f(cctx)
-		if s.metrics != nil {
-			s.metrics.LSPRequestDuration.WithLabelValues(s.cfg.Name, method).Observe(time.Since(start).Seconds())
+	if !save {
+		if d, ok := s.docs.unchanged(abs, st.Size(), st.ModTime()); ok {
+			return d, nil // unchanged since it was read: no need to read it again
 		}
-		cancel()
-		if err == nil || attempt == 4 || !retryable(err) || ctx.Err() != nil {
+	}
+	b, err := s.paths.readFile(abs)
+	if errors.Is(err, os.ErrNotExist) { // deleted since the stat
+		return document{}, s.gone(ctx, abs)
+	}
+	if err != nil {
+		return document{}, fmt.Errorf("reading %s: %w", s.paths.rel(abs), err)
+	}
+	text := string(b)
+	// The counter is read before the notification goes out, so only a
+	// publish counted after it can answer this version.
+	cp, opened, changed := s.docs.update(abs, text, st.Size(), st.ModTime(), s.diags.count())
+	switch {
+	case opened:
+		lang := s.cfg.Extensions[strings.ToLower(filepath.Ext(abs))]
+		err = s.proc.api.DidOpen(ctx, &protocol.DidOpenTextDocumentParams{TextDocument: protocol.TextDocumentItem{
+			URI: u, LanguageID: protocol.LanguageKind(lang), Version: cp.version, Text: text}})
+	case changed:
+		err = s.proc.api.DidChange(ctx, &protocol.DidChangeTextDocumentParams{
+			TextDocument:   protocol.VersionedTextDocumentIdentifier{TextDocumentIdentifier: protocol.TextDocumentIdentifier{URI: u}, Version: cp.version},
+			ContentChanges: []protocol.TextDocumentContentChangeEvent{&protocol.TextDocumentContentChangeWholeDocument{Text: text}},
+		})
+	}
+	if err == nil && save {
+		err = s.proc.api.DidSave(ctx, &protocol.DidSaveTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: u}})
+	}
+	return cp, err
+}
+
+// gone forgets a deleted file, tells the server it is closed if it was
+// open, and returns errGone.
+func (s *server) gone(ctx context.Context, abs string) error {
+	open := s.docs.forget(abs)
+	s.diags.forget(abs)
+	if open {
+		_ = s.proc.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}})
+	}
+	return fmt.Errorf("%s: %w", s.paths.rel(abs), errGone)
+}
+
+// syncOpen re-syncs every open document whose file changed on disk since
+// it was sent (the harness may have written it without files/didWrite),
+// so a query never runs against a stale view of the workspace.
+func (s *server) syncOpen(ctx context.Context, except string) error {
+	for _, abs := range s.docs.paths(except) {
+		if _, err := s.sync(ctx, abs, false); err != nil && !errors.Is(err, errGone) {
 			return err
 		}
-		select {
-		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
-		case <-ctx.Done():
-			return err
-		}
 	}
+	return nil
 }
 
-// request runs f through call; when the server died under it, the error
-// wraps errExited and says that the next call gets a restarted server.
-func (s *server) request(ctx context.Context, method string, f func(ctx context.Context) error) error {
-	err := s.call(ctx, method, f)
-	var answered *jsonrpc2.Error
-	if err == nil || ctx.Err() != nil || errors.As(err, &answered) {
-		return err
-	}
-	if refused := s.refusal(); refused != nil {
-		return refused
-	}
-	return s.markExited(err)
-}
-
-// refusal says why Berth stopped reading the server, when what it sent
-// broke a limit (a header line or block without end, a message over
-// lsp.max_message_bytes): its connection has ended and the server is
-// killed with it. The error names the server, what it sent and what to
-// do. nil while its stream is within the limits.
-func (s *server) refusal() error {
-	err := s.stdout.Err()
+// syncFor prepares a query about abs: every other open document that
+// changed on disk is synced again, then abs itself (a stat each). When the
+// server exited meanwhile the error wraps errExited.
+func (s *server) syncFor(ctx context.Context, abs string) (document, error) {
+	err := s.syncOpen(ctx, abs)
+	var doc document
 	if err == nil {
-		return nil
+		doc, err = s.sync(ctx, abs, false)
 	}
-	next := "a language server's header is a line or two: if it does this again, it is broken, or something other than the server writes to its stdout (check its command in lsp.servers)"
-	if errors.Is(err, boundedio.ErrBody) {
-		next = "if its answers really are this large, raise lsp.max_message_bytes"
+	if err != nil && !errors.Is(err, errGone) {
+		err = s.proc.markExited(err)
 	}
-	return fmt.Errorf("%s sent %v, so Berth stopped reading it and ended it; it is restarted on the next call; %s", s.cfg.Name, err, next)
+	return doc, err
 }
 
-// markExited wraps a transport error in errExited when the server's process
-// is gone (its exit lags the EOF by a moment); other errors pass as they
-// are.
-func (s *server) markExited(err error) error {
-	if !s.waitGone(time.Second) {
-		return err
+// linesOf returns the text of a file for converting positions in it: as
+// the server was sent it when open, else as on disk (another file the
+// server reported on).
+func (s *server) linesOf(abs string) string {
+	if text, open := s.docs.text(abs); open {
+		return text
 	}
-	return fmt.Errorf("%w; %s %w; it is restarted on the next call: call again (lsp status shows its stderr)", err, s.cfg.Name, errExited)
+	return strings.Join(s.cache.fileLines(abs, time.Time{}, s.paths.readFile), "\n")
 }
 
-// advice says what to do after a request failed: a refusal by the server
-// usually means the position names no symbol it knows; a crash or a
-// timeout already says what to do.
-func advice(err error) string {
-	var answered *jsonrpc2.Error
-	if errors.As(err, &answered) {
-		return " (check that line and symbol name the identifier you mean; lsp status shows the server's state)"
-	}
-	return ""
-}
-
-// errExited marks a request whose server exited under it. Read-only
-// queries are asked once more of the restarted server (see retried).
-var errExited = errors.New("exited during the request")
-
-// retryable says whether the server asked for the request to be sent
-// again: ContentModified or ServerCancelled.
-func retryable(err error) bool {
-	var e *jsonrpc2.Error
-	if !errors.As(err, &e) {
-		return false
-	}
-	return e.Code == protocol.CodeContentModified || e.Code == codeServerCancelled
-}
-
-// codeServerCancelled is LSP's ServerCancelled (-32802): the server gave
-// up on the request and the client may retry it.
-const codeServerCancelled jsonrpc2.Code = -32802
-
-// close ends the server: shutdown and exit when it still answers, then,
-// after the grace, a kill of its process group (enclosure.StopFunc).
-func (s *server) close() {
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
-		return
-	}
-	s.closing = true
-	s.mu.Unlock()
-	grace := time.Duration(0) // a server that does not answer is killed at once
-	if s.alive() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if s.api.Shutdown(ctx) == nil && s.api.Exit(ctx) == nil {
-			grace = closeGrace
+// diagnose returns the diagnostics of the synced version doc of abs:
+// pulled where the server offers textDocument/diagnostic, else the first
+// publish that follows the sync plus follow-ups within the debounce. ok is
+// false when no answer for that version came in time, or the server died:
+// silence is never taken as clean.
+func (s *server) diagnose(ctx context.Context, abs string, doc document) (items []protocol.Diagnostic, ok bool) {
+	if s.quirks.pull != nil {
+		if items, err := s.quirks.pull(ctx, s, abs); err == nil {
+			return items, true
 		}
-		cancel()
 	}
-	enclosure.StopFunc(s.proc, nil, grace)
-	<-s.exited
-	_ = s.conn.Close()
-}
-
-// drain waits, up to d, until no request is being sent to the server: a
-// reload closes the old server only then, so that a query already on
-// its way is answered rather than cut off.
-func (s *server) drain(d time.Duration) {
-	deadline := time.Now().Add(d)
-	for s.inflight.Load() > 0 && time.Now().Before(deadline) && s.alive() {
-		time.Sleep(5 * time.Millisecond)
+	if s.caps.DiagnosticProvider != nil {
+		var rep protocol.DocumentDiagnosticReport
+		err := s.proc.call(ctx, protocol.MethodTextDocumentDiagnostic, func(ctx context.Context) error {
+			var err error
+			rep, err = s.proc.api.Diagnostic(ctx, &protocol.DocumentDiagnosticParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}})
+			return err
+		})
+		if full, isFull := rep.(*protocol.RelatedFullDocumentDiagnosticReport); err == nil && isFull {
+			return full.Items, true
+		}
 	}
+	return s.diags.wait(ctx, abs, doc.syncSeq, doc.version)
 }
 
-// closeGrace is how long a server that was told to exit has to do so
-// before it is killed.
-const closeGrace = time.Second
-
-// kill kills the process and waits for the connection to end.
-func (s *server) kill() {
-	_ = s.proc.Kill()
-	<-s.exited
-	_ = s.conn.Close()
+// pulls says whether diagnose asks for diagnostics rather than waiting
+// for a publish.
+func (s *server) pulls() bool {
+	return s.caps.DiagnosticProvider != nil || s.quirks.pull != nil
 }
 
-// isClosing says whether the server is being closed on purpose.
-func (s *server) isClosing() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closing
+// convert turns a server's diagnostics for abs into diags, with columns
+// counted in characters of the file's text.
+func (s *server) convert(abs string, items []protocol.Diagnostic, text string) []diag {
+	out := make([]diag, 0, len(items))
+	for _, it := range items {
+		line := int(it.Range.Start.Line) + 1
+		col := 1
+		if lt, _, err := lineAt(text, line); err == nil {
+			col = utf8.RuneCountInString(lt[:s.enc.fromServer(lt, it.Range.Start.Character)]) + 1
+		}
+		d := diag{rel: s.paths.rel(abs), line: line, col: col, severity: it.Severity, message: messageText(it.Message)}
+		if d.severity == 0 {
+			d.severity = protocol.DiagnosticSeverityError
+		}
+		if it.Code != nil {
+			d.code = fmt.Sprint(it.Code)
+		}
+		if src, ok := it.Source.Get(); ok {
+			d.source = src
+		}
+		out = append(out, d)
+	}
+	sortDiags(out)
+	return out
+}
+
+// nameAt is the identifier at the cursor, in the text the server was
+// sent: the name a rename replaces ("" when it cannot be read).
+func (s *server) nameAt(c *cursor) string {
+	text, _ := s.docs.text(c.abs)
+	lt, _, err := lineAt(text, int(c.pos.Line)+1)
+	if err != nil {
+		return ""
+	}
+	a, b := s.enc.fromServer(lt, c.pos.Character), s.enc.fromServer(lt, c.end.Character)
+	if a >= b || b > len(lt) {
+		return ""
+	}
+	return lt[a:b]
 }

@@ -28,19 +28,19 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 		switch {
 		case !done(sl.ready):
 			fmt.Fprintf(&b, "  %s for root %s: starting\n", sl.key.name, root)
-		case sl.srv != nil && sl.srv.alive() && !sl.srv.isClosing():
+		case sl.srv != nil && sl.srv.proc.alive() && !sl.srv.proc.isClosing():
 			s := sl.srv
 			state := "ready"
-			if !done(s.loaded) {
+			if !s.load.isLoaded() {
 				state = "loading the workspace"
 			}
 			fmt.Fprintf(&b, "  %s for root %s: %s, %s, up %s, positions in %s\n", sl.key.name, root, state,
-				enclosure.Describe(s.proc), time.Since(s.started).Round(time.Second), s.enc)
+				enclosure.Describe(s.proc.handle), time.Since(s.proc.started).Round(time.Second), s.enc)
 		default:
 			fmt.Fprintf(&b, "  %s for root %s: down (%s); %d failure(s) in a row\n", sl.key.name, root, sl.lastErr, sl.crashes)
 		}
 		if sl.srv != nil {
-			if tail := text.Message(sl.srv.stderr.tail(5)); tail != "" {
+			if tail := text.Message(sl.srv.proc.stderr.tail(5)); tail != "" {
 				fmt.Fprintf(&b, "    stderr (last lines):\n      %s\n", strings.ReplaceAll(tail, "\n", "\n      "))
 			}
 		}

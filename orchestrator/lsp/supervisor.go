@@ -60,8 +60,8 @@ func (sv *supervisor) get(ctx context.Context, m match) (*server, error) {
 		sl = &slot{key: key, m: m}
 		sv.slots[key] = sl
 		sv.launch(sl, 0)
-	} else if done(sl.ready) && (sl.srv == nil || !sl.srv.alive()) {
-		if sl.srv != nil && !sl.srv.isClosing() {
+	} else if done(sl.ready) && (sl.srv == nil || !sl.srv.proc.alive()) {
+		if sl.srv != nil && !sl.srv.proc.isClosing() {
 			sv.noteCrash(sl, sl.srv) // found dead before its watcher saw it
 		}
 		if sl.crashes > sv.conf.MaxRestarts {
@@ -102,7 +102,7 @@ func (sv *supervisor) running(root, name string) bool {
 		srv = sl.srv
 	}
 	sv.mu.Unlock()
-	return srv != nil && srv.alive()
+	return srv != nil && srv.proc.alive()
 }
 
 // backoff is the wait before restart n (1-based): RestartBackoff doubled
@@ -141,7 +141,7 @@ func (sv *supervisor) start(sl *slot, wait time.Duration) {
 		sv.mu.Lock()
 		if err == nil && sv.closed {
 			sv.mu.Unlock()
-			srv.close()
+			srv.proc.close()
 			sv.mu.Lock()
 			err = fmt.Errorf("the run has ended: %w", orchestrator.ErrRunEnded)
 			srv = nil
@@ -166,34 +166,34 @@ func (sv *supervisor) start(sl *slot, wait time.Duration) {
 func (sv *supervisor) watch(sl *slot, srv *server) {
 	defer sv.wg.Done()
 	select {
-	case <-srv.exited:
-	case <-srv.conn.Done():
+	case <-srv.proc.exited:
+	case <-srv.proc.conn.Done():
 	}
-	if srv.isClosing() {
+	if srv.proc.isClosing() {
 		return
 	}
 	sv.mu.Lock()
 	sv.noteCrash(sl, srv)
 	sv.mu.Unlock()
-	srv.kill() // reap what is left of it
+	srv.proc.kill() // reap what is left of it
 }
 
 // noteCrash counts srv's unexpected end once, whoever sees it first: its
 // watcher, or a call that finds it dead and must know the crash count to
 // pick the backoff. Called with mu.
 func (sv *supervisor) noteCrash(sl *slot, srv *server) {
-	if srv.crashNoted {
+	if srv.proc.crashNoted {
 		return
 	}
-	srv.crashNoted = true
-	if time.Since(srv.started) > time.Minute {
+	srv.proc.crashNoted = true
+	if time.Since(srv.proc.started) > time.Minute {
 		sl.crashes = 0 // it had been healthy: this is a fresh run of crashes
 	}
 	sl.crashes++
 	sl.lastErr = "the server exited unexpectedly"
-	if refused := srv.refusal(); refused != nil {
+	if refused := srv.proc.refusal(); refused != nil {
 		sl.lastErr = firstLine(refused.Error())
-	} else if tail := srv.stderr.tail(1); tail != "" {
+	} else if tail := srv.proc.stderr.tail(1); tail != "" {
 		sl.lastErr += ": " + tail
 	}
 	sv.metrics.SessionEnded(metrics.KindLSP, sv.run.Enclosure.Driver(), metrics.ReasonCrashed)
@@ -230,9 +230,9 @@ func (sv *supervisor) reload(ctx context.Context, keep func(slotKey) bool) ([]*s
 		sl.ready = make(chan struct{})
 		sl.srv, sl.err = nil, nil
 		sv.mu.Unlock()
-		if old != nil && old.alive() && !old.isClosing() {
-			old.drain(reloadDrain)
-			old.close()
+		if old != nil && old.proc.alive() && !old.proc.isClosing() {
+			old.proc.drain(reloadDrain)
+			old.proc.close()
 			sv.metrics.SessionEnded(metrics.KindLSP, sv.run.Enclosure.Driver(), metrics.ReasonStopped)
 		}
 		sv.mu.Lock()
@@ -257,8 +257,8 @@ func (sv *supervisor) stop(sl *slot, reason string) {
 	sv.mu.Lock()
 	srv := sl.srv
 	sv.mu.Unlock()
-	if srv != nil && srv.alive() && !srv.isClosing() {
-		srv.close()
+	if srv != nil && srv.proc.alive() && !srv.proc.isClosing() {
+		srv.proc.close()
 		sv.metrics.SessionEnded(metrics.KindLSP, sv.run.Enclosure.Driver(), reason)
 	}
 }

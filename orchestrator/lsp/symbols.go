@@ -39,9 +39,9 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 		return orchestrator.Errorf("%s: %v", s.cfg.Name, err), errors.Is(err, errExited)
 	}
 	var res protocol.DocumentSymbolResult
-	err := s.request(ctx, protocol.MethodTextDocumentDocumentSymbol, func(ctx context.Context) error {
+	err := s.proc.request(ctx, protocol.MethodTextDocumentDocumentSymbol, func(ctx context.Context) error {
 		var err error
-		res, err = s.api.DocumentSymbol(ctx, &protocol.DocumentSymbolParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(abs)}})
+		res, err = s.proc.api.DocumentSymbol(ctx, &protocol.DocumentSymbolParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}})
 		return err
 	})
 	if err != nil {
@@ -121,9 +121,9 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 			first = append(first, n)
 		}
 		var res protocol.WorkspaceSymbolResult
-		err := s.request(ctx, protocol.MethodWorkspaceSymbol, func(ctx context.Context) error {
+		err := s.proc.request(ctx, protocol.MethodWorkspaceSymbol, func(ctx context.Context) error {
 			var err error
-			res, err = s.api.Symbols(ctx, &protocol.WorkspaceSymbolParams{Query: a.Query})
+			res, err = s.proc.api.Symbols(ctx, &protocol.WorkspaceSymbolParams{Query: a.Query})
 			return err
 		})
 		if err != nil {
@@ -131,7 +131,7 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 			crashed = crashed || errors.Is(err, errExited)
 			continue
 		}
-		r := s.lineReader()
+		r := newLines(s)
 		answered := 0
 		add := func(name string, kind protocol.SymbolKind, container *string, sp spot) {
 			answered++

@@ -47,36 +47,36 @@ var actionTable = []action{
 	{name: "definition", needs: atPosition, method: protocol.MethodTextDocumentDefinition,
 		capability: func(c *protocol.ServerCapabilities) any { return c.DefinitionProvider },
 		ask: asking(func(ctx context.Context, q *query) (protocol.DefinitionResult, error) {
-			return q.c.s.api.Definition(ctx, &protocol.DefinitionParams{TextDocumentPositionParams: q.c.params()})
+			return q.c.s.proc.api.Definition(ctx, &protocol.DefinitionParams{TextDocumentPositionParams: q.c.params()})
 		}, renderDefinitions)},
 	{name: "type_definition", needs: atPosition, method: protocol.MethodTextDocumentTypeDefinition,
 		capability: func(c *protocol.ServerCapabilities) any { return c.TypeDefinitionProvider },
 		ask: asking(func(ctx context.Context, q *query) (protocol.DefinitionResult, error) {
-			return q.c.s.api.TypeDefinition(ctx, &protocol.TypeDefinitionParams{TextDocumentPositionParams: q.c.params()})
+			return q.c.s.proc.api.TypeDefinition(ctx, &protocol.TypeDefinitionParams{TextDocumentPositionParams: q.c.params()})
 		}, renderDefinitions)},
 	{name: "implementation", needs: atPosition, method: protocol.MethodTextDocumentImplementation, list: true,
 		capability: func(c *protocol.ServerCapabilities) any { return c.ImplementationProvider },
 		ask: asking(func(ctx context.Context, q *query) (protocol.DefinitionResult, error) {
-			return q.c.s.api.Implementation(ctx, &protocol.ImplementationParams{TextDocumentPositionParams: q.c.params()})
+			return q.c.s.proc.api.Implementation(ctx, &protocol.ImplementationParams{TextDocumentPositionParams: q.c.params()})
 		}, renderDefinitions)},
 	{name: "references", needs: atPosition, method: protocol.MethodTextDocumentReferences, list: true,
 		capability: func(c *protocol.ServerCapabilities) any { return c.ReferencesProvider },
 		ask: asking(func(ctx context.Context, q *query) ([]protocol.Location, error) {
-			return q.c.s.api.References(ctx, &protocol.ReferenceParams{TextDocumentPositionParams: q.c.params(),
+			return q.c.s.proc.api.References(ctx, &protocol.ReferenceParams{TextDocumentPositionParams: q.c.params(),
 				Context: protocol.ReferenceContext{IncludeDeclaration: true}})
 		}, renderReferences)},
 	{name: "hover", needs: atPosition, method: protocol.MethodTextDocumentHover,
 		capability: func(c *protocol.ServerCapabilities) any { return c.HoverProvider },
 		ask: asking(func(ctx context.Context, q *query) (*protocol.Hover, error) {
-			return q.c.s.api.Hover(ctx, &protocol.HoverParams{TextDocumentPositionParams: q.c.params()})
+			return q.c.s.proc.api.Hover(ctx, &protocol.HoverParams{TextDocumentPositionParams: q.c.params()})
 		}, renderHover)},
 	{name: "symbols", needs: queryOrFile, run: (*Provider).symbols},
 	{name: "code_actions", needs: atPosition, method: protocol.MethodTextDocumentCodeAction,
 		capability: func(c *protocol.ServerCapabilities) any { return c.CodeActionProvider },
 		ask: asking(func(ctx context.Context, q *query) ([]protocol.CommandOrCodeAction, error) {
 			s := q.c.s
-			return s.api.CodeAction(ctx, &protocol.CodeActionParams{
-				TextDocument: protocol.TextDocumentIdentifier{URI: s.toURI(q.c.abs)},
+			return s.proc.api.CodeAction(ctx, &protocol.CodeActionParams{
+				TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(q.c.abs)},
 				Range:        protocol.Range{Start: q.c.pos, End: q.c.end},
 				Context:      protocol.CodeActionContext{Diagnostics: onLine(s.diags.latest(q.c.abs), q.c.pos.Line)},
 			})

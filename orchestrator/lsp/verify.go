@@ -3,7 +3,6 @@ package lsp
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -36,7 +35,7 @@ func (p *Provider) startCheck(ctx context.Context, run *orchestrator.Run, s *ser
 	pc := &pendingCheck{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(pc.done)
-		pc.res = p.runCheck(ctx, run, s.cfg, workspace.Rel(run.Workdir, s.root))
+		pc.res = p.runCheck(ctx, run, s.cfg, workspace.Rel(run.Workdir, s.paths.root))
 	}()
 	return pc
 }
@@ -83,7 +82,7 @@ func (p *Provider) verify(ctx context.Context, run *orchestrator.Run, s *server,
 			v.notes = append(v.notes, fmt.Sprintf("%s reports only on files it has open: other files that use the old name were not diagnosed", s.cfg.Name))
 		}
 	} else {
-		after := p.runCheck(ctx, run, s.cfg, workspace.Rel(run.Workdir, s.root))
+		after := p.runCheck(ctx, run, s.cfg, workspace.Rel(run.Workdir, s.paths.root))
 		switch {
 		case after.err != nil:
 			v.notes = append(v.notes, after.cmdline+" "+after.err.Error())
@@ -143,7 +142,7 @@ const maxLeftovers = 20
 // identifier, as a user's search for the old name would, and records
 // what it finds in v. It returns why the search stopped early, or "".
 func (p *Provider) leftovers(run *orchestrator.Run, s *server, v *verification) (cut string) {
-	stopped, _ := s.eachSourceFile(run.Workdir, false, func(path string, b []byte) {
+	stopped, _ := s.paths.eachSourceFile(run.Workdir, s.cfg.Extensions, false, func(path string, b []byte) {
 		rel := workspace.Rel(run.Workdir, path)
 		for i, line := range strings.Split(string(b), "\n") {
 			for _, at := range identifierAt(line, v.name) {
@@ -159,52 +158,6 @@ func (p *Provider) leftovers(run *orchestrator.Run, s *server, v *verification) 
 		cut = fmt.Sprintf("the search for %q stopped after %d files", v.name, maxLeftoverFiles)
 	}
 	return cut
-}
-
-// eachSourceFile calls fn with each regular file of s's languages under
-// root (skipping what markerDirs skips, and links) and its text. It
-// stops after maxLeftoverFiles files, and says so (cut). A file or folder
-// that cannot be read is passed over, or, when strict, ends the walk
-// with an error naming it.
-func (s *server) eachSourceFile(root string, strict bool, fn func(path string, b []byte)) (cut bool, err error) {
-	files := 0
-	unreadable := func(path string, e error) error {
-		if !strict {
-			return nil
-		}
-		err = fmt.Errorf("%s cannot be read (%v)", workspace.Rel(s.workdir, path), e)
-		return filepath.SkipAll
-	}
-	walkErr := filepath.WalkDir(root, func(path string, d os.DirEntry, werr error) error {
-		switch {
-		case werr != nil:
-			return unreadable(path, werr)
-		case d.IsDir():
-			if path != root && skipDir(d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		case !d.Type().IsRegular():
-			return nil
-		}
-		if _, ok := s.cfg.Extensions[strings.ToLower(filepath.Ext(path))]; !ok {
-			return nil
-		}
-		if files++; files > maxLeftoverFiles {
-			cut = true
-			return filepath.SkipAll
-		}
-		b, rerr := s.readFile(path)
-		if rerr != nil {
-			return unreadable(path, rerr)
-		}
-		fn(path, b)
-		return nil
-	})
-	if err == nil && strict {
-		err = walkErr
-	}
-	return cut, err
 }
 
 // identifierAt returns the byte offsets in line where name occurs as a

@@ -45,6 +45,8 @@ func TestHarnessResultIsForwardedRaw(t *testing.T) {
 		{answer: `"just text"`, want: "the harness answered harness/callTool with a string; it must answer with a tool result {content: [blocks], isError}", isErr: true},
 		{answer: `{"content":"text"}`, want: `the harness answered harness/callTool with "content" that is a string`, isErr: true},
 		{answer: `{"content":[{"type":"text"},3]}`, want: `the harness answered harness/callTool with a number among the "content" blocks`, isErr: true},
+		// The library passes a result on unread: Berth reads it before a kernel does.
+		{answer: `{"content":[{"type":}]}`, want: `the harness answered harness/callTool with a result that is not valid JSON`, isErr: true},
 		{answer: `{"content":[],"isError":"yes"}`, want: `the harness answered harness/callTool with "isError" that is a string`, isErr: true},
 	} {
 		p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"runId":"` + runID + `","name":"reenter"}}`)

@@ -1,12 +1,7 @@
 package rpc
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"reflect"
-	"sort"
 	"strings"
 
 	"github.com/berth-dev/berth/enclosure"
@@ -36,19 +31,14 @@ type InitializeResult struct {
 // ("host", "auto") or an object {driver, id}.
 type EnclosureParam enclosure.Spec
 
-// UnmarshalJSON accepts a string or an object.
+// UnmarshalJSON accepts a string or an object (the schema checked which).
 func (e *EnclosureParam) UnmarshalJSON(b []byte) error {
 	var s string
 	if json.Unmarshal(b, &s) == nil {
 		*e = EnclosureParam{Driver: s}
 		return nil
 	}
-	var spec enclosure.Spec
-	if err := strictUnmarshal(b, &spec); err != nil {
-		return fmt.Errorf("field \"enclosure\": must be \"host\", \"auto\" or an object {driver, id}: %v", err)
-	}
-	*e = EnclosureParam(spec)
-	return nil
+	return json.Unmarshal(b, (*enclosure.Spec)(e))
 }
 
 // StartRunParams are run/start's parameters.
@@ -129,116 +119,64 @@ type HarnessCallToolParams struct {
 	Origin    orchestrator.Origin `json:"origin"`
 }
 
-// decodeParams decodes a request's params into v (a pointer to a struct),
-// refusing unknown fields and values of the wrong type, and checking that
-// each required field is present and not empty. Every error is an
-// invalid-params *Error that names the field.
-func decodeParams(method string, raw []byte, v any, required ...string) error {
-	bad := func(format string, a ...any) error {
-		return Errorf(CodeInvalidParams, "invalid params for %s: %s", method, fmt.Sprintf(format, a...))
-	}
+// decodeParams checks a request's params against its method's schema
+// and decodes them into v. Every problem is an invalid-params *Error in the
+// validator's words, which are a tool's arguments' words too.
+func decodeParams(method string, raw []byte, v any) error {
 	raw = orchestrator.ArgsOrEmpty(raw)
-	if kindOf(raw) != "object" {
-		return bad("params must be an object of named fields, got %s", kindOf(raw))
+	if msg := paramSchemas[method].Check(raw); msg != "" {
+		return Errorf(CodeInvalidParams, "invalid params for %s: %s. Fix the params and send the request again.", method, msg)
 	}
-	if err := strictUnmarshal(raw, v); err != nil {
-		return bad("%s", describeDecodeError(err, v))
-	}
-	for _, f := range required {
-		if empty(v, f) {
-			return bad("field %q is required", f)
-		}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return Errorf(CodeInvalidParams, "invalid params for %s: %v", method, err)
 	}
 	return nil
 }
 
-// empty says the decoded field with that JSON name was missing, null, ""
-// or []: its string or slice is empty, its map or pointer nil. Reading the
-// decoded struct spares a second parse of the params. A required field
-// must be one of those kinds (a number's zero is a value); one that is
-// not panics, so the mistake shows in the first test.
-func empty(v any, name string) bool {
-	rv := reflect.ValueOf(v).Elem()
-	t := rv.Type()
-	for i := range t.NumField() {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if tag != name {
-			continue
+// paramSchemas are the schemas of the protocol's own params, by method,
+// checked by the validator that checks tools' arguments
+// (orchestrator.Schema). A field a schema does not name is refused, so a
+// misspelt one never passes silently.
+var paramSchemas = func() map[string]*orchestrator.Schema {
+	const (
+		runID   = `"runId":{"type":"string","minLength":1,"description":"the run's id, as run/start returned it"}`
+		surface = `"surface":{"type":"string","description":"\"full\" (the default), \"plan\" or \"readonly\""}`
+		paths   = `"paths":{"type":"array","minItems":1,"items":{"type":"string","minLength":1},"description":"the paths written, relative to the run's working directory or absolute inside it"}`
+		spec    = `"additionalProperties":false,"properties":{"driver":{"type":"string"},"id":{"type":"string"}}`
+	)
+	features := func(what string) string {
+		return `"features":{"type":"object","additionalProperties":{"type":"boolean"},"description":"` + what + `, e.g. {\"lsp\": false}"}`
+	}
+	object := func(required string, props ...string) string {
+		return `{"type":"object","additionalProperties":false,"required":[` + required + `],"properties":{` + strings.Join(props, ",") + `}}`
+	}
+	write := object(`"runId","paths"`, runID, paths)
+	out := map[string]*orchestrator.Schema{}
+	for method, schema := range map[string]string{
+		"initialize": object(``, `"client":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"version":{"type":"string"}}}`),
+		"run/start": object(`"workdir"`,
+			`"runId":{"type":"string","description":"an id of the harness's choosing (Berth makes one up when it is left out)"}`,
+			`"conversationId":{"type":"string","description":"the conversation the run belongs to"}`,
+			`"workdir":{"type":"string","minLength":1,"description":"the run's working directory, an absolute path"}`,
+			`"enclosure":{"type":["string","object"],`+spec+`,"description":"\"host\", \"auto\" or an object {driver, id}"}`,
+			features("the features to switch on or off")),
+		"run/update":      object(`"runId","features"`, runID, features("the features to switch on or off")),
+		"run/stop":        object(`"runId"`, runID),
+		"tools/list":      object(`"runId"`, runID, surface),
+		"tools/call":      object(`"runId","name"`, runID, surface, `"name":{"type":"string","minLength":1,"description":"the tool's name, as tools/list shows it"}`, `"arguments":{"description":"the tool's arguments, an object"}`),
+		"files/willWrite": write,
+		"files/didWrite":  write,
+		// Not closed to other fields: an LSP client may send more.
+		"$/cancelRequest": `{"type":"object","required":["id"],"properties":{"id":{"type":["string","integer"],"description":"the id of the request to cancel"}}}`,
+	} {
+		s, err := orchestrator.CompileSchema(method, json.RawMessage(schema))
+		if err != nil {
+			panic(err) // a literal above: the first test shows it
 		}
-		f := rv.Field(i)
-		switch f.Kind() {
-		case reflect.String:
-			return f.Len() == 0
-		case reflect.Slice:
-			if raw, ok := f.Interface().(json.RawMessage); ok {
-				s := string(bytes.TrimSpace(raw))
-				return s == "" || s == "null" || s == `""` || s == "[]"
-			}
-			return f.Len() == 0
-		case reflect.Map, reflect.Pointer, reflect.Interface:
-			return f.IsNil()
-		}
-		panic(fmt.Sprintf("rpc: required field %q of %s is a %s, which cannot be told missing", name, t, f.Kind()))
+		out[method] = s
 	}
-	panic(fmt.Sprintf("rpc: %s has no field %q", t, name))
-}
-
-func strictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
-}
-
-// describeDecodeError turns encoding/json's errors into a sentence that
-// names the field and says what was expected.
-func describeDecodeError(err error, v any) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		field := te.Field
-		if field == "" {
-			field = "(params)"
-		}
-		return fmt.Sprintf("field %q: expected %s, got %s", field, jsonKind(te.Type), te.Value)
-	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return fmt.Sprintf("unknown field %s; the known fields are %s", name, strings.Join(fieldNames(v), ", "))
-	}
-	// A field's own UnmarshalJSON (enclosure) failed.
-	return err.Error()
-}
-
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int64, reflect.Float64, reflect.Int32:
-		return "a number"
-	case reflect.Slice:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	}
-	return t.String()
-}
-
-// fieldNames lists the JSON names of a struct's fields.
-func fieldNames(v any) []string {
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	var names []string
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	return names
-}
+	return out
+}()
 
 // NewToolInfo is a tool's spec as tools/list shows it (Spec.Schema: a tool
 // with no schema takes any object).

@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"sync"
 
-	jsonv2 "github.com/go-json-experiment/json"
-	jsonv1 "github.com/go-json-experiment/json/v1"
 	"go.lsp.dev/jsonrpc2"
 )
 
@@ -23,27 +20,26 @@ type handlerFunc func(ctx context.Context, req *jsonrpc2.Request) (any, error)
 // peer is one connection, both directions at once: go.lsp.dev/jsonrpc2's
 // Conn over Berth's wire, with what Berth promises beyond the library's
 // dispatch. Each request runs concurrently (the library's Async) with a
-// context that $/cancelRequest ends, and is answered -32800 when it was;
-// an id already in flight is refused; a panic is an internal error, not
-// the end of the connection; a result over the message limit is not sent
-// but answered -32603. A Call whose context ends sends $/cancelRequest,
-// and every Call fails with ErrClosed once the connection is gone.
+// context that $/cancelRequest ends (the library's CancelHandler, reached
+// from its Preempter, which reads the cancel before the next message), and
+// is answered -32800 when it was; a panic is an internal error, not the
+// end of the connection; a result over the message limit is not sent but
+// answered -32603. A Call whose context ends sends $/cancelRequest, and
+// every Call fails with ErrClosed once the connection is gone.
 type peer struct {
 	conn    jsonrpc2.Conn
 	wire    *wire
 	handler handlerFunc
+	cancel  func(jsonrpc2.ID) // cancels the request in flight with that id
 	limit   int64
 	log     *slog.Logger
 
 	// ctx is the parent of every handler's context: it ends when the
 	// reading ends or the peer is aborted, so the work of a gone peer
 	// stops.
-	ctx    context.Context
-	cancel context.CancelFunc
-	ended  chan struct{} // the reading has ended
-
-	mu       sync.Mutex
-	inflight map[jsonrpc2.ID]context.CancelFunc // the peer's requests being handled
+	ctx   context.Context
+	stop  context.CancelFunc
+	ended chan struct{} // the reading has ended
 }
 
 // peerOptions configure a peer.
@@ -56,29 +52,23 @@ type peerOptions struct {
 	log      *slog.Logger
 }
 
-// codec encodes params and results as encoding/json does (the same
-// bytes, omitempty and null for nil slices included), with the faster
-// encoding/json/v2 implementation the library is built on.
-var codec jsonrpc2.Codec = v1Codec{}
-
-type v1Codec struct{}
-
-var v1Options = jsonv1.DefaultOptionsV1()
-
-// Marshal passes JSON that is already encoded on as it is, as the
+// codec encodes params and results with encoding/json, the package's one
+// JSON API, and passes JSON that is already encoded on as it is, as the
 // library's codecs do: a harness's answer reaches a kernel's tool()
 // without a second encoding.
-func (v1Codec) Marshal(v any) ([]byte, error) {
+type codec struct{}
+
+func (codec) Marshal(v any) ([]byte, error) {
 	switch raw := v.(type) {
 	case json.RawMessage:
 		return raw, nil
 	case jsonrpc2.RawMessage:
 		return raw, nil
 	}
-	return jsonv2.Marshal(v, v1Options)
+	return json.Marshal(v)
 }
 
-func (v1Codec) Unmarshal(data []byte, v any) error {
+func (codec) Unmarshal(data []byte, v any) error {
 	switch raw := v.(type) {
 	case *json.RawMessage:
 		*raw = append(json.RawMessage(nil), data...)
@@ -87,7 +77,7 @@ func (v1Codec) Unmarshal(data []byte, v any) error {
 		*raw = append(jsonrpc2.RawMessage(nil), data...)
 		return nil
 	}
-	return jsonv2.Unmarshal(data, v, v1Options)
+	return json.Unmarshal(data, v)
 }
 
 // newPeer builds a peer over f without reading yet, so the caller can
@@ -99,18 +89,21 @@ func newPeer(f Framer, h handlerFunc, o peerOptions) *peer {
 	if o.log == nil {
 		o.log = slog.Default()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &peer{handler: h, limit: o.limit, log: o.log, ctx: ctx, cancel: cancel,
-		ended: make(chan struct{}), inflight: map[jsonrpc2.ID]context.CancelFunc{}}
+	ctx, stop := context.WithCancel(context.Background())
+	p := &peer{handler: h, limit: o.limit, log: o.log, ctx: ctx, stop: stop, ended: make(chan struct{})}
 	p.wire = &wire{f: f, onReject: o.onReject, log: o.log, onEnd: func() {
 		close(p.ended)
-		cancel()
+		stop()
 	}}
-	p.conn = jsonrpc2.NewConn(p.wire, jsonrpc2.WithCodec(codec))
+	p.conn = jsonrpc2.NewConn(p.wire, jsonrpc2.WithCodec(codec{}), jsonrpc2.WithPreempter(p))
 	return p
 }
 
-func (p *peer) start() { p.conn.Go(p.ctx, p.dispatch) }
+func (p *peer) start() {
+	h, cancel := jsonrpc2.CancelHandler(p.dispatch)
+	p.cancel = cancel
+	p.conn.Go(p.ctx, h)
+}
 
 // Done is closed when the connection has ended and its handlers returned.
 func (p *peer) Done() <-chan struct{} { return p.conn.Done() }
@@ -128,7 +121,7 @@ func (p *peer) Close() error {
 // shutdown, where a stdio read may never return. Handlers' contexts end,
 // and closing the wire ends the reading, which fails waiting Calls.
 func (p *peer) abort() {
-	p.cancel()
+	p.stop()
 	_ = p.wire.Close()
 }
 
@@ -148,7 +141,9 @@ func (p *peer) Call(ctx context.Context, method string, params, result any) erro
 		// The peer may still be working on it: tell it to stop. Best
 		// effort, on a fresh context since ctx is over.
 		if n, ok := id.Number(); ok {
-			_ = p.Notify(context.Background(), "$/cancelRequest", cancelParams{ID: json.RawMessage(fmt.Sprint(n))})
+			_ = p.Notify(context.Background(), "$/cancelRequest", struct {
+				ID int64 `json:"id"`
+			}{n})
 		}
 		return err
 	case p.closed() || errors.Is(err, jsonrpc2.ErrClientClosing):
@@ -178,53 +173,46 @@ func (p *peer) closed() bool {
 	}
 }
 
-// cancelParams are $/cancelRequest's parameters.
-type cancelParams struct {
-	ID json.RawMessage `json:"id"`
+// Preempt handles $/cancelRequest on the library's read loop, in the order
+// it came, so a cancel right behind its request finds it in flight; every
+// other request goes on to dispatch. An id that names no request in flight
+// is no error (it may have just been answered).
+func (p *peer) Preempt(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	if req.Method() != "$/cancelRequest" {
+		return nil, jsonrpc2.ErrNotHandled
+	}
+	var params struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := decodeParams(req.Method(), req.Params(), &params); err != nil {
+		if req.IsCall() {
+			return nil, err.(*Error).toWire()
+		}
+		return jsonrpc2.RawMessage("null"), nil
+	}
+	if id, ok := readID(params.ID); ok {
+		p.cancel(id)
+	}
+	return jsonrpc2.RawMessage("null"), nil
 }
 
-// dispatch runs on the library's read loop. $/cancelRequest is handled
-// there, in the order it came; any other request is registered as in
-// flight (before the next message is read, so a $/cancelRequest right
-// behind it finds it) and then released to run concurrently.
+// dispatch releases each request to run concurrently and answers it.
 func (p *peer) dispatch(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-	if req.Method() == "$/cancelRequest" {
-		return p.cancelRequest(req)
-	}
+	jsonrpc2.Async(ctx)
 	if !req.IsCall() {
 		// A notification's error would end the connection in the
 		// library: there is no one to tell, so it is logged.
-		jsonrpc2.Async(ctx)
-		if _, err := p.handle(p.ctx, req); err != nil {
+		if _, err := p.handle(ctx, req); err != nil {
 			p.log.Debug("rpc: notification not handled", "method", req.Method(), "err", err)
 		}
 		return nil, nil
 	}
-	id := req.ID()
-	// Not the library's ctx, which is recycled with the request: work a
-	// tool leaves running may hold its context after the answer.
-	rctx, cancel := context.WithCancel(p.ctx)
-	defer cancel()
-	p.mu.Lock()
-	_, dup := p.inflight[id]
-	if !dup {
-		p.inflight[id] = cancel
-	}
-	p.mu.Unlock()
-	if dup {
-		return nil, Errorf(CodeInvalidRequest, "invalid request: id %v is already used by a request in flight; use a fresh id per request", id).toWire()
-	}
-	jsonrpc2.Async(ctx)
-	result, err := p.handle(rctx, req)
-	// Before the answer goes out: the peer may reuse the id once it has it.
-	p.mu.Lock()
-	delete(p.inflight, id)
-	p.mu.Unlock()
+	result, err := p.handle(ctx, req)
 	if err != nil {
 		var e *Error
 		switch {
 		case errors.As(err, &e):
-		case rctx.Err() != nil && p.ctx.Err() == nil:
+		case ctx.Err() != nil && p.ctx.Err() == nil:
 			e = Errorf(CodeRequestCancelled, "request cancelled: %v", err)
 		default:
 			e = Errorf(CodeInternalError, "internal error: %v", err)
@@ -255,7 +243,7 @@ func (p *peer) handle(ctx context.Context, req *jsonrpc2.Request) (result jsonrp
 // the peer would skip a larger reply and wait for it for ever, so it gets
 // an error it can act on instead.
 func (p *peer) encode(result any) (jsonrpc2.RawMessage, error) {
-	b, err := codec.Marshal(result)
+	b, err := codec{}.Marshal(result)
 	if err != nil {
 		return nil, Errorf(CodeInternalError, "internal error: encoding the result: %v", err)
 	}
@@ -264,29 +252,4 @@ func (p *peer) encode(result any) (jsonrpc2.RawMessage, error) {
 			"internal error: the result of %d bytes exceeds the message limit of %d bytes (rpc.max_message_bytes) and was not sent; ask for less output, or raise the limit on both ends", len(b), p.limit)
 	}
 	return b, nil
-}
-
-// cancelRequest cancels the request in flight with the id given; an id
-// that names none is no error (it may have just been answered).
-func (p *peer) cancelRequest(req *jsonrpc2.Request) (any, error) {
-	var params cancelParams
-	id, ok := jsonrpc2.ID{}, false
-	if json.Unmarshal(req.Params(), &params) == nil && len(params.ID) > 0 {
-		var r *refusal
-		id, r = checkID(params.ID)
-		ok = r == nil
-	}
-	if !ok {
-		if req.IsCall() {
-			return nil, Errorf(CodeInvalidParams, "invalid params for $/cancelRequest: field \"id\" must be the string or integer id of a request in flight").toWire()
-		}
-		return nil, nil
-	}
-	p.mu.Lock()
-	cancel := p.inflight[id]
-	p.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	return nil, nil
 }

@@ -63,7 +63,7 @@ func (s *session) initialize(req *jsonrpc2.Request) (any, error) {
 
 func (s *session) startRun(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	var p StartRunParams
-	if err := decodeParams(req.Method(), req.Params(), &p, "workdir"); err != nil {
+	if err := decodeParams(req.Method(), req.Params(), &p); err != nil {
 		return nil, err
 	}
 	var spec enclosure.Spec
@@ -87,7 +87,7 @@ func (s *session) startRun(ctx context.Context, req *jsonrpc2.Request) (any, err
 
 func (s *session) updateRun(req *jsonrpc2.Request) (any, error) {
 	var p UpdateRunParams
-	if err := decodeParams(req.Method(), req.Params(), &p, "runId", "features"); err != nil {
+	if err := decodeParams(req.Method(), req.Params(), &p); err != nil {
 		return nil, err
 	}
 	if err := orchestrator.CheckFeatures(p.Features); err != nil {
@@ -103,7 +103,7 @@ func (s *session) updateRun(req *jsonrpc2.Request) (any, error) {
 
 func (s *session) stopRun(req *jsonrpc2.Request) (any, error) {
 	var p RunParams
-	if err := decodeParams(req.Method(), req.Params(), &p, "runId"); err != nil {
+	if err := decodeParams(req.Method(), req.Params(), &p); err != nil {
 		return nil, err
 	}
 	if err := s.srv.Runs.Stop(p.RunID, s); err != nil {
@@ -114,7 +114,7 @@ func (s *session) stopRun(req *jsonrpc2.Request) (any, error) {
 
 func (s *session) listTools(req *jsonrpc2.Request) (any, error) {
 	var p ListToolsParams
-	if err := decodeParams(req.Method(), req.Params(), &p, "runId"); err != nil {
+	if err := decodeParams(req.Method(), req.Params(), &p); err != nil {
 		return nil, err
 	}
 	run, surface, err := s.runOn(req.Method(), p.RunID, p.Surface)
@@ -130,7 +130,7 @@ func (s *session) listTools(req *jsonrpc2.Request) (any, error) {
 
 func (s *session) callTool(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	var p CallToolParams
-	if err := decodeParams(req.Method(), req.Params(), &p, "runId", "name"); err != nil {
+	if err := decodeParams(req.Method(), req.Params(), &p); err != nil {
 		return nil, err
 	}
 	run, surface, err := s.runOn(req.Method(), p.RunID, p.Surface)
@@ -211,13 +211,8 @@ type writeTarget struct {
 // with the reason diagnostics are unknown.
 func (s *session) writeTarget(req *jsonrpc2.Request) (*writeTarget, error) {
 	var p WriteParams
-	if err := decodeParams(req.Method(), req.Params(), &p, "runId", "paths"); err != nil {
+	if err := decodeParams(req.Method(), req.Params(), &p); err != nil {
 		return nil, err
-	}
-	for i, path := range p.Paths {
-		if path == "" {
-			return nil, Errorf(CodeInvalidParams, "invalid params for %s: field \"paths\": entry %d is empty; give paths relative to the working directory", req.Method(), i)
-		}
 	}
 	run, err := s.srv.Runs.Get(p.RunID, s)
 	if err != nil {
@@ -260,45 +255,31 @@ func (h *runHarness) CallTool(ctx context.Context, call orchestrator.ToolCall) (
 	return res, nil
 }
 
-// checkToolResult says what keeps a harness's answer (valid JSON: the
-// wire checked it) from being a tool result that a kernel's tool() can
-// read without decoding it here: an object whose content, if any, is an
-// array of objects and whose isError, if any, is a boolean. null is an
-// empty result.
+// checkToolResult says what keeps a harness's answer from being a tool
+// result that a kernel's tool() can read without decoding it here: JSON
+// (the library passes a result on unread), an object whose content, if
+// any, is an array of objects and whose isError, if any, is a boolean.
+// null is an empty result.
 func checkToolResult(raw json.RawMessage) error {
-	if isNull(raw) {
-		return nil
+	var r struct {
+		Content []json.RawMessage `json:"content"`
+		IsError *bool             `json:"isError"`
 	}
-	if kindOf(raw) != "object" {
-		return fmt.Errorf("%s %s", article(kindOf(raw)), kindOf(raw))
+	var te *json.UnmarshalTypeError
+	switch err := json.Unmarshal(raw, &r); {
+	case errors.As(err, &te) && te.Field == "":
+		return fmt.Errorf("%s %s", article(te.Value), te.Value)
+	case errors.As(err, &te):
+		return fmt.Errorf("%q that is %s %s", te.Field, article(te.Value), te.Value)
+	case err != nil:
+		return fmt.Errorf("a result that is not valid JSON (%v)", err)
 	}
-	var bad error
-	_ = eachMember(raw, func(name, v []byte) {
-		switch string(name) {
-		case `"content"`:
-			if k := kindOf(v); k != "array" && k != "null" {
-				bad = fmt.Errorf(`"content" that is %s %s`, article(k), k)
-				return
-			}
-			_ = eachElement(v, func(e []byte) {
-				if k := kindOf(e); k != "object" && bad == nil {
-					bad = fmt.Errorf(`%s %s among the "content" blocks`, article(k), k)
-				}
-			})
-		case `"isError"`:
-			if k := kindOf(v); k != "boolean" && k != "null" {
-				bad = fmt.Errorf(`"isError" that is %s %s`, article(k), k)
-			}
+	for _, b := range r.Content {
+		if k := kindOf(b); k != "object" {
+			return fmt.Errorf(`%s %s among the "content" blocks`, article(k), k)
 		}
-	})
-	return bad
-}
-
-func article(kind string) string {
-	if kind == "array" || kind == "object" {
-		return "an"
 	}
-	return "a"
+	return nil
 }
 
 func (h *runHarness) Ask(ctx context.Context, q orchestrator.Question) (*orchestrator.Answer, error) {

@@ -1,0 +1,134 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"go.lsp.dev/protocol"
+)
+
+// quirks is how one server departs from the protocol, chosen from its
+// entry (ready, pull_diagnostics) when it starts: each is nil for a
+// server that needs none, which then gets the protocol's way.
+type quirks struct {
+	// probeLoad asks the server whether it has loaded the project of a
+	// file, instead of waiting for its ready signal (tsserver, which
+	// loads a project only for an open file and says nothing when done).
+	probeLoad func(ctx context.Context, s *server, abs string) bool
+	// pull asks for a file's diagnostics the server's own way, before
+	// textDocument/diagnostic and the publish (tsserver publishes only
+	// when a file's diagnostics change).
+	pull func(ctx context.Context, s *server, abs string) ([]protocol.Diagnostic, error)
+	// index stands in for the index of a server that knows only the files
+	// it has open (ready "open-files": clangd without its background
+	// index): before a rename it shows the server every file that
+	// mentions the name (showMentions), and a workspace-wide answer says
+	// it may be incomplete.
+	index func(ctx context.Context, s *server, name string) error
+}
+
+// quirksFor picks the quirks of an entry with the ready signal r.
+func quirksFor(cfg ServerConfig, r readiness) quirks {
+	var q quirks
+	if r.kind == readyTsserver {
+		q.probeLoad = tsserverLoaded
+	}
+	if cfg.PullDiagnostics == pullTsserver {
+		q.pull = tsserverDiagnostics
+	}
+	if r.kind == readyOpenFiles {
+		q.index = showMentions
+	}
+	return q
+}
+
+// tsserverLoaded asks tsserver about the project of abs, the file of
+// the query (else the file synced last, else a file of the root, opened
+// first: tsserver loads a project only for an open file). tsserver
+// answers in order, so its answer comes after the load.
+func tsserverLoaded(ctx context.Context, s *server, abs string) bool {
+	if abs == "" {
+		abs = s.docs.lastSynced()
+	}
+	if abs == "" {
+		if abs = firstFile(s.paths.root, s.cfg.Extensions); abs == "" {
+			s.load.markLoaded() // no file of its languages: nothing to load
+			return true
+		}
+		if _, err := s.sync(ctx, abs, false); err != nil {
+			return false
+		}
+	}
+	arg, err := json.Marshal(map[string]any{"file": s.paths.mapPath(abs), "needFileNameList": false})
+	if err != nil {
+		return false
+	}
+	name, _ := json.Marshal("projectInfo")
+	err = s.proc.call(ctx, protocol.MethodWorkspaceExecuteCommand, func(ctx context.Context) error {
+		_, err := s.proc.api.ExecuteCommand(ctx, &protocol.ExecuteCommandParams{Command: "typescript.tsserverRequest", Arguments: []protocol.LSPAny{name, arg}})
+		return err
+	})
+	if err != nil {
+		return false
+	}
+	s.load.markLoaded()
+	return true
+}
+
+// pullTsserver names the pull through typescript-language-server's
+// typescript.tsserverRequest command: it publishes only when a file's
+// diagnostics change, so after a write that keeps a file clean it stays
+// silent, and silence must not be taken as clean.
+const pullTsserver = "tsserver"
+
+// tsserverDiagnostics asks tsserver for a file's syntactic and semantic
+// diagnostics, answered in order after the file's last change.
+func tsserverDiagnostics(ctx context.Context, s *server, abs string) ([]protocol.Diagnostic, error) {
+	var out []protocol.Diagnostic
+	for _, cmd := range []string{"syntacticDiagnosticsSync", "semanticDiagnosticsSync"} {
+		arg, err := json.Marshal(map[string]any{"file": s.paths.mapPath(abs)})
+		if err != nil {
+			return nil, err
+		}
+		name, _ := json.Marshal(cmd)
+		var res protocol.LSPAny
+		err = s.proc.call(ctx, protocol.MethodWorkspaceExecuteCommand, func(ctx context.Context) error {
+			var err error
+			res, err = s.proc.api.ExecuteCommand(ctx, &protocol.ExecuteCommandParams{Command: "typescript.tsserverRequest", Arguments: []protocol.LSPAny{name, arg}})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		var body struct {
+			Body []struct {
+				Start, End struct{ Line, Offset uint32 }
+				Text       string
+				Code       int32
+				Category   string
+			} `json:"body"`
+		}
+		if err := json.Unmarshal(res, &body); err != nil {
+			return nil, fmt.Errorf("tsserver's %s answer: %w", cmd, err)
+		}
+		for _, d := range body.Body {
+			sev := protocol.DiagnosticSeverityError
+			switch d.Category {
+			case "warning":
+				sev = protocol.DiagnosticSeverityWarning
+			case "suggestion":
+				sev = protocol.DiagnosticSeverityHint
+			case "message":
+				sev = protocol.DiagnosticSeverityInformation
+			}
+			out = append(out, protocol.Diagnostic{
+				Range: protocol.Range{Start: protocol.Position{Line: d.Start.Line - 1, Character: d.Start.Offset - 1},
+					End: protocol.Position{Line: d.End.Line - 1, Character: d.End.Offset - 1}},
+				Severity: sev, Code: protocol.Integer(d.Code), Source: protocol.NewOptional("typescript"),
+				Message: protocol.String(d.Text),
+			})
+		}
+	}
+	return out, nil
+}
