@@ -150,11 +150,7 @@ func (h *clusterHarness) Engine() (string, string, error) {
 // Misled takes the workspace volume to be mounted at elsewhere, a copy
 // of root's tree without its contents.
 func (h *clusterHarness) Misled(t *testing.T, wd, elsewhere string, log *slog.Logger) (enclosure.Driver, error) {
-	rel, err := filepath.Rel(h.root, wd)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Join(elsewhere, rel), 0o755); err != nil {
+	if err := mirror(h.root, wd, elsewhere); err != nil {
 		return nil, err
 	}
 	o := h.options(elsewhere)
