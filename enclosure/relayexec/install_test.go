@@ -26,7 +26,7 @@ type box struct {
 	readOnly map[string]bool
 	streamed int
 	noSh     bool
-	copies int // archive copies made
+	copies   int // archive copies made
 }
 
 func (b *box) run(_ context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
