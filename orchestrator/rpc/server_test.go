@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -45,7 +46,7 @@ func newServer(t *testing.T, grace time.Duration) *Server {
 	m := metrics.NewForTest()
 	reg := orchestrator.NewRegistry(m, 0)
 	reg.Add(provider{})
-	s := &Server{Registry: reg, Runs: orchestrator.NewRuns(m, 0), Metrics: m, Version: "test", DisconnectGrace: grace}
+	s := &Server{Registry: reg, Runs: orchestrator.NewRuns(m, 0, hostOnly()), Metrics: m, Version: "test", DisconnectGrace: grace}
 	t.Cleanup(func() {
 		s.Close()
 		s.Runs.StopAll()
@@ -303,3 +304,6 @@ func TestDidWriteWithNoReportIsUnknown(t *testing.T) {
 		t.Fatalf("got %+v, %v", rep, err)
 	}
 }
+
+// hostOnly is the lookup of a Berth with the host enclosure alone.
+func hostOnly() *enclosure.Lookup { return &enclosure.Lookup{Host: host.New()} }
