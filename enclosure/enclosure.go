@@ -26,8 +26,11 @@ import (
 
 // Enclosure is where a run's processes live.
 type Enclosure interface {
-	Driver() string // "host", "docker", "containerd"
+	Driver() string // "host", "docker", "containerd", "kubernetes"
 	ID() string
+	// Capabilities says what the enclosure shares with Berth, for the
+	// callers whose behaviour depends on it (never ask Driver for that).
+	Capabilities() Capabilities
 	// Start starts a process with stdio pipes. ctx bounds the start only:
 	// the process lives until it exits or is killed, so the caller owns
 	// the Process and must Kill or Wait it (tie it to its run with OnEnd).
@@ -49,6 +52,20 @@ type Enclosure interface {
 	// shows it. A path the enclosure does not see is MapPath's error, not
 	// this one's: nil.
 	Writable(hostPath string) error
+}
+
+// Capabilities is what an enclosure shares with Berth. The zero value is
+// a container's: its own pids, and only its mounts of Berth's files.
+type Capabilities struct {
+	// SharedPIDs: the enclosure's processes see Berth's process ids, so a
+	// program may watch Berth's pid (LSP's processId) and Berth may name
+	// theirs.
+	SharedPIDs bool
+	// SharedFiles: the enclosure's processes see Berth's whole file
+	// system at Berth's own paths, not only the workdir through a mount:
+	// a path outside the workdir is theirs as well, and a file they write
+	// anywhere is one Berth can read and remove.
+	SharedFiles bool
 }
 
 // Cmd is a process to start.

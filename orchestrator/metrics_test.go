@@ -22,7 +22,7 @@ func TestSessionEndReasonFollowsTheRun(t *testing.T) {
 		orchestrator.EndStopped:    metrics.ReasonRunEnded,
 		orchestrator.EndIdle:       metrics.ReasonRunEnded,
 	} {
-		rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour)
+		rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour, hostOnly())
 		run, err := rs.Start(context.Background(), orchestrator.StartParams{Workdir: t.TempDir(), Owner: t})
 		if err != nil {
 			t.Fatal(err)
@@ -45,7 +45,7 @@ func TestSessionEndReasonFollowsTheRun(t *testing.T) {
 // are timed by driver whatever the driver.
 func TestRunsTimeTheirEnclosuresProcessStarts(t *testing.T) {
 	m := metrics.NewForTest()
-	rs := orchestrator.NewRuns(m, time.Hour)
+	rs := orchestrator.NewRuns(m, time.Hour, hostOnly())
 	run, err := rs.Start(context.Background(), orchestrator.StartParams{Workdir: t.TempDir(), Owner: t})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
-	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -54,14 +53,12 @@ type Runs struct {
 	runs map[string]*Run
 }
 
-// NewRuns builds the run table. idleTimeout <= 0 disables idle reaping.
-func NewRuns(m *metrics.Metrics, idleTimeout time.Duration) *Runs {
-	return &Runs{metrics: m, idleTimeout: idleTimeout, lookup: &enclosure.Lookup{Host: host.New()}, runs: map[string]*Run{}}
+// NewRuns builds the run table, which looks enclosures up in lookup (the
+// command wires its drivers: the core imports none). idleTimeout <= 0
+// disables idle reaping.
+func NewRuns(m *metrics.Metrics, idleTimeout time.Duration, lookup *enclosure.Lookup) *Runs {
+	return &Runs{metrics: m, idleTimeout: idleTimeout, lookup: lookup, runs: map[string]*Run{}}
 }
-
-// UseEnclosures sets the drivers run/start looks enclosures up in; the
-// default is the host alone. Call it before serving.
-func (rs *Runs) UseEnclosures(l *enclosure.Lookup) { rs.lookup = l }
 
 // Start creates a run. The working directory must exist; the enclosure is
 // looked up, never created.

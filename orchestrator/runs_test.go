@@ -17,7 +17,7 @@ import (
 )
 
 func TestRunsStartValidatesAndOwns(t *testing.T) {
-	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour)
+	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour, hostOnly())
 	ctx := context.Background()
 	dir := t.TempDir()
 	for _, p := range []orchestrator.StartParams{
@@ -57,7 +57,7 @@ func TestRunsStartValidatesAndOwns(t *testing.T) {
 }
 
 func TestReaperEndsIdleRuns(t *testing.T) {
-	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Minute)
+	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Minute, hostOnly())
 	run, err := rs.Start(context.Background(), orchestrator.StartParams{Workdir: t.TempDir(), Owner: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ type namedHarness struct {
 //
 // Issue 12 item 4.
 func TestStartDefaultsTheRunIDForItsHarness(t *testing.T) {
-	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour)
+	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour, hostOnly())
 	newHarness := func(id string) orchestrator.Harness { return namedHarness{runID: id} }
 	run, err := rs.Start(context.Background(), orchestrator.StartParams{Workdir: t.TempDir(), Owner: 1, NewHarness: newHarness})
 	if err != nil {
@@ -176,8 +176,7 @@ func (unmounted) MapPath(p string) (string, error) {
 //
 // Issue 13 item 4.
 func TestStartRefusesAWorkdirTheEnclosureCannotSee(t *testing.T) {
-	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour)
-	rs.UseEnclosures(&enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{"fake": unmountedDriver{}}})
+	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour, &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{"fake": unmountedDriver{}}})
 	_, err := rs.Start(context.Background(), orchestrator.StartParams{Workdir: t.TempDir(), Enclosure: enclosure.Spec{Driver: "fake", ID: "c1"}})
 	if !errors.Is(err, orchestrator.ErrInvalid) || !strings.Contains(err.Error(), "mounts: /src -> /workspace") || !strings.Contains(err.Error(), "cannot see the workdir") {
 		t.Fatalf("Start with an unmounted workdir: %v", err)
@@ -186,3 +185,6 @@ func TestStartRefusesAWorkdirTheEnclosureCannotSee(t *testing.T) {
 		t.Fatalf("%d runs kept", n)
 	}
 }
+
+// hostOnly is the lookup of a Berth with the host enclosure alone.
+func hostOnly() *enclosure.Lookup { return &enclosure.Lookup{Host: host.New()} }

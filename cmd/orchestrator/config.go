@@ -13,6 +13,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/berth-dev/berth/enclosure/containerd"
+	"github.com/berth-dev/berth/enclosure/docker"
+	"github.com/berth-dev/berth/enclosure/kubernetes"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -25,11 +28,12 @@ type config struct {
 	Env       envConfig       `yaml:"env"`
 	Log       logConfig       `yaml:"log"`
 	Enclosure enclosureConfig `yaml:"enclosure"`
-	Docker    dockerConfig    `yaml:"docker"`
+	// Docker is the docker driver's section.
+	Docker docker.Config `yaml:"docker"`
 	// Containerd is the containerd driver's section.
-	Containerd containerdConfig `yaml:"containerd"`
+	Containerd containerd.Config `yaml:"containerd"`
 	// Kubernetes is the kubernetes driver's section.
-	Kubernetes kubernetesConfig `yaml:"kubernetes"`
+	Kubernetes kubernetes.Config `yaml:"kubernetes"`
 }
 
 type rpcConfig struct {
@@ -105,9 +109,9 @@ func defaultConfig() config {
 		Env:        envConfig{Drop: []string{}},
 		Log:        logConfig{Level: "info"},
 		Enclosure:  defaultEnclosureConfig(),
-		Docker:     defaultDockerConfig(),
-		Containerd: defaultContainerdConfig(),
-		Kubernetes: defaultKubernetesConfig(),
+		Docker:     docker.DefaultConfig(),
+		Containerd: containerd.DefaultConfig(),
+		Kubernetes: kubernetes.DefaultConfig(),
 	}
 }
 
@@ -206,13 +210,13 @@ func (c *config) check() error {
 	if err := c.Enclosure.check(); err != nil {
 		return err
 	}
-	if err := c.Docker.check(); err != nil {
+	if err := c.Docker.Check(); err != nil {
 		return err
 	}
-	if err := c.Containerd.check(); err != nil {
+	if err := c.Containerd.Check(); err != nil {
 		return err
 	}
-	return c.Kubernetes.check()
+	return c.Kubernetes.Check()
 }
 
 // writeConfig prints the effective configuration, every section.

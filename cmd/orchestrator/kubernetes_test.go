@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/klog/v2"
+
+	"github.com/berth-dev/berth/enclosure/kubernetes"
 )
 
 // The kubernetes keys load into the lookup: the driver is in the table,
@@ -32,12 +34,12 @@ enclosure:
 		t.Fatal(err)
 	}
 	k := cfg.Kubernetes
-	if k.Kubeconfig != missing || k.Namespace != "sandboxes" || k.Container != "work" || !k.Sidecar || k.WorkspaceVolume != (workspaceVolume{Name: "workspace", Path: "/workspace"}) {
+	if k.Kubeconfig != missing || k.Namespace != "sandboxes" || k.Container != "work" || !k.Sidecar || k.Workspace != (kubernetes.Volume{Name: "workspace", Path: "/workspace"}) {
 		t.Fatalf("loaded %+v", k)
 	}
 	// The volume's name alone: Berth mounts it where the pods do.
 	short, err := loadConfig(writeConfigFile(t, "kubernetes:\n  workspace_volume: workspace\n"))
-	if err != nil || short.Kubernetes.WorkspaceVolume != (workspaceVolume{Name: "workspace"}) {
+	if err != nil || short.Kubernetes.Workspace != (kubernetes.Volume{Name: "workspace"}) {
 		t.Fatalf("workspace_volume: workspace: %+v, %v", short, err)
 	}
 	autoSkipsToHost(t, cfg, "kubernetes", missing)

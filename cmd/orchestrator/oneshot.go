@@ -70,9 +70,8 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (*orchestrator.Re
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	runs := orchestrator.NewRuns(m, 0)
 	// The host, unless enclosure.host_fallback forbids it.
-	runs.UseEnclosures(enclosures(cfg, log))
+	runs := orchestrator.NewRuns(m, 0, enclosures(cfg, log))
 	runs.WriteReadOnlyMounts = cfg.Enclosure.WriteReadOnlyMounts
 	run, err := runs.Start(ctx, orchestrator.StartParams{Workdir: wd, ConversationID: *o.conversation, Features: featureFlag(*o.features), Harness: noHarness{}})
 	if err != nil {

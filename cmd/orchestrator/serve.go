@@ -53,8 +53,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runs := orchestrator.NewRuns(m, cfg.Runs.IdleTimeout)
-	runs.UseEnclosures(enclosures(cfg, log))
+	runs := orchestrator.NewRuns(m, cfg.Runs.IdleTimeout, enclosures(cfg, log))
 	runs.WriteReadOnlyMounts = cfg.Enclosure.WriteReadOnlyMounts
 	o := serve.Options{
 		Server: &rpc.Server{

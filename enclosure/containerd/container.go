@@ -2,11 +2,9 @@ package containerd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	pathpkg "path"
 	"slices"
 	"strings"
 	"sync"
@@ -19,33 +17,26 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 	"github.com/berth-dev/berth/internal/boundedio"
 )
 
-// container is one attached container: the enclosure and its state.
+// container is one attached container: the enclosure (the relayed-exec
+// core's Container, which it embeds) and containerd's side of it.
 type container struct {
-	d      *Driver
-	ctr    client.Container
-	task   client.Task
-	id     string
-	spec   *oci.Spec
-	relay  string       // the relay's path inside
-	mounts mounts.Table // host paths -> the container's
-	self   mounts.Table // host paths -> Berth's own; nil: the same
-	// sockets is how stdin and stdout travel.
-	sockets *relay.Sockets
-
-	found sync.Map // LookPath's answers: name -> path
+	*relayexec.Container
+	d    *Driver
+	ctr  client.Container
+	task client.Task
+	id   string
+	spec *oci.Spec
 }
 
-var _ enclosure.Enclosure = (*container)(nil)
-
-func (c *container) Driver() string { return Name }
-func (c *container) ID() string     { return c.id }
+var _ relayexec.Engine = (*container)(nil)
 
 // runningTask loads the container's task and checks that it runs.
 func (c *container) runningTask(ctx context.Context) (client.Task, error) {
-	if e := c.d.silentNow(); e != nil {
+	if e := c.d.silence.Now(); e != nil {
 		return nil, e
 	}
 	t, err := c.ctr.Task(ctx, nil)
@@ -86,7 +77,7 @@ func (c *container) running(ctx context.Context, t client.Task) error {
 // failed explains an error of a call on the container: its task stopped,
 // the container is gone, or containerd did not answer.
 func (c *container) failed(ctx context.Context, what string, err error) error {
-	if e := c.d.silentNow(); e != nil {
+	if e := c.d.silence.Now(); e != nil {
 		return fmt.Errorf("containerd container %s: %s: %w", c.id, what, e)
 	}
 	if err != nil && (isUnavailable(err) || strings.Contains(err.Error(), context.DeadlineExceeded.Error())) {
@@ -107,12 +98,16 @@ func (c *container) failed(ctx context.Context, what string, err error) error {
 	return fmt.Errorf("containerd container %s: %s: %w", c.id, what, err)
 }
 
-// Check is nil while the container's task runs, else the error saying
+// Running is nil while the container's task runs, else the error saying
 // what became of it: deleted, its task stopped or paused, or a containerd
-// that does not answer.
-func (c *container) Check(ctx context.Context) error {
-	if err := c.failed(ctx, "checking its task", nil); enclosure.Down(err) {
-		return err
+// that does not answer. It asks for the task's status alone (one call)
+// while the task runs.
+func (c *container) Running(ctx context.Context) error {
+	c.d.ready()
+	cctx, cancel := c.d.ctx(ctx)
+	defer cancel()
+	if err := c.running(cctx, c.task); err != nil {
+		return c.failed(ctx, "checking its task", err) // says which: deleted, stopped, not answering
 	}
 	return nil
 }
@@ -144,117 +139,24 @@ func isBind(m specs.Mount) bool {
 	return false
 }
 
-// MapPath turns a path as Berth sees it into the path the container's
-// processes see: through enclosure.path_map to the host's path, then
-// through the container's mounts.
-func (c *container) MapPath(berthPath string) (string, error) {
-	return c.crossing().Inside(berthPath)
+// Exec starts the relay's exec, with its stdin on a FIFO.
+func (c *container) Exec(ctx context.Context, x relayexec.Exec) (relayexec.Stream, error) {
+	return c.exec(ctx, execSpec{argv: x.Argv, env: x.Env, dir: x.Dir, stdin: true, stderr: x.Stderr})
 }
 
-// HostPath is MapPath's inverse.
-func (c *container) HostPath(enclosedPath string) (string, error) {
-	return c.crossing().Outside(enclosedPath)
+// Run runs argv to its end as the container's own user (relay.Runner).
+func (c *container) Run(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
+	return c.run(ctx, nil, argv, stdin)
 }
 
-// Writable refuses a path on a mount the container has read-only.
-func (c *container) Writable(berthPath string) error { return c.crossing().Writable(berthPath) }
-
-func (c *container) crossing() mounts.Crossing {
-	return mounts.Crossing{Self: c.self, Container: c.mounts, Name: "containerd container " + c.id, Mount: "ctr run --mount type=bind,src=%s,dst=/workspace,options=rbind:rw ..."}
-}
-
-// LookPath asks the relay which executable name is on the container's
-// PATH (its process spec's, as every exec gets it). An answer is kept,
-// but only given while the task runs: its status is one call, where the
-// relay's which is an exec.
-func (c *container) LookPath(ctx context.Context, name string) (string, error) {
-	if p, ok := c.found.Load(name); ok {
-		c.d.ready()
-		cctx, cancel := c.d.ctx(ctx)
-		defer cancel()
-		if err := c.running(cctx, c.task); err != nil {
-			return "", c.failed(ctx, "which "+name, err) // says which: deleted, stopped, not answering
-		}
-		return p.(string), nil
-	}
-	asOwn := func(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
-		return c.run(ctx, nil, argv, stdin)
-	}
-	p, err := relay.Which(ctx, asOwn, c.relay, name, "containerd container "+c.id)
-	if err != nil {
-		return "", err
-	}
-	c.found.Store(name, p)
-	return p, nil
-}
-
-// Start runs cmd under the relay in an exec: stdin framed (closing it
-// closes the program's stdin; closing the FIFO ends the run), stderr on
-// a FIFO of its own. stdin and stdout go through a socket in cmd.Dir
-// where Berth sees that directory too (containerd.stdio: socket), else
-// on FIFOs as well.
-func (c *container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
-	path := cmd.Path
-	if !strings.Contains(path, "/") {
-		p, err := c.LookPath(ctx, path)
-		if err != nil {
-			return nil, err
-		}
-		path = p
-	}
-	if l := c.sockets.Listen(cmd.Dir, relay.NewTag(), c.HostPath); l != nil {
-		p, err := c.startSocket(ctx, path, cmd, l)
-		if !errors.Is(err, relay.ErrNotConnected) {
-			return p, err
-		}
-	}
-	argv := relay.RunArgs(c.relay, relay.RunOptions{Stdin: relay.StdinFramed}, path, cmd.Args...)
-	return c.exec(ctx, execSpec{argv: argv, env: cmd.Env, dir: cmd.Dir, stdin: stdinFramed, stderr: cmd.Stderr})
-}
-
-// startSocket starts the relay's exec with stdio through l. It returns an
-// error wrapping relay.ErrNotConnected when the relay ended without
-// connecting to l.
-func (c *container) startSocket(ctx context.Context, path string, cmd enclosure.Cmd, l *relay.StdioListener) (enclosure.Process, error) {
-	defer l.Close()
-	argv := relay.RunArgs(c.relay, relay.RunOptions{Stdin: relay.StdinFramed, Connect: pathpkg.Join(cmd.Dir, l.Name)}, path, cmd.Args...)
-	h, err := c.exec(ctx, execSpec{argv: argv, env: cmd.Env, dir: cmd.Dir, stdin: stdinFramed, stderr: cmd.Stderr})
-	if err != nil {
-		return nil, err
-	}
-	// The socket's token goes first on the relay's stdin, before any
-	// frame: in the exec's environment, every process in the container
-	// could read it (issue 24 item 3).
-	if _, err := io.WriteString(h.stdinW, l.TokenLine()); err != nil {
-		_ = h.Kill()
-		return nil, fmt.Errorf("containerd container %s: starting %s in %q: the relay's stdin: %w", c.id, path, cmd.Dir, err)
-	}
-	// containerd's pid of the exec is the host's: where Berth sees the
-	// same, only the relay may connect.
-	conn, err := c.sockets.Accept(ctx, l, h.Pid(), h.exited, h.Wait)
-	if err != nil {
-		if !errors.Is(err, relay.ErrNotConnected) {
-			_ = h.Kill()
-			err = fmt.Errorf("containerd container %s: starting %s in %q: %w", c.id, path, cmd.Dir, err)
-		}
-		return nil, err
-	}
-	h.conn = conn
-	h.stdin = relay.SocketStdin(conn)
-	return h, nil
-}
-
-// Dial connects to a TCP port on the container's loopback through an exec
-// of "relay dial --ready", itself under "relay run" so that it ends when
-// the connection is closed. The connection is up once the relay says so
-// on stderr; a refused one ends the exec with the reason there.
-func (c *container) Dial(ctx context.Context, port int) (net.Conn, error) {
-	if err := enclosure.CheckPort(port); err != nil {
-		return nil, err
-	}
-	d := relay.DialArgs(c.relay, port)
-	argv := relay.RunArgs(c.relay, relay.RunOptions{}, d[0], d[1:]...)
-	h, err := c.exec(ctx, execSpec{argv: argv, stdin: stdinRaw})
+// DialPort connects to a TCP port on the container's loopback through an
+// exec of "relay dial --ready", itself under "relay run" so that it ends
+// when the connection is closed. The connection is up once the relay says
+// so on stderr; a refused one ends the exec with the reason there.
+func (c *container) DialPort(ctx context.Context, port int) (net.Conn, error) {
+	d := relay.DialArgs(c.Relay, port)
+	argv := relay.RunArgs(c.Relay, relay.RunOptions{}, d[0], d[1:]...)
+	h, err := c.exec(ctx, execSpec{argv: argv, stdin: true})
 	if err != nil {
 		return nil, err
 	}
@@ -267,15 +169,12 @@ func (c *container) Dial(ctx context.Context, port int) (net.Conn, error) {
 func (c *container) run(ctx context.Context, user *specs.User, argv []string, stdin io.Reader) (relay.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	s := execSpec{argv: argv, user: user}
-	if stdin != nil {
-		s.stdin = stdinRaw
-	}
+	s := execSpec{argv: argv, user: user, stdin: stdin != nil}
 	h, err := c.exec(ctx, s)
 	if err != nil {
 		return relay.Result{}, err
 	}
-	stop := context.AfterFunc(ctx, func() { _ = h.Kill() })
+	stop := context.AfterFunc(ctx, h.kill)
 	defer stop()
 	if stdin != nil {
 		go func() {

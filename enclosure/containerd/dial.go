@@ -14,7 +14,7 @@ import (
 // Reads and writes go through a net.Pipe (which gives them deadlines) to
 // the exec's stdout and stdin FIFOs; closing the connection closes stdin,
 // whose EOF ends the relay.
-func dialConn(ctx context.Context, h *handle, what string) (net.Conn, error) {
+func dialConn(ctx context.Context, h *proc, what string) (net.Conn, error) {
 	mine, theirs := net.Pipe()
 	go func() {
 		_, _ = io.Copy(theirs, h.Stdout())
@@ -22,7 +22,7 @@ func dialConn(ctx context.Context, h *handle, what string) (net.Conn, error) {
 	}()
 	go func() {
 		_, _ = io.Copy(h.stdinW, theirs)
-		_ = h.Kill()
+		h.kill()
 	}()
 	ready := relay.DialReady(h.Stderr())
 	select {

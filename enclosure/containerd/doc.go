@@ -8,10 +8,12 @@
 // The package is split as Nomad splits a task driver:
 //
 //   - Driver (driver.go) finds and attaches, and owns the client;
-//   - container (container.go) is one attached container and its state:
-//     its task, its OCI spec (the process spec every exec starts from,
-//     the mounts for MapPath and HostPath), where its relay is;
-//   - handle (handle.go) is one exec'd process and its FIFOs;
+//   - container (container.go) is one attached container: the
+//     relayed-exec core's Container (enclosure/relayexec: Start, LookPath,
+//     the stdio socket, the process handle) with containerd's side: its
+//     task, its OCI spec (the process spec every exec starts from, the
+//     mounts for MapPath and HostPath);
+//   - proc (handle.go) is one exec'd process and its FIFOs;
 //   - owner (owner.go) names each exec and its FIFO directory after the
 //     driver that made it, so that Attach can remove what a Berth that
 //     died (SIGKILL) left: its execs' records in the shim, and its FIFOs.
@@ -19,7 +21,7 @@
 // Every process runs under Berth's relay (cmd/berth-relay), as with
 // Docker. containerd has no copy API, so the relay is the image's own
 // (baked in at relay.InstallPath) or streamed through an exec of sh
-// (install.go). A process started in a directory Berth sees too gets
+// (relayexec.Installer, from Attach). A process started in a directory Berth sees too gets
 // its stdin and stdout over a unix socket there (containerd.stdio:
 // socket), as with Docker. An exec's other stdio (all of it without a
 // socket) are FIFOs between Berth and the task's shim, not a connection

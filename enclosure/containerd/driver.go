@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // Name is the driver's name in run/start's {driver, id} and in
@@ -42,44 +43,47 @@ const (
 // same path as Berth.
 const DefaultFIFODir = "/run/containerd/fifo"
 
-// How a process's stdin and stdout travel (containerd.stdio).
-const (
-	// StdioSocket passes them through a unix socket in the process's
-	// working directory, which Berth and the container both see (the
-	// workdir's bind mount): no shim between Berth and the program.
-	// Where the directory is not shared, or the socket cannot be made or
-	// reached, the exec's FIFOs carry them instead. The default.
-	StdioSocket = "socket"
-	// StdioExec passes them in the exec's FIFOs, through the shim.
-	StdioExec = "exec"
-)
+// Config is the "containerd" section of Berth's configuration: how Berth
+// reaches containerd, for containers made without Docker (nerdctl,
+// Kubernetes' CRI, a harness's ctr).
+type Config struct {
+	// Address is containerd's socket, for the containerd driver.
+	Address string `yaml:"address"`
+	// Namespace holds the conversation's containers: default (ctr's and
+	// nerdctl's), or k8s.io (Kubernetes' CRI: a pod's containers). Docker's
+	// own (moby) is refused: its containers are the docker driver's.
+	Namespace string `yaml:"namespace"`
+	// Stdio is how a process's stdin and stdout travel, as docker.stdio:
+	// socket, or exec (the exec's FIFOs, through the shim).
+	Stdio string `yaml:"stdio"`
+}
 
-// Options configure the driver.
+// DefaultConfig is the section's built-in defaults.
+func DefaultConfig() Config {
+	return Config{Address: DefaultAddress, Namespace: DefaultNamespace, Stdio: relayexec.StdioSocket}
+}
+
+// Check says what is wrong with the section, for the configuration's
+// check.
+func (c Config) Check() error {
+	if err := relayexec.CheckStdio("containerd.stdio", c.Stdio); err != nil {
+		return err
+	}
+	if c.Address != "" && !filepath.IsAbs(c.Address) {
+		return fmt.Errorf("containerd.address %q: use the absolute path of containerd's socket, such as %s: %w", c.Address, DefaultAddress, enclosure.ErrInvalidConfig)
+	}
+	return CheckNamespace(c.Namespace)
+}
+
+// Options configure the driver: its section, what every container driver
+// takes (enclosure.path_map: empty, Berth's paths are the host's), and
+// where the FIFOs go.
 type Options struct {
-	// Address is containerd's socket (containerd.address); empty:
-	// DefaultAddress.
-	Address string
-	// Namespace is the containerd namespace the containers are in
-	// (containerd.namespace): "default", "k8s.io" for Kubernetes' CRI.
-	// Docker's ("moby") is refused: its containers are the Docker
-	// driver's. Empty: DefaultNamespace.
-	Namespace string
+	Config
+	relayexec.Shared
 	// FIFODir is where the FIFOs of exec'd processes are made; empty:
 	// DefaultFIFODir.
 	FIFODir string
-	// PathMap is enclosure.path_map, for a Berth that runs in a container
-	// of its own: each entry's Source is a host path and its Destination
-	// the same directory as Berth sees it. Empty: Berth's paths are the
-	// host's.
-	PathMap mounts.Table
-	// Stdio is StdioSocket (default) or StdioExec: how a process's stdin
-	// and stdout travel (containerd.stdio).
-	Stdio string
-	// Relay returns the relay to install; nil: relay.Find.
-	Relay func() (*relay.Binary, error)
-	// Log receives what the driver decides on its own (where the relay
-	// came from).
-	Log *slog.Logger
 }
 
 // Driver attaches to running containerd containers. Its client is made on
@@ -87,44 +91,24 @@ type Options struct {
 // Berth as fast as one with.
 type Driver struct {
 	opts Options
+	// findRelay is opts.Relay, asked once, when a container first needs
+	// the relay.
+	findRelay func() (*relay.Binary, error)
 
 	clientOnce sync.Once
 	cli        *client.Client
 	cliErr     error
 
-	// findRelay is opts.Relay, asked once, when a container first needs
-	// the relay.
-	findRelay func() (*relay.Binary, error)
-
-	// installed remembers where the relay went in each container, so a
+	// installer remembers where the relay went in each container, so a
 	// second run in the same container checks that one place first.
-	installed sync.Map // container id -> path inside
+	installer relayexec.Installer
 
 	// own is the driver's claim on the execs it has (owner.go); nil
 	// while it has none.
 	ownMu sync.Mutex
 	own   *owner
 
-	// silent is containerd's last failure to answer, kept for
-	// silentMemory: the calls of that moment say so at once rather than
-	// each wait apiTimeout again.
-	silentMu sync.Mutex
-	silent   error
-	silentAt time.Time
-}
-
-// silentMemory is how long a containerd that did not answer is taken not
-// to answer without asking it again.
-const silentMemory = 5 * time.Second
-
-// silentNow is containerd's recent failure to answer, or nil.
-func (d *Driver) silentNow() error {
-	d.silentMu.Lock()
-	defer d.silentMu.Unlock()
-	if d.silent != nil && time.Since(d.silentAt) < silentMemory {
-		return d.silent
-	}
-	return nil
+	silence relayexec.Silence // containerd's last failure to answer
 }
 
 var _ enclosure.Driver = (*Driver)(nil)
@@ -140,13 +124,8 @@ func New(o Options) *Driver {
 	if o.FIFODir == "" {
 		o.FIFODir = DefaultFIFODir
 	}
-	if o.Relay == nil {
-		o.Relay = relay.Find
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	return &Driver{opts: o, findRelay: sync.OnceValues(o.Relay)}
+	o.Shared = o.Shared.WithDefaults()
+	return &Driver{opts: o, findRelay: o.FindRelay("containerd")}
 }
 
 // DockerNamespace is the namespace dockerd keeps its containers in.
@@ -275,9 +254,7 @@ func (d *Driver) unavailable(err error) error {
 	}
 	e := fmt.Errorf("containerd at %s did not answer (%v): check that containerd runs and answers there (ctr -a %s version; containerd.address names it), then call again: %w", d.opts.Address, err, d.opts.Address, enclosure.ErrUnavailable)
 	if timedOut {
-		d.silentMu.Lock()
-		d.silent, d.silentAt = e, time.Now()
-		d.silentMu.Unlock()
+		d.silence.Remember(e)
 	}
 	return e
 }
@@ -339,11 +316,12 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 		return nil, err
 	}
 	d.sweep(ctx, cli)
-	bin, err := d.relay()
-	if err != nil {
-		return nil, err
-	}
-	if c.relay, err = d.install(ctx, c, bin); err != nil {
+	// The relay goes in through an exec of sh when the image lacks it:
+	// containerd has no copy API, and Berth never writes into a
+	// container's rootfs from outside (that would change the image's
+	// snapshot behind containerd's back).
+	if err := d.installer.Into(ctx, c.Container, relayexec.Install{Run: c.asRoot, Log: d.opts.Log,
+		Advice: "give the container sh and a writable directory that allows exec"}, d.findRelay); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -368,27 +346,18 @@ func (d *Driver) load(ctx context.Context, cli *client.Client, id string) (*cont
 	if spec.Process == nil {
 		return nil, fmt.Errorf("containerd container %s: its OCI spec has no process to start execs from: %w", id, enclosure.ErrNotSupported)
 	}
-	c := &container{
-		d:      d,
-		ctr:    ctr,
-		id:     id,
-		spec:   spec,
-		mounts: mountTable(spec.Mounts),
-		self:   d.opts.PathMap,
+	c := &container{d: d, ctr: ctr, id: id, spec: spec}
+	where := "containerd container " + id
+	c.Container = &relayexec.Container{
+		Engine: c, Name: Name, Id: id, Where: where,
+		Paths: mounts.Crossing{Self: d.opts.PathMap, Container: mountTable(spec.Mounts), Name: where,
+			Mount: "ctr run --mount type=bind,src=%s,dst=/workspace,options=rbind:rw ..."},
+		Sockets: relayexec.NewSockets(d.opts.Stdio, "containerd.stdio", where, d.opts.Log),
 	}
-	c.sockets = &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: "containerd container " + id, Key: "containerd.stdio", Log: d.opts.Log}
 	if c.task, err = c.runningTask(cctx); err != nil {
 		return nil, err
 	}
 	return c, nil
-}
-
-func (d *Driver) relay() (*relay.Binary, error) {
-	bin, err := d.findRelay()
-	if err != nil {
-		return nil, fmt.Errorf("containerd: the relay Berth installs into containers: %w", err)
-	}
-	return bin, nil
 }
 
 // paused is the error for a container whose task is paused.

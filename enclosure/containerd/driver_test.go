@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,67 +16,13 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
+	"github.com/berth-dev/berth/enclosure/enclosuretest"
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
-
-// Issue 14 item 2.
-func TestAttachByID(t *testing.T) {
-	wd := workdir(t)
-	id := run(t, "", fullImage, wd)
-	d := newDriver(t, Options{})
-	c := attach(t, d, id)
-	if c.Driver() != "containerd" || c.ID() != id {
-		t.Fatalf("Attach(%s): driver %s, id %s", id, c.Driver(), c.ID())
-	}
-	// The image's own relay is used: nothing is streamed in.
-	if c.relay != relay.InstallPath(testRelay.Version) {
-		t.Errorf("relay at %s, want the baked %s", c.relay, relay.InstallPath(testRelay.Version))
-	}
-	_, err := d.Attach(context.Background(), "berth-no-such-container")
-	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "ctr -n "+containerdtest.Namespace+" containers ls") {
-		t.Fatalf("a missing container: %v", err)
-	}
-	// Another namespace does not see it.
-	other := newDriver(t, Options{Namespace: "berth-test-other"})
-	if _, err := other.Attach(context.Background(), id); !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "namespace berth-test-other") {
-		t.Fatalf("a container of another namespace: %v", err)
-	}
-}
-
-// Issue 14 item 2.
-func TestAutoFindsOneNoneOrSeveral(t *testing.T) {
-	wd := workdir(t)
-	one := "conv-one-" + containerdtest.NewID()
-	id := run(t, one, fullImage, wd)
-	several := "conv-several-" + containerdtest.NewID()
-	a := run(t, several, fullImage, wd)
-	b := run(t, several, fullImage, wd)
-	// A labelled container with no task is not a candidate.
-	containerdtest.Create(t, testLabel, one, baseImage)
-
-	d := newDriver(t, Options{})
-	l := &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: d}, Auto: []string{Name}}
-	ctx := context.Background()
-	enc, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, one)
-	if err != nil || enc.Driver() != "containerd" || enc.ID() != id {
-		t.Fatalf("auto with one container: %v, %v", enc, err)
-	}
-	enc, err = l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-none-"+containerdtest.NewID())
-	if err != nil || enc.Driver() != "host" {
-		t.Fatalf("auto with none: %v, %v", enc, err)
-	}
-	l.NoHostFallback = true
-	if _, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-none"); !errors.Is(err, enclosure.ErrNotFound) {
-		t.Fatalf("auto with none and no host fallback: %v", err)
-	}
-	_, err = l.Find(ctx, enclosure.Spec{Driver: "auto"}, several)
-	if err == nil || !strings.Contains(err.Error(), "containerd:"+a) || !strings.Contains(err.Error(), "containerd:"+b) {
-		t.Fatalf("auto with two containers: %v", err)
-	}
-}
 
 // A containerd that does not answer is skipped by auto with a log line,
 // and is an error that says so when named.
@@ -85,7 +30,7 @@ func TestAutoFindsOneNoneOrSeveral(t *testing.T) {
 // Issue 14 item 2.
 func TestAutoSkipsAContainerdThatDoesNotAnswer(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "no-containerd.sock")
-	d := newDriver(t, Options{Address: sock})
+	d := newDriver(t, Options{Config: Config{Address: sock}})
 	var log strings.Builder
 	l := &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: d}, Auto: []string{Name},
 		Log: slog.New(slog.NewTextHandler(&log, nil))}
@@ -107,12 +52,12 @@ func TestAutoSkipsAContainerdThatDoesNotAnswer(t *testing.T) {
 // Issue 14 item 2.
 func TestContainerWithoutARunningTaskIsAnError(t *testing.T) {
 	d := newDriver(t, Options{})
-	created := containerdtest.Create(t, testLabel, "conv-"+containerdtest.NewID(), baseImage)
+	created := containerdtest.Create(t, testLabel, "conv-"+containerdtest.NewID(), enclosuretest.BaseImage)
 	_, err := d.Attach(context.Background(), created)
 	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "has no task") || !strings.Contains(err.Error(), "never creates or starts a task") {
 		t.Fatalf("a container without a task: %v", err)
 	}
-	stopped := run(t, "", baseImage, "")
+	stopped := run(t, "", enclosuretest.BaseImage, "")
 	killTask(t, stopped)
 	_, err = d.Attach(context.Background(), stopped)
 	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "task that is stopped (exit code 137)") {
@@ -129,89 +74,20 @@ func lineOf(s, sub string) string {
 	return ""
 }
 
-// Start: stdout and stderr apart, stdin through the framed relay, the exit
-// code, the cwd and env asked for on top of the container's own.
-//
-// Issue 14 item 3.
-func TestStartSplitsStreamsAndReportsTheExitCode(t *testing.T) {
-	wd := workdir(t)
-	id := run(t, "", fullImage, wd)
-	d := newDriver(t, Options{})
-	c := attach(t, d, id)
-	p, err := c.Start(context.Background(), enclosure.Cmd{
-		Path: "sh",
-		Args: []string{"-c", `echo "out $PWD $BERTH_X ${PATH:+path}"; echo err >&2; cat; exit 3`},
-		Env:  []string{"BERTH_X=x"},
-		Dir:  "/workspace",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(p.Stdin(), "in\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Stdin().Close(); err != nil { // the program's stdin only
-		t.Fatal(err)
-	}
-	errc := make(chan []byte, 1)
-	go func() { b, _ := io.ReadAll(p.Stderr()); errc <- b }()
-	out, _ := io.ReadAll(p.Stdout())
-	stderr := <-errc
-	code, err := p.Wait()
-	if err != nil || code != 3 {
-		t.Fatalf("exit: %d, %v", code, err)
-	}
-	if string(out) != "out /workspace x path\nin\n" || string(stderr) != "err\n" {
-		t.Fatalf("stdout %q, stderr %q", out, stderr)
-	}
-	noFIFOs(t, d, id)
-	onlySleep(t, id)
-}
-
-// Kill ends the relay's whole group, children in the background
-// included, deletes the exec'd process and leaves no FIFO.
-//
-// Issue 14 item 3.
-func TestKillLeavesNothing(t *testing.T) {
-	id := run(t, "", fullImage, "")
-	d := newDriver(t, Options{})
-	c := attach(t, d, id)
-	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "sleep 1000 & sleep 1000 & echo up; wait"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(p.Stdout()).ReadString('\n')
-	if err != nil || line != "up\n" {
-		t.Fatalf("first line %q, %v", line, err)
-	}
-	if n := len(containerdtest.Pids(t, id)); n < 5 { // sleep infinity, relay, sh, 2 sleeps
-		t.Fatalf("the task runs %d processes before Kill, want 5", n)
-	}
-	if err := p.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-p.Done()
-	if code, err := p.Wait(); code != -1 || err != nil {
-		t.Errorf("killed: %d, %v", code, err)
-	}
-	onlySleep(t, id)
-	noFIFOs(t, d, id)
-}
-
 // Dropping Berth's ends of the FIFOs (as Berth dying does) ends the run:
 // the shim holds no stdin writer of its own after CloseIO, so the relay
 // reads EOF and ends its group.
 //
 // Issue 14 item 3.
 func TestDroppedStreamsLeaveNothing(t *testing.T) {
-	id := run(t, "", fullImage, "")
+	id := run(t, "", enclosuretest.FullImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
 	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "sleep 1000 & echo up; wait"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := p.(*handle)
+	h := relayexec.StreamOf(p).(*proc)
 	if line, err := bufio.NewReader(p.Stdout()).ReadString('\n'); err != nil || line != "up\n" {
 		t.Fatalf("first line %q, %v", line, err)
 	}
@@ -227,107 +103,16 @@ func TestDroppedStreamsLeaveNothing(t *testing.T) {
 	noFIFOs(t, d, id)
 }
 
-// Issue 14 item 3.
-func TestLookPathFindsProgramsAndNamesTheMissing(t *testing.T) {
-	id := run(t, "", fullImage, "")
-	d := newDriver(t, Options{})
-	c := attach(t, d, id)
-	p, err := c.LookPath(context.Background(), "gopls")
-	if err != nil || !strings.HasSuffix(p, "/gopls") {
-		t.Fatalf("LookPath(gopls): %q, %v", p, err)
-	}
-	_, err = c.LookPath(context.Background(), "berth-no-such-program")
-	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), id) {
-		t.Fatalf("LookPath of a missing program: %v", err)
-	}
-	if _, err := c.Start(context.Background(), enclosure.Cmd{Path: "berth-no-such-program"}); !errors.Is(err, enclosure.ErrNotFound) {
-		t.Fatalf("Start of a missing program: %v", err)
-	}
-	noFIFOs(t, d, id)
-}
-
-// Dial reaches a port on the container's own loopback (the container has
-// no other network) through relay dial; a port nobody listens on is an
-// error that says so.
-//
-// Issue 14 item 3.
-func TestDialReachesTheContainersLoopback(t *testing.T) {
-	id := run(t, "", fullImage, "")
-	d := newDriver(t, Options{})
-	c := attach(t, d, id)
-	const echo = `import socket
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", 5678)); s.listen(); print("listening", flush=True)
-conn, _ = s.accept()
-while (b := conn.recv(4096)): conn.sendall(b.upper())
-`
-	srv, err := c.Start(context.Background(), enclosure.Cmd{Path: "python3", Args: []string{"-c", echo}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Kill(); <-srv.Done() }()
-	if line, err := bufio.NewReader(srv.Stdout()).ReadString('\n'); err != nil || line != "listening\n" {
-		t.Fatalf("server: %q, %v", line, err)
-	}
-	conn, err := c.Dial(context.Background(), 5678)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Write([]byte("hello")); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 5)
-	if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != "HELLO" {
-		t.Fatalf("echo: %q, %v", buf, err)
-	}
-	conn.Close()
-	_, err = c.Dial(context.Background(), 5679)
-	if err == nil || !strings.Contains(err.Error(), "nothing accepts connections on 127.0.0.1:5679") {
-		t.Fatalf("dial of a closed port: %v", err)
-	}
-	srv.Kill()
-	<-srv.Done()
-	onlySleep(t, id)
-	noFIFOs(t, d, id)
-}
-
-// An image without the relay gets it streamed through an exec of sh
-// (containerd has no copy API); a second attach finds that copy.
-//
-// Issue 14 item 3.
-func TestRelayStreamedIntoAnImageWithoutIt(t *testing.T) {
-	id := run(t, "", baseImage, "")
-	d := newDriver(t, Options{})
-	c := attach(t, d, id)
-	if c.relay != relay.InstallPath(testRelay.Version) {
-		t.Fatalf("relay at %s, want %s", c.relay, relay.InstallPath(testRelay.Version))
-	}
-	if c2 := attach(t, d, id); c2.relay != c.relay {
-		t.Fatalf("second attach: relay at %s", c2.relay)
-	}
-	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "echo", Args: []string{"hi"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := io.ReadAll(p.Stdout())
-	io.Copy(io.Discard, p.Stderr())
-	if code, err := p.Wait(); code != 0 || err != nil || string(out) != "hi\n" {
-		t.Fatalf("echo: %q, %d, %v", out, code, err)
-	}
-	onlySleep(t, id)
-	noFIFOs(t, d, id)
-}
-
 // MapPath and HostPath come from the OCI spec's mounts, with the mounts
 // package's rules and errors.
 //
 // Issue 14 item 4.
 func TestMapPathAndHostPathFromTheSpecsMounts(t *testing.T) {
-	wd := workdir(t)
+	wd := enclosuretest.Workdir(t)
 	if err := os.MkdirAll(filepath.Join(wd, "pkg"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	id := run(t, "", fullImage, wd)
+	id := run(t, "", enclosuretest.FullImage, wd)
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
 	in, err := c.MapPath(filepath.Join(wd, "pkg", "a.go"))
@@ -338,7 +123,7 @@ func TestMapPathAndHostPathFromTheSpecsMounts(t *testing.T) {
 	if err != nil || back != filepath.Join(wd, "pkg", "a.go") {
 		t.Fatalf("HostPath: %q, %v", back, err)
 	}
-	other := workdir(t)
+	other := enclosuretest.Workdir(t)
 	_, err = c.MapPath(other)
 	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), wd+" -> /workspace") || !strings.Contains(err.Error(), "bind-mount the workdir") {
 		t.Fatalf("MapPath of an unmounted path: %v", err)
@@ -360,7 +145,7 @@ func TestMapPathAndHostPathFromTheSpecsMounts(t *testing.T) {
 		t.Fatalf("ls in the mapped dir: %d, %v", code, err)
 	}
 	// enclosure.path_map: Berth sees the host's wd at /berth/work.
-	d2 := newDriver(t, Options{PathMap: mounts.Table{{Source: wd, Destination: "/berth/work"}}})
+	d2 := newDriver(t, Options{Shared: relayexec.Shared{PathMap: mounts.Table{{Source: wd, Destination: "/berth/work"}}}})
 	c2 := attach(t, d2, id)
 	if in, err := c2.MapPath("/berth/work/pkg"); err != nil || in != "/workspace/pkg" {
 		t.Fatalf("MapPath through path_map: %q, %v", in, err)
@@ -377,7 +162,7 @@ func TestMapPathAndHostPathFromTheSpecsMounts(t *testing.T) {
 //
 // Issue 14 item 5.
 func TestContainerdRestartKeepsRunningProcesses(t *testing.T) {
-	id := run(t, "", fullImage, "")
+	id := run(t, "", enclosuretest.FullImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
 	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "read x; echo got $x; exit 7"}})
@@ -415,40 +200,13 @@ func TestContainerdRestartKeepsRunningProcesses(t *testing.T) {
 	noFIFOs(t, d, id)
 }
 
-// A signal reaches the program's group (SIGINT interrupts, as a kernel
-// needs).
-//
-// Issue 14 item 3.
-func TestSignalReachesTheProgramsGroup(t *testing.T) {
-	id := run(t, "", fullImage, "")
-	d := newDriver(t, Options{})
-	c := attach(t, d, id)
-	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", `trap 'echo int' INT; echo up; while :; do sleep 0.1; done`}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(p.Stdout())
-	if line, _ := r.ReadString('\n'); line != "up\n" {
-		t.Fatalf("first line %q", line)
-	}
-	if err := p.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if line, _ := r.ReadString('\n'); line != "int\n" {
-		t.Fatalf("after SIGINT %q", line)
-	}
-	enclosure.Stop(p, syscall.SIGTERM, 5*time.Second)
-	onlySleep(t, id)
-	noFIFOs(t, d, id)
-}
-
 // The container's task killed under a running process: the process ends,
 // and its Wait says the task stopped, not only an exit code; its exec and
 // FIFOs are cleaned up all the same.
 //
 // Issue 14 item 3.
 func TestTaskKilledUnderAProcessEndsIt(t *testing.T) {
-	id := run(t, "", fullImage, "")
+	id := run(t, "", enclosuretest.FullImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
 	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "echo up; sleep 1000"}})
@@ -476,7 +234,7 @@ func TestTaskKilledUnderAProcessEndsIt(t *testing.T) {
 //
 // Issue 14 item 3.
 func BenchmarkStart(b *testing.B) {
-	id := run(b, "", fullImage, "")
+	id := run(b, "", enclosuretest.FullImage, "")
 	c := attach(b, newDriver(b, Options{}), id)
 	relaytest.BenchStart(b, c, func(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
 		return c.run(ctx, nil, argv, stdin)
@@ -489,7 +247,7 @@ func BenchmarkStart(b *testing.B) {
 //
 // Issue 14 item 3.
 func BenchmarkDial(b *testing.B) {
-	id := run(b, "", fullImage, "")
+	id := run(b, "", enclosuretest.FullImage, "")
 	c := attach(b, newDriver(b, Options{}), id)
 	const echo = `import socket, threading
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -544,7 +302,7 @@ while True:
 //
 // Issue 14 item 2.
 func TestDockersNamespaceIsRefused(t *testing.T) {
-	d := newDriver(t, Options{Namespace: DockerNamespace})
+	d := newDriver(t, Options{Config: Config{Namespace: DockerNamespace}})
 	for what, err := range map[string]error{
 		"Attach": func() error { _, err := d.Attach(context.Background(), "any"); return err }(),
 		"Find":   func() error { _, err := d.Find(context.Background(), "conv"); return err }(),
@@ -568,7 +326,7 @@ func TestDockersNamespaceIsRefused(t *testing.T) {
 //
 // Issue 14 item 3.
 func TestBerthKilledLeavesNothing(t *testing.T) {
-	id := run(t, "", fullImage, "")
+	id := run(t, "", enclosuretest.FullImage, "")
 	killedBerth(t, id, t.TempDir(), 0, func() {
 		if n := len(containerdtest.Pids(t, id)); n < 4 { // sleep infinity, relay, sh, sleep
 			t.Fatalf("the task runs %d processes with the helper's, want 4", n)
@@ -588,7 +346,7 @@ func TestBerthKilledLeavesNothing(t *testing.T) {
 //
 // Issue 14 item 3.
 func TestAttachSweepsWhatAKilledBerthLeft(t *testing.T) {
-	id := run(t, "", fullImage, "")
+	id := run(t, "", enclosuretest.FullImage, "")
 	fifos := t.TempDir()
 	foreign := []string{"123456789", "berth-notanowner@x@y"} // ctr's, and a look-alike
 	for _, name := range foreign {
@@ -605,7 +363,7 @@ func TestAttachSweepsWhatAKilledBerthLeft(t *testing.T) {
 	if line, err := bufio.NewReader(lp.Stdout()).ReadString('\n'); err != nil || line != "up\n" {
 		t.Fatalf("the live Berth's process: %q, %v", line, err)
 	}
-	liveExec := lp.(*handle).proc.ID()
+	liveExec := relayexec.StreamOf(lp).(*proc).proc.ID()
 
 	const stubborn = 3
 	killedBerth(t, id, fifos, stubborn, nil)
@@ -714,7 +472,7 @@ func execStatus(t *testing.T, d *Driver, id, execID string) string {
 //
 // Issue 14 item 3.
 func TestLookPathCacheEndsWhenTheTaskStops(t *testing.T) {
-	id := run(t, "", fullImage, "")
+	id := run(t, "", enclosuretest.FullImage, "")
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
 	for range 2 { // asked, then kept

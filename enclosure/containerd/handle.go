@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,16 +19,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-dev/berth/enclosure"
-	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 	"github.com/berth-dev/berth/internal/boundedio"
-)
-
-type stdinMode int
-
-const (
-	stdinNone   stdinMode = iota
-	stdinRaw              // the bytes as they are; closing the FIFO is EOF
-	stdinFramed           // relay.FrameWriter: Close closes the program's stdin only
 )
 
 // execSpec is one exec: argv under the container's own process spec.
@@ -39,25 +29,22 @@ type execSpec struct {
 	env    []string
 	dir    string
 	user   *specs.User // nil: the container's
-	stdin  stdinMode
-	stderr io.Writer // nil: a FIFO the caller reads
+	stdin  bool        // a stdin FIFO: the bytes as they are, its close EOF
+	stderr io.Writer   // nil: a FIFO the caller reads
 }
 
-// handle is one exec'd process. Its owner goroutine (wait) reads the exit
-// status, moves what is left of the output into memory, deletes the
-// process (which removes its FIFOs) and closes done.
-type handle struct {
+// proc is one exec'd process, the relayexec.Stream of a start. Its owner
+// goroutine (wait) reads the exit status, moves what is left of the
+// output into memory, deletes the process (which removes its FIFOs) and
+// closes done.
+type proc struct {
 	c      *container
 	own    *owner // the driver's claim, given back once deleted
 	proc   client.Process
 	dio    *cio.DirectIO
 	stdinW io.WriteCloser // the stdin FIFO; nil without stdin
-	stdin  io.WriteCloser // what Stdin returns
 	stdout *stream
 	stderr *stream // nil when execSpec.stderr was given
-	// conn is the program's stdin and stdout with a stdio socket (set by
-	// Start before it returns the handle); nil: the FIFOs.
-	conn *net.UnixConn
 
 	exit     <-chan client.ExitStatus
 	stopWait context.CancelFunc
@@ -66,18 +53,19 @@ type handle struct {
 	copying  sync.WaitGroup // the copy to execSpec.stderr
 	code     int
 	err      error
-	killed   atomic.Bool
-	killOnce sync.Once
 }
 
-var _ enclosure.Process = (*handle)(nil)
+var (
+	_ relayexec.Stream    = (*proc)(nil)
+	_ relayexec.Signaller = (*proc)(nil)
+)
 
 // exec starts s in the container's task: the exec's FIFOs are made in
 // the driver's FIFO directory and opened by Berth directly (cio's
 // DirectIO: no copying goroutines), Wait is called before Start so the
 // exit cannot be missed, and stdin is closed on the shim's side with
 // CloseIO once Start returned (earlier is lost).
-func (c *container) exec(ctx context.Context, s execSpec) (*handle, error) {
+func (c *container) exec(ctx context.Context, s execSpec) (*proc, error) {
 	own, err := c.d.acquire()
 	if err != nil {
 		return nil, err
@@ -115,7 +103,7 @@ func (c *container) exec(ctx context.Context, s execSpec) (*handle, error) {
 			Stdout: filepath.Join(dir, "stdout"),
 			Stderr: filepath.Join(dir, "stderr"),
 		}, func() error { return os.RemoveAll(dir) })
-		if s.stdin == stdinNone {
+		if !s.stdin {
 			fifos.Stdin = ""
 		}
 		d, err := cio.NewDirectIO(context.Background(), fifos)
@@ -123,46 +111,42 @@ func (c *container) exec(ctx context.Context, s execSpec) (*handle, error) {
 		return d, err
 	}
 	c.d.ready()
-	if e := c.d.silentNow(); e != nil {
+	if e := c.d.silence.Now(); e != nil {
 		return nil, fmt.Errorf("containerd container %s: exec %s: %w", c.id, s.argv[0], e)
 	}
 	cctx, cancel := c.d.ctx(ctx)
 	defer cancel()
-	proc, err := c.task.Exec(cctx, id, &p, create)
+	pr, err := c.task.Exec(cctx, id, &p, create)
 	if err != nil {
 		return nil, c.failed(ctx, "exec "+s.argv[0], err)
 	}
 	// Wait outlives ctx: it ends with the process (or when stopWait is
 	// called because the process never started).
 	wctx, stopWait := context.WithCancel(namespaces.WithNamespace(context.Background(), c.d.opts.Namespace))
-	exit, err := proc.Wait(wctx)
+	exit, err := pr.Wait(wctx)
 	if err != nil {
 		stopWait()
-		c.abandon(proc, dio)
+		c.abandon(pr, dio)
 		return nil, c.failed(ctx, "exec "+s.argv[0], err)
 	}
-	if err := proc.Start(cctx); err != nil {
+	if err := pr.Start(cctx); err != nil {
 		stopWait()
-		c.abandon(proc, dio)
+		c.abandon(pr, dio)
 		return nil, c.failed(ctx, "starting "+s.argv[0], err)
 	}
-	h := &handle{
-		c: c, own: own, proc: proc, dio: dio, exit: exit, stopWait: stopWait,
+	h := &proc{
+		c: c, own: own, proc: pr, dio: dio, exit: exit, stopWait: stopWait,
 		exited: make(chan struct{}), done: make(chan struct{}),
 	}
 	started = true
 	var stdinErr error
-	if s.stdin != stdinNone {
+	if s.stdin {
 		h.stdinW = dio.Stdin
 		// The shim opened the FIFO at Start; a write of nothing returns
 		// once Berth's end is open too. Then the shim lets go of its own
 		// writer, so the FIFO's EOF is Berth's close, or Berth's death.
 		if _, stdinErr = dio.Stdin.Write(nil); stdinErr == nil {
-			stdinErr = proc.CloseIO(cctx, client.WithStdinCloser)
-		}
-		h.stdin = h.stdinW
-		if s.stdin == stdinFramed {
-			h.stdin = relay.NewFrameWriter(h.stdinW)
+			stdinErr = pr.CloseIO(cctx, client.WithStdinCloser)
 		}
 	}
 	h.stdout = &stream{fifo: dio.Stdout}
@@ -174,7 +158,7 @@ func (c *container) exec(ctx context.Context, s execSpec) (*handle, error) {
 	go h.wait()
 	if stdinErr != nil {
 		// Without CloseIO the relay would never read EOF: end it now.
-		_ = h.Kill()
+		h.kill()
 		return nil, c.failed(ctx, "closing the shim's end of stdin of "+s.argv[0], stdinErr)
 	}
 	return h, nil
@@ -209,29 +193,27 @@ func mergeEnv(base, add []string) []string {
 
 // Pid is the relay's pid as the host sees it (containerd reports host
 // pids).
-func (h *handle) Pid() int { return int(h.proc.Pid()) }
+func (h *proc) Pid() int { return int(h.proc.Pid()) }
 
-func (h *handle) Stdin() io.WriteCloser {
-	if h.stdin == nil {
+// Stdin is the relay's stdin FIFO.
+func (h *proc) Stdin() io.WriteCloser {
+	if h.stdinW == nil {
 		return nopWriteCloser{}
 	}
-	return h.stdin
+	return h.stdinW
 }
-func (h *handle) Stdout() io.Reader {
-	if h.conn != nil {
-		return relay.SocketStdout(h.conn)
-	}
-	return h.stdout
-}
-func (h *handle) Stderr() io.Reader {
+func (h *proc) Stdout() io.Reader { return h.stdout }
+func (h *proc) Stderr() io.Reader {
 	if h.stderr == nil {
 		return nil
 	}
 	return h.stderr
 }
-func (h *handle) Done() <-chan struct{} { return h.done }
 
-func (h *handle) Wait() (int, error) {
+// Ended is closed once the exit status is in.
+func (h *proc) Ended() <-chan struct{} { return h.exited }
+
+func (h *proc) Wait() (int, error) {
 	<-h.done
 	return h.code, h.err
 }
@@ -239,44 +221,38 @@ func (h *handle) Wait() (int, error) {
 // callTimeout bounds the calls that carry a signal or delete a process.
 const callTimeout = 10 * time.Second
 
-// Signal sends sig to the relay, which passes it to the program's group:
-// SIGINT only interrupts; SIGTERM, SIGHUP and SIGQUIT are followed by
-// SIGKILL after the relay's grace. containerd signals an exec'd process
-// itself, so no second exec carries it (as "relay signal" must for
-// Docker).
-func (h *handle) Signal(sig os.Signal) error {
-	s, err := enclosure.CheckSignal(sig, h.done)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := h.c.d.ctx(context.Background())
+// Signal sends sig to the relay, which passes it to the program's group.
+// containerd signals an exec'd process itself, so no second exec carries
+// it (as "relay signal" must for Docker).
+func (h *proc) Signal(ctx context.Context, sig syscall.Signal) error {
+	cctx, cancel := h.c.d.ctx(ctx)
 	defer cancel()
-	if err := h.proc.Kill(ctx, s); err != nil {
+	if err := h.proc.Kill(cctx, sig); err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("signal %v: the process has exited", sig)
 		}
-		return h.c.failed(ctx, fmt.Sprintf("signal %v", sig), err)
+		return h.c.failed(cctx, fmt.Sprintf("signal %v", sig), err)
 	}
 	return nil
 }
 
-// Kill ends the process and everything it started: the relay sends the
-// group SIGTERM, then SIGKILL after its grace. Closing stdin ends the run
-// as well should the signal not arrive (containerd down: the relay reads
-// the FIFO's EOF), so Done closes even then.
-func (h *handle) Kill() error {
-	h.killOnce.Do(func() {
-		select {
-		case <-h.done:
-		default:
-			h.killed.Store(true)
-			_ = h.Signal(syscall.SIGTERM)
-		}
-		if h.stdinW != nil {
-			_ = h.stdinW.Close()
-		}
-	})
-	return nil
+// Drop closes the relay's stdin: its EOF ends the run, even when
+// containerd is down (the relay reads the FIFO's EOF).
+func (h *proc) Drop() {
+	if h.stdinW != nil {
+		_ = h.stdinW.Close()
+	}
+}
+
+// kill ends an exec the driver runs for itself (a short mode, a dial):
+// SIGTERM, then the relay's stdin closed.
+func (h *proc) kill() {
+	select {
+	case <-h.done:
+	default:
+		_ = h.Signal(context.Background(), syscall.SIGTERM)
+	}
+	h.Drop()
 }
 
 // unavailableWait bounds how long the owner waits, across failed calls,
@@ -284,7 +260,7 @@ func (h *handle) Kill() error {
 // the process itself runs on meanwhile, under its shim.
 const unavailableWait = 2 * time.Minute
 
-func (h *handle) wait() {
+func (h *proc) wait() {
 	h.code, h.err = h.exitStatus()
 	close(h.exited)
 	// Deleting the process closes its FIFOs: first what is left in them
@@ -300,26 +276,18 @@ func (h *handle) wait() {
 
 // exitStatus waits for the exit, waiting again while containerd does not
 // answer.
-func (h *handle) exitStatus() (int, error) {
+func (h *proc) exitStatus() (int, error) {
 	var since time.Time
 	for {
 		es := <-h.exit
 		code, _, err := es.Result()
 		if err == nil {
 			h.stopWait()
-			if h.killed.Load() && code > 128 {
-				return -1, nil // the relay reports death by signal N as 128+N
-			}
-			if code > 128 && !h.killed.Load() {
-				if terr := h.taskEnded(); terr != nil {
-					return int(code), fmt.Errorf("the process ended with its container: %w", terr)
-				}
-			}
 			return int(code), nil
 		}
 		if !isUnavailable(err) {
 			h.stopWait()
-			_ = h.Kill()
+			h.kill()
 			return -1, h.c.failed(context.Background(), "the process's exit status", err)
 		}
 		if since.IsZero() {
@@ -327,7 +295,7 @@ func (h *handle) exitStatus() (int, error) {
 		}
 		if time.Since(since) > unavailableWait {
 			h.stopWait()
-			_ = h.Kill()
+			h.kill()
 			return -1, fmt.Errorf("containerd container %s: the process's exit status: containerd at %s did not answer for %v: %v: %w", h.c.id, h.c.d.opts.Address, unavailableWait, err, enclosure.ErrUnavailable)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -341,17 +309,17 @@ func (h *handle) exitStatus() (int, error) {
 	}
 }
 
-// taskEnded says whether the container's task has stopped, for a process
-// a signal ended: a task that stops takes every exec with it (its pid
+// Gone says whether the container's task has stopped, for a process a
+// signal ended: a task that stops takes every exec with it (its pid
 // namespace ends), and containerd may report the exec's exit a moment
 // before the task's, so it asks a few times.
-func (h *handle) taskEnded() error {
+func (c *container) Gone(ctx context.Context) error {
 	for range 10 {
-		ctx, cancel := h.c.d.ctx(context.Background())
-		_, err := h.c.runningTask(ctx)
+		cctx, cancel := c.d.ctx(ctx)
+		_, err := c.runningTask(cctx)
 		cancel()
 		if errors.Is(err, enclosure.ErrNotFound) {
-			return err
+			return fmt.Errorf("the process ended with its container: %w", err)
 		}
 		if err != nil {
 			return nil // containerd did not answer: the exit code says enough
@@ -365,7 +333,7 @@ func (h *handle) taskEnded() error {
 // removes its FIFOs. When that fails (containerd did not answer, five
 // times), the FIFOs are closed but their directory stays: it is the
 // record by which a later Attach's sweep deletes the process (owner.go).
-func (h *handle) delete() {
+func (h *proc) delete() {
 	defer h.c.d.release(h.own)
 	var err error
 	for i := 0; ; i++ {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/berth-dev/berth/enclosure/enclosuretest"
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
@@ -14,7 +15,7 @@ import (
 // relay.MaxOutput per stream, not what it printed. Before, its 32 MiB
 // were kept.
 func TestRunOutputWithoutEndIsCapped(t *testing.T) {
-	c := attach(t, newDriver(t, Options{}), run(t, "", baseImage, ""))
+	c := attach(t, newDriver(t, Options{}), run(t, "", enclosuretest.BaseImage, ""))
 	relaytest.OutputCapped(t, func(ctx context.Context, argv []string) (relay.Result, error) {
 		return c.run(ctx, nil, argv, nil)
 	})

@@ -12,7 +12,7 @@ import (
 // A bind mount whose OCI options hold "ro" is read-only in the table, so
 // Writable refuses the files under it (issue 24 item 5).
 func TestReadOnlyBindIsNotWritable(t *testing.T) {
-	c := &container{id: "web", mounts: mountTable([]specs.Mount{
+	c := mounts.Crossing{Name: "web", Container: mountTable([]specs.Mount{
 		{Source: "/host/wd", Destination: "/workspace", Type: "bind", Options: []string{"rbind", "ro"}},
 		{Source: "/host/out", Destination: "/out", Type: "bind", Options: []string{"rbind", "rw"}},
 	})}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	pathpkg "path"
 	"strings"
 	"sync"
 	"time"
@@ -17,24 +16,18 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/berth-dev/berth/enclosure"
-	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 	"github.com/berth-dev/berth/internal/boundedio"
 )
 
-// container is one attached container: the enclosure and its state.
+// container is one attached container: the enclosure (the relayed-exec
+// core's Container, which it embeds) and the engine's side of it.
 type container struct {
+	*relayexec.Container
 	cli      *client.Client
 	id, name string
 	user     string
-	relay    string       // the relay's path inside
-	relayHow string       // how it got there (baked, copied, streamed)
-	mounts   mounts.Table // host paths -> the container's
-	self     mounts.Table // host paths -> Berth's own; nil: the same
-	dial     string
-	sockets  *relay.Sockets // how stdin and stdout travel
-
-	found sync.Map // LookPath's answers: name -> path
 
 	// lost holds the relay tags of processes whose end the engine could
 	// not confirm (it went away under them). With --live-restore the
@@ -44,28 +37,10 @@ type container struct {
 	lostMu sync.Mutex
 	lost   []string
 
-	// silent is the engine's last failure to answer, kept for
-	// silentMemory: the calls of that moment (a LookPath per server, the
-	// check that explains a failed call) say so at once rather than each
-	// wait apiTimeout again.
-	silentMu sync.Mutex
-	silent   error
-	silentAt time.Time
+	silence relayexec.Silence // the engine's last failure to answer
 }
 
-// silentMemory is how long an engine that did not answer is taken not
-// to answer without asking it again.
-const silentMemory = 5 * time.Second
-
-// silentNow is the engine's recent failure to answer, or nil.
-func (c *container) silentNow() error {
-	c.silentMu.Lock()
-	defer c.silentMu.Unlock()
-	if c.silent != nil && time.Since(c.silentAt) < silentMemory {
-		return c.silent
-	}
-	return nil
-}
+var _ relayexec.Engine = (*container)(nil)
 
 // unanswered is the error for an engine that did not answer what, and
 // remembers it.
@@ -78,132 +53,63 @@ func (c *container) unanswered(what string, err error) error {
 		what += ": "
 	}
 	e := fmt.Errorf("docker container %s: %sthe engine at %s did not answer (%s): check that the engine runs and answers there (docker info), then call again: %w", c.name, what, c.cli.DaemonHost(), why, enclosure.ErrUnavailable)
-	// Only an engine that kept a call waiting is remembered: one that
-	// refused the connection (dockerd stopped, its socket gone) says so
-	// at once, and may be back for the very next call.
+	// Only an engine that kept a call waiting is remembered.
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		c.silentMu.Lock()
-		c.silent, c.silentAt = e, time.Now()
-		c.silentMu.Unlock()
+		c.silence.Remember(e)
 	}
 	return e
 }
 
-var _ enclosure.Enclosure = (*container)(nil)
-
-func (c *container) Driver() string { return Name }
-func (c *container) ID() string     { return c.id }
-
-// MapPath turns a path as Berth sees it into the path the container's
-// processes see: through Berth's own mounts (or enclosure.path_map) to
-// the host's path, then through the container's mounts.
-func (c *container) MapPath(berthPath string) (string, error) {
-	return c.crossing().Inside(berthPath)
-}
-
-// HostPath is MapPath's inverse.
-func (c *container) HostPath(enclosedPath string) (string, error) {
-	return c.crossing().Outside(enclosedPath)
-}
-
-// Writable refuses a path on a mount the container has read-only.
-func (c *container) Writable(berthPath string) error { return c.crossing().Writable(berthPath) }
-
-func (c *container) crossing() mounts.Crossing {
-	return mounts.Crossing{Self: c.self, Container: c.mounts, Name: "docker container " + c.name, Mount: "docker run -v %s:/workspace ..."}
-}
-
-// LookPath asks the relay which executable name is on the container's
-// PATH (its own environment's, as every exec gets it). A path found is
-// kept for the container's next starts; should the program go away,
-// the relay's start of it fails (exit 127) and says so on stderr.
-func (c *container) LookPath(ctx context.Context, name string) (string, error) {
-	if p, ok := c.found.Load(name); ok {
-		// A kept answer still says so when the container stopped.
-		if err := c.running(ctx); err != nil {
-			return "", err
-		}
-		return p.(string), nil
-	}
-	p, err := relay.Which(ctx, c.run, c.relay, name, "docker container "+c.name)
-	if err != nil {
-		return "", err
-	}
-	c.found.Store(name, p)
-	return p, nil
-}
-
-// Start runs cmd under the relay in an exec: the relay's stdin framed
-// (dropping the connection ends the run), stderr in the exec's stream.
-// stdin and stdout go through a socket in cmd.Dir where Berth sees that
-// directory too (docker.stdio: socket), else in the exec's stream as
-// well: closing stdin closes the program's stdin either way.
-func (c *container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
-	path := cmd.Path
-	if !strings.Contains(path, "/") {
-		p, err := c.LookPath(ctx, path)
-		if err != nil {
-			return nil, err
-		}
-		path = p
-	}
-	tag := relay.NewTag()
-	if l := c.sockets.Listen(cmd.Dir, tag, c.HostPath); l != nil {
-		p, err := c.start(ctx, path, tag, cmd, l)
-		if !errors.Is(err, relay.ErrNotConnected) {
-			return p, err
-		}
-	}
-	return c.start(ctx, path, tag, cmd, nil)
-}
-
-// start starts the relay's exec, with stdio through l when given. It
-// returns an error wrapping relay.ErrNotConnected when the relay ended
-// without connecting to l.
-func (c *container) start(ctx context.Context, path, tag string, cmd enclosure.Cmd, l *relay.StdioListener) (enclosure.Process, error) {
-	opts := relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag}
-	if l != nil {
-		defer l.Close()
-		opts.Connect = pathpkg.Join(cmd.Dir, l.Name)
-	}
-	argv := relay.RunArgs(c.relay, opts, path, cmd.Args...)
-	execID, hj, err := c.exec(ctx, argv, cmd.Env, cmd.Dir, true)
+// Exec starts the relay's exec, with stdin attached, and waits until
+// the engine has started it (started).
+func (c *container) Exec(ctx context.Context, x relayexec.Exec) (relayexec.Stream, error) {
+	execID, hj, err := c.exec(ctx, x.Argv, x.Env, x.Dir, true)
 	if err != nil {
 		return nil, err
 	}
 	pid, err := c.started(ctx, execID, hj)
-	if err == nil && l != nil {
-		// The socket's token goes first on the relay's stdin, before
-		// any frame: in the exec's environment, every process in the
-		// container could read it (issue 24 item 3).
-		_, err = io.WriteString(hj.Conn, l.TokenLine())
-	}
 	if err != nil {
 		hj.Close()
-		return nil, fmt.Errorf("docker container %s: starting %s in %q: %w", c.name, path, cmd.Dir, err)
+		return nil, fmt.Errorf("docker container %s: starting %s in %q: %w", c.name, x.Program, x.Dir, err)
 	}
-	h := newHandle(c, execID, tag, hj, cmd.Stderr, l != nil)
-	h.pid = pid
-	if l == nil {
-		return h, nil
-	}
-	// The exit code of a relay that did not connect is read only once
-	// the handle knows it has no socket.
-	conn, err := c.sockets.Accept(ctx, l, pid, h.streamEnded, func() (int, error) {
-		h.attach(nil)
-		return h.Wait()
-	})
-	h.attach(conn)
-	if err != nil {
-		if !errors.Is(err, relay.ErrNotConnected) {
-			_ = h.Kill()
-			err = fmt.Errorf("docker container %s: starting %s in %q: %w", c.name, path, cmd.Dir, err)
-		}
-		return nil, err
-	}
-	return h, nil
+	return relayexec.NewPiped(x, writeCloser{hj}, pid, relayexec.PipedFuncs{
+		Copy: func(stdout, stderr io.Writer) error {
+			_, err := stdcopy.StdCopy(stdout, stderr, hj.Reader)
+			hj.Close()
+			return err
+		},
+		Exit: func(copyErr error) (int, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), exitWait)
+			defer cancel()
+			code, err := c.exitCode(ctx, execID)
+			if err != nil {
+				// Whether it still runs is unknown: kill it by its tag
+				// once the engine answers again.
+				c.lose(x.Tag)
+				return -1, c.failed(ctx, "the process's exit code", err)
+			}
+			if copyErr != nil {
+				return code, fmt.Errorf("docker container %s: the process's output stream broke: %v", c.name, copyErr)
+			}
+			return code, nil
+		},
+		// Dropping the connection ends the run (the relay reads its
+		// stdin's EOF) and the stream, even when the engine is gone.
+		Drop: func() { hj.Close() },
+	}), nil
 }
+
+// exitWait bounds the wait for the engine to mark the exec ended once
+// its stream closed: the relay's grace and its SIGKILL, with room.
+const exitWait = 30 * time.Second
+
+// writeCloser is the relay's raw stdin on the exec's connection: Close
+// half-closes it, and the relay reads EOF.
+type writeCloser struct{ hj client.HijackedResponse }
+
+func (w writeCloser) Write(b []byte) (int, error) { return w.hj.Conn.Write(b) }
+func (w writeCloser) Close() error                { return w.hj.CloseWrite() }
 
 // started waits until the engine has started the exec, or failed to (a
 // working directory that does not exist in the container): the engine
@@ -251,14 +157,9 @@ func (e *execRefused) Error() string {
 	return fmt.Sprintf("the engine could not start it (exit %d): %s (check that the working directory exists in the container, under its mounts, and the program is there; then call again)", e.code, e.msg)
 }
 
-// Dial connects to a TCP port on the container's loopback.
-func (c *container) Dial(ctx context.Context, port int) (net.Conn, error) {
-	if err := enclosure.CheckPort(port); err != nil {
-		return nil, err
-	}
-	if c.dial == DialNetns {
-		return c.dialNetns(ctx, port)
-	}
+// DialPort connects to a TCP port on the container's loopback through
+// the relay.
+func (c *container) DialPort(ctx context.Context, port int) (net.Conn, error) {
 	return c.dialRelay(ctx, port)
 }
 
@@ -269,7 +170,7 @@ func (c *container) exec(ctx context.Context, argv, env []string, dir string, st
 }
 
 func (c *container) execAs(ctx context.Context, user string, argv, env []string, dir string, stdin bool) (string, client.HijackedResponse, error) {
-	if e := c.silentNow(); e != nil {
+	if e := c.silence.Now(); e != nil {
 		return "", client.HijackedResponse{}, e
 	}
 	c.killLost(ctx)
@@ -316,7 +217,7 @@ const goneWait = time.Second
 // failed explains an error of a call on the container: it stopped, it
 // is gone, or the engine did not answer.
 func (c *container) failed(ctx context.Context, what string, err error) error {
-	if e := c.silentNow(); e != nil {
+	if e := c.silence.Now(); e != nil {
 		return e
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -340,15 +241,23 @@ func (c *container) failed(ctx context.Context, what string, err error) error {
 	return fmt.Errorf("docker container %s: %s: %w", c.name, what, err)
 }
 
-// Check is nil while the container runs, else the error saying what
+// Running is nil while the container runs, else the error saying what
 // became of it: stopped, removed, paused, or an engine that does not
 // answer.
-func (c *container) Check(ctx context.Context) error { return c.running(ctx) }
+func (c *container) Running(ctx context.Context) error { return c.running(ctx) }
+
+// Gone is the error saying the container no longer runs (gone).
+func (c *container) Gone(ctx context.Context) error { return c.gone(ctx) }
+
+// Run runs argv to its end as the container's user (relay.Runner).
+func (c *container) Run(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
+	return c.run(ctx, argv, stdin)
+}
 
 // running is nil while the container runs, else the error saying what
 // became of it.
 func (c *container) running(ctx context.Context) error {
-	if e := c.silentNow(); e != nil {
+	if e := c.silence.Now(); e != nil {
 		return e
 	}
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
@@ -423,7 +332,7 @@ func (c *container) killLost(ctx context.Context) {
 	for i, tag := range tags {
 		// A relay that ended already makes signal exit non-zero: nothing
 		// is left to kill then, which is as good.
-		if _, err := c.run(ctx, relay.SignalArgs(c.relay, tag, "KILL"), nil); err != nil {
+		if _, err := c.run(ctx, relay.SignalArgs(c.Relay, tag, "KILL"), nil); err != nil {
 			// The engine still does not answer: keep this tag and the rest.
 			c.lostMu.Lock()
 			c.lost = append(c.lost, tags[i:]...)

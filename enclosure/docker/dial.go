@@ -21,8 +21,8 @@ import (
 // connection is up once the relay says so on stderr; a refused one ends
 // the exec with the reason there.
 func (c *container) dialRelay(ctx context.Context, port int) (net.Conn, error) {
-	d := relay.DialArgs(c.relay, port)
-	argv := relay.RunArgs(c.relay, relay.RunOptions{}, d[0], d[1:]...)
+	d := relay.DialArgs(c.Relay, port)
+	argv := relay.RunArgs(c.Relay, relay.RunOptions{}, d[0], d[1:]...)
 	execID, hj, err := c.exec(ctx, argv, nil, "", true)
 	if err != nil {
 		return nil, err
@@ -78,11 +78,11 @@ func (c *execConn) SetDeadline(t time.Time) error {
 
 func (c *execConn) SetWriteDeadline(t time.Time) error { return c.hj.Conn.SetWriteDeadline(t) }
 
-// dialNetns connects from Berth's side: it enters the container's network
+// DialNetns connects from Berth's side: it enters the container's network
 // namespace (found through its init's pid) on a locked OS thread, opens
 // the socket there, and leaves. It needs CAP_SYS_ADMIN on the engine's
 // host: the alternative to dialRelay for a root Berth beside the engine.
-func (c *container) dialNetns(ctx context.Context, port int) (net.Conn, error) {
+func (c *container) DialNetns(ctx context.Context, port int) (net.Conn, error) {
 	ictx, cancel := context.WithTimeout(ctx, apiTimeout)
 	res, err := c.cli.ContainerInspect(ictx, c.id, client.ContainerInspectOptions{})
 	cancel()

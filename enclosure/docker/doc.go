@@ -8,10 +8,11 @@
 // The package is split as Nomad splits a task driver:
 //
 //   - Driver (driver.go) finds and attaches, and owns the engine client;
-//   - container (container.go) is one attached container and its state:
-//     its mounts for MapPath and HostPath, where its relay is, its user;
-//   - handle (handle.go) is one process started with exec, whose owner
-//     goroutine splits its streams and reads its exit code.
+//   - container (container.go) is one attached container: the
+//     relayed-exec core's Container (enclosure/relayexec: Start, LookPath,
+//     the stdio socket, the process handle) with the engine's side, an
+//     exec whose stream is split into stdout and stderr and whose exit
+//     code the engine reports.
 //
 // Every process runs under Berth's relay (cmd/berth-relay), installed
 // into the container at Attach (install.go): the Engine API cannot kill

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // Name is the driver's name in run/start's {driver, id} and in
@@ -33,41 +33,50 @@ const (
 	DialNetns = "netns"
 )
 
-// How a process's stdin and stdout travel (docker.stdio).
-const (
-	// StdioSocket passes them through a unix socket in the process's
-	// working directory, which Berth and the container both see (the
-	// workdir's bind mount): no engine between Berth and the program.
-	// Where the directory is not shared or the socket cannot be made or
-	// reached, the exec's stream carries them instead. The default.
-	StdioSocket = "socket"
-	// StdioExec passes them in the exec's stream, through the engine.
-	StdioExec = "exec"
-)
+// Config is the "docker" section of Berth's configuration: how Berth
+// reaches the Docker engine and runs processes in its containers.
+type Config struct {
+	// Host is the Docker engine's address (unix:///var/run/docker.sock,
+	// tcp://HOST:PORT); empty: $DOCKER_HOST, else the local socket. The
+	// client negotiates the API version, so Debian's docker.io 20.10 (API
+	// 1.41) and newer engines both work; it is made at the first run/start
+	// that needs it, never at Berth's start.
+	Host string `yaml:"host"`
+	// User runs processes in the container as this user (name, uid or
+	// uid:gid); empty: the container's default user.
+	User string `yaml:"user"`
+	// Dial is how a port inside is reached: relay (an exec; works with
+	// --network none, no privileges) or netns (Berth enters the
+	// container's network namespace: root on the engine's host).
+	Dial string `yaml:"dial"`
+	// Stdio is how a process's stdin and stdout travel: socket (a unix
+	// socket in its working directory, which Berth sees through the
+	// workdir's mount; the exec's stream where it cannot) or exec (the
+	// exec's stream, through the engine).
+	Stdio string `yaml:"stdio"`
+}
 
-// Options configure the driver.
+// DefaultConfig is the section's built-in defaults.
+func DefaultConfig() Config { return Config{Dial: DialRelay, Stdio: relayexec.StdioSocket} }
+
+// Check says what is wrong with the section, for the configuration's
+// check.
+func (c Config) Check() error {
+	if c.Dial != "" && c.Dial != DialRelay && c.Dial != DialNetns {
+		return fmt.Errorf("docker.dial %q: use %s or %s: %w", c.Dial, DialRelay, DialNetns, enclosure.ErrInvalidConfig)
+	}
+	if err := relayexec.CheckStdio("docker.stdio", c.Stdio); err != nil {
+		return err
+	}
+	return CheckHost(c.Host)
+}
+
+// Options configure the driver: its section, and what every container
+// driver takes (enclosure.path_map: empty, Berth's own container's
+// mounts, found through the engine, else Berth's paths are the host's).
 type Options struct {
-	// Host is the engine's address (docker.host), such as
-	// unix:///var/run/docker.sock; empty: $DOCKER_HOST, else the
-	// default socket.
-	Host string
-	// User runs every process as this user (docker.user); empty: the
-	// container's default user.
-	User string
-	// Dial is DialRelay (default) or DialNetns.
-	Dial string
-	// Stdio is StdioSocket (default) or StdioExec.
-	Stdio string
-	// PathMap is enclosure.path_map: for a Berth that runs in a container
-	// of its own, each entry's Source is a host path and its Destination
-	// the same directory as Berth sees it. Empty: Berth's own container's
-	// mounts, found through the engine, else Berth's paths are the host's.
-	PathMap mounts.Table
-	// Relay returns the relay to install; nil: relay.Find.
-	Relay func() (*relay.Binary, error)
-	// Log receives what the driver decides on its own (how it found
-	// Berth's paths, where it installed the relay).
-	Log *slog.Logger
+	Config
+	relayexec.Shared
 }
 
 // Driver attaches to running Docker containers. Its engine client is
@@ -89,9 +98,9 @@ type Driver struct {
 	selfDone bool
 	self     mounts.Table // Berth's own view of the host; nil: the same
 
-	// installed remembers where the relay went in each container, so a
+	// installer remembers where the relay went in each container, so a
 	// second run in the same container checks that one place first.
-	installed sync.Map // container id -> path inside
+	installer relayexec.Installer
 }
 
 var _ enclosure.Driver = (*Driver)(nil)
@@ -101,16 +110,8 @@ func New(o Options) *Driver {
 	if o.Dial == "" {
 		o.Dial = DialRelay
 	}
-	if o.Stdio == "" {
-		o.Stdio = StdioSocket
-	}
-	if o.Relay == nil {
-		o.Relay = relay.Find
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	return &Driver{opts: o, findRelay: sync.OnceValues(o.Relay), procSelf: procSelf}
+	o.Shared = o.Shared.WithDefaults()
+	return &Driver{opts: o, findRelay: o.FindRelay("docker"), procSelf: procSelf}
 }
 
 // CheckHost says whether host is an engine address the client accepts,
@@ -125,6 +126,8 @@ func CheckHost(host string) error {
 	return nil
 }
 
+func (d *Driver) Name() string { return Name }
+
 // Close releases the engine client's idle connections. Enclosures
 // attached through the driver must not be used afterwards.
 func (d *Driver) Close() error {
@@ -133,8 +136,6 @@ func (d *Driver) Close() error {
 	}
 	return nil
 }
-
-func (d *Driver) Name() string { return Name }
 
 // apiTimeout bounds a call the engine answers at once (inspect, list,
 // exec create): an engine that does not answer within it is taken as
@@ -206,7 +207,7 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 	if err := notRunning(info); err != nil {
 		return nil, err
 	}
-	bin, err := d.relay()
+	bin, err := d.findRelay()
 	if err != nil {
 		return nil, err
 	}
@@ -217,17 +218,15 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 	if err != nil {
 		return nil, err
 	}
-	c := &container{
-		cli:    cli,
-		id:     info.ID,
-		name:   strings.TrimPrefix(info.Name, "/"),
-		user:   d.opts.User,
-		mounts: mountTable(info),
-		self:   self,
-		dial:   d.opts.Dial,
+	c := &container{cli: cli, id: info.ID, name: strings.TrimPrefix(info.Name, "/"), user: d.opts.User}
+	where := "docker container " + c.name
+	c.Container = &relayexec.Container{
+		Engine: c, Name: Name, Id: c.id, Where: where,
+		Paths:   mounts.Crossing{Self: self, Container: mountTable(info), Name: where, Mount: "docker run -v %s:/workspace ..."},
+		Sockets: relayexec.NewSockets(d.opts.Stdio, "docker.stdio", where, d.opts.Log),
+		Netns:   d.opts.Dial == DialNetns,
 	}
-	c.sockets = &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: "docker container " + c.name, Key: "docker.stdio", Log: d.opts.Log}
-	if c.relay, err = d.install(ctx, c, bin, info); err != nil {
+	if c.Relay, err = d.install(ctx, c, bin, info); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -273,14 +272,6 @@ func notRunning(info ctypes.InspectResponse) error {
 		return fmt.Errorf("docker container %s (%.12s) is paused: its processes are frozen and answer nothing, and the engine starts nothing in it; Berth never unpauses a container: unpause it (docker unpause %s) and call again: %w", name, info.ID, name, enclosure.ErrPaused)
 	}
 	return fmt.Errorf("docker container %s (%.12s) is %s, not running: Berth never starts, unpauses or restarts a container; start it (docker start %s) and start a new run: %w", name, info.ID, state, name, enclosure.ErrGone)
-}
-
-func (d *Driver) relay() (*relay.Binary, error) {
-	bin, err := d.findRelay()
-	if err != nil {
-		return nil, fmt.Errorf("docker: the relay Berth installs into containers: %w", err)
-	}
-	return bin, nil
 }
 
 // checkArch refuses a container whose image is built for another

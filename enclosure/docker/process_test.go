@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,15 +17,20 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
+	"github.com/berth-dev/berth/enclosure/enclosuretest"
 	"github.com/berth-dev/berth/enclosure/host"
+	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
+	"github.com/berth-dev/berth/enclosure/relayexec"
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
 // Issue 13 item 2.
 func TestAttachByIDAndName(t *testing.T) {
-	wd := workdir(t)
+	wd := enclosuretest.Workdir(t)
 	name := "berth-test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
-	id := runContainer(t, "", fullImage, "--name", name, "-v", wd+":/workspace")
+	id := runContainer(t, "", enclosuretest.FullImage, "--name", name, "-v", wd+":/workspace")
 	d := newDriver(t, Options{})
 	for _, ref := range []string{id, id[:12], name} {
 		c := attach(t, d, ref)
@@ -38,45 +44,12 @@ func TestAttachByIDAndName(t *testing.T) {
 	}
 }
 
-// Issue 13 item 2.
-func TestAutoFindsOneNoneOrSeveral(t *testing.T) {
-	wd := workdir(t)
-	one := "conv-one-" + t.Name()
-	id := runContainer(t, one, fullImage, "-v", wd+":/workspace")
-	several := "conv-several-" + t.Name()
-	a := runContainer(t, several, fullImage, "-v", wd+":/workspace")
-	b := runContainer(t, several, fullImage, "-v", wd+":/workspace")
-	// A stopped container with the label is not a candidate.
-	stopped := runContainer(t, one, baseImage)
-	dockertest.Must(t, "stop", "-t", "0", stopped)
-
-	d := newDriver(t, Options{})
-	l := &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: d}, Auto: []string{Name}}
-	ctx := context.Background()
-	enc, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, one)
-	if err != nil || enc.Driver() != "docker" || enc.ID() != id {
-		t.Fatalf("auto with one container: %v, %v", enc, err)
-	}
-	enc, err = l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-none-"+t.Name())
-	if err != nil || enc.Driver() != "host" {
-		t.Fatalf("auto with none: %v, %v", enc, err)
-	}
-	l.NoHostFallback = true
-	if _, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-none-"+t.Name()); !errors.Is(err, enclosure.ErrNotFound) {
-		t.Fatalf("auto with none and no host fallback: %v", err)
-	}
-	_, err = l.Find(ctx, enclosure.Spec{Driver: "auto"}, several)
-	if err == nil || !strings.Contains(err.Error(), a) || !strings.Contains(err.Error(), b) {
-		t.Fatalf("auto with two containers: %v", err)
-	}
-}
-
 // An engine that does not answer is skipped by auto with a log line, and
 // is an error that says so when named.
 //
 // Issue 13 item 2.
 func TestAutoSkipsAnEngineThatDoesNotAnswer(t *testing.T) {
-	d := newDriver(t, Options{Host: "unix://" + t.TempDir() + "/no-engine.sock"})
+	d := newDriver(t, Options{Config: Config{Host: "unix://" + t.TempDir() + "/no-engine.sock"}})
 	var log strings.Builder
 	l := &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: d}, Auto: []string{Name},
 		Log: slog.New(slog.NewTextHandler(&log, nil))}
@@ -92,16 +65,16 @@ func TestAutoSkipsAnEngineThatDoesNotAnswer(t *testing.T) {
 
 // Issue 13 item 2.
 func TestStoppedContainerIsAnErrorAtAttachAndLater(t *testing.T) {
-	wd := workdir(t)
+	wd := enclosuretest.Workdir(t)
 	d := newDriver(t, Options{})
-	stopped := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	stopped := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
 	dockertest.Must(t, "stop", "-t", "0", stopped)
 	_, err := d.Attach(context.Background(), stopped)
 	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "is exited") || !strings.Contains(err.Error(), "never starts") {
 		t.Fatalf("attach to a stopped container: %v", err)
 	}
 
-	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	id := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
 	c := attach(t, d, id)
 	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sleep", Args: []string{"600"}})
 	if err != nil {
@@ -149,8 +122,8 @@ var stdios = []struct{ name, dir string }{{"exec stream", ""}, {"socket", "/work
 // mounts a workdir at /workspace; start checks that the path taken is the
 // one named.
 func forEachStdio(t *testing.T, test func(t *testing.T, c *container, dir string, id string)) {
-	wd := workdir(t)
-	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	wd := enclosuretest.Workdir(t)
+	id := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
 	c := attach(t, newDriver(t, Options{}), id)
 	for _, s := range stdios {
 		t.Run(s.name, func(t *testing.T) { test(t, c, s.dir, id) })
@@ -161,85 +134,9 @@ func forEachStdio(t *testing.T, test func(t *testing.T, c *container, dir string
 // asks for (a socket in a directory Berth shares, else the exec's stream).
 func assertStdio(t *testing.T, p enclosure.Process, socket bool) {
 	t.Helper()
-	if got := p.(*handle).socket.Conn() != nil; got != socket {
+	if got := relayexec.ThroughSocket(p); got != socket {
 		t.Fatalf("stdio through a socket: %v; want %v", got, socket)
 	}
-}
-
-// Issue 13 item 2.
-func TestStartSplitsStreamsAndReportsExitCodes(t *testing.T) {
-	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
-		ctx := context.Background()
-		socket := dir != ""
-		if !socket {
-			dir = "/" // a directory Berth does not share: the exec's stream
-		}
-		p, err := c.Start(ctx, enclosure.Cmd{
-			Path: "sh", Args: []string{"-c", `read x; echo "got $x in $PWD as $FOO"; echo to-stderr >&2; cat; echo after-eof; exit 3`},
-			Env: []string{"FOO=bar"}, Dir: dir,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertStdio(t, p, socket)
-		io.WriteString(p.Stdin(), "hello\nmore\n")
-		p.Stdin().Close() // the program reads EOF and goes on: stdin is framed
-		out, _ := io.ReadAll(p.Stdout())
-		errOut, _ := io.ReadAll(p.Stderr())
-		code, err := p.Wait()
-		if want := "got hello in " + dir + " as bar\nmore\nafter-eof\n"; string(out) != want || string(errOut) != "to-stderr\n" || code != 3 || err != nil {
-			t.Fatalf("stdout %q, stderr %q, exit %d, %v", out, errOut, code, err)
-		}
-
-		// Cmd.Stderr takes the stderr instead of a pipe; the container's
-		// own environment (PATH, GOTOOLCHAIN) is kept.
-		var stderr strings.Builder
-		p, err = c.Start(ctx, enclosure.Cmd{Path: "sh", Args: []string{"-c", `echo "$GOTOOLCHAIN"; echo oops >&2`}, Stderr: &stderr, Dir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Stderr() != nil {
-			t.Fatal("Stderr() is not nil with Cmd.Stderr set")
-		}
-		out, _ = io.ReadAll(p.Stdout())
-		if code, err := p.Wait(); code != 0 || err != nil || string(out) != "local\n" || stderr.String() != "oops\n" {
-			t.Fatalf("stdout %q, stderr %q, exit %d, %v", out, stderr.String(), code, err)
-		}
-
-		if _, err := c.Start(ctx, enclosure.Cmd{Path: "no-such-program", Dir: dir}); !errors.Is(err, enclosure.ErrNotFound) {
-			t.Fatalf("a missing program: %v", err)
-		}
-		// A program that vanished after LookPath found it: the relay
-		// connected, then could not start it (exit 127), which is the
-		// program's end, not a socket that failed.
-		c.found.Store("gone-program", "/no/such/gone-program")
-		p, err = c.Start(ctx, enclosure.Cmd{Path: "gone-program", Dir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if code, _ := p.Wait(); code != 127 || c.sockets.GivenUp() {
-			t.Fatalf("a vanished program: exit %d, sockets given up %v", code, c.sockets.GivenUp())
-		}
-		dockertest.OnlySleep(t, id)
-	})
-}
-
-// Kill ends the program and what it started, in its group or not.
-//
-// Issue 13 item 2.
-func TestKillLeavesNothing(t *testing.T) {
-	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
-		p := startTree(t, c, dir)
-		p.Kill()
-		<-p.Done()
-		if code, _ := p.Wait(); code != -1 {
-			t.Errorf("exit code after Kill %d, want -1", code)
-		}
-		dockertest.OnlySleep(t, id)
-		if err := p.Kill(); err != nil {
-			t.Fatalf("a second Kill: %v", err)
-		}
-	})
 }
 
 // Dropping the exec's connection without Kill (Berth's end of it gone)
@@ -249,7 +146,7 @@ func TestKillLeavesNothing(t *testing.T) {
 func TestDroppedConnectionLeavesNothing(t *testing.T) {
 	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
 		p := startTree(t, c, dir)
-		p.(*handle).hj.Close()
+		relayexec.Drop(p)
 		<-p.Done()
 		if _, err := io.ReadAll(p.Stdout()); err != nil {
 			t.Fatalf("stdout after the drop: %v", err)
@@ -282,42 +179,13 @@ func startTree(t *testing.T, c *container, dir string) enclosure.Process {
 	return p
 }
 
-// Signal reaches the program through the relay: SIGINT interrupts a
-// program that traps it, which lives on.
-//
-// Issue 13 item 2.
-func TestSignalReachesTheProgram(t *testing.T) {
-	forEachStdio(t, func(t *testing.T, c *container, dir, id string) {
-		p, err := c.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", `trap 'echo interrupted' INT; echo ready; while :; do sleep 0.05; done`}, Dir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertStdio(t, p, dir != "")
-		r := bufio.NewReader(p.Stdout())
-		if l, _ := r.ReadString('\n'); l != "ready\n" {
-			t.Fatalf("read %q", l)
-		}
-		if err := p.Signal(syscall.SIGINT); err != nil {
-			t.Fatal(err)
-		}
-		if l, _ := r.ReadString('\n'); l != "interrupted\n" {
-			t.Fatalf("after SIGINT read %q", l)
-		}
-		enclosure.Stop(p, nil, 5*time.Second)
-		if err := p.Signal(syscall.SIGINT); err == nil {
-			t.Fatal("Signal after exit did not fail")
-		}
-		dockertest.OnlySleep(t, id)
-	})
-}
-
 // SIGTERM goes in the relay's stdin, with no exec; when that stream is
 // stalled (the program does not read its stdin, and a write filled the
 // pipe), it goes by exec instead and still arrives.
 //
 // Issue 13 item 2.
 func TestTermSignalInTheStreamOrByExec(t *testing.T) {
-	id := runContainer(t, "", fullImage)
+	id := runContainer(t, "", enclosuretest.FullImage)
 	c := attach(t, newDriver(t, Options{}), id)
 	for _, stalled := range []bool{false, true} {
 		t.Run(map[bool]string{false: "in the stream", true: "stalled stream"}[stalled], func(t *testing.T) {
@@ -351,8 +219,8 @@ func TestTermSignalInTheStreamOrByExec(t *testing.T) {
 
 // Issue 13 item 2.
 func TestLookPathUsesTheImagesPATH(t *testing.T) {
-	wd := workdir(t)
-	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	wd := enclosuretest.Workdir(t)
+	id := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
 	c := attach(t, newDriver(t, Options{}), id)
 	ctx := context.Background()
 	// go is on the image's PATH (/usr/local/go/bin, from its ENV), not
@@ -420,12 +288,12 @@ func (p *engineProxy) stop() {
 //
 // Issue 13 item 2.
 func TestDoneClosesAfterKillWhenTheEngineIsGone(t *testing.T) {
-	wd := workdir(t)
-	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	wd := enclosuretest.Workdir(t)
+	id := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
 	for _, s := range stdios {
 		t.Run(s.name, func(t *testing.T) {
 			proxy := newEngineProxy(t)
-			c := attach(t, newDriver(t, Options{Host: proxy.host()}), id)
+			c := attach(t, newDriver(t, Options{Config: Config{Host: proxy.host()}}), id)
 			p := startTree(t, c, s.dir)
 			proxy.stop()
 			p.Kill()
@@ -448,8 +316,8 @@ func TestDoneClosesAfterKillWhenTheEngineIsGone(t *testing.T) {
 //
 // Issue 13 item 2.
 func TestStartContextBoundsOnlyTheStart(t *testing.T) {
-	wd := workdir(t)
-	id := runContainer(t, "", fullImage, "-v", wd+":/workspace")
+	wd := enclosuretest.Workdir(t)
+	id := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
 	c := attach(t, newDriver(t, Options{}), id)
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := c.Start(ctx, enclosure.Cmd{Path: "cat"})
@@ -473,7 +341,7 @@ func TestStartContextBoundsOnlyTheStart(t *testing.T) {
 //
 // Issue 13 item 2.
 func TestStartInAMissingDirectoryFails(t *testing.T) {
-	id := runContainer(t, "", fullImage)
+	id := runContainer(t, "", enclosuretest.FullImage)
 	c := attach(t, newDriver(t, Options{}), id)
 	_, err := c.Start(context.Background(), enclosure.Cmd{Path: "pwd", Dir: "/no/such/dir"})
 	if err == nil || !strings.Contains(err.Error(), "/no/such/dir") || !strings.Contains(err.Error(), "could not start") {
@@ -498,7 +366,7 @@ func TestStartInAMissingDirectoryFails(t *testing.T) {
 //
 // Issue 13 item 2.
 func BenchmarkStart(b *testing.B) {
-	id := runContainer(b, "", fullImage)
+	id := runContainer(b, "", enclosuretest.FullImage)
 	c := attach(b, newDriver(b, Options{}), id)
 	relaytest.BenchStart(b, c, c.run)
 }
@@ -520,11 +388,162 @@ func TestProcessesRunAsTheContainersUserOrDockerUser(t *testing.T) {
 		}
 		return strings.TrimSpace(string(out))
 	}
-	id := runContainer(t, "", baseImage, "--user", "1000:1000")
+	id := runContainer(t, "", enclosuretest.BaseImage, "--user", "1000:1000")
 	if got := uid(attach(t, newDriver(t, Options{}), id)); got != "1000" {
 		t.Errorf("the container's default user 1000: ran as %s", got)
 	}
-	if got := uid(attach(t, newDriver(t, Options{User: "65534"}), id)); got != "65534" {
+	if got := uid(attach(t, newDriver(t, Options{Config: Config{User: "65534"}}), id)); got != "65534" {
 		t.Errorf("docker.user 65534: ran as %s", got)
+	}
+}
+
+// The workdir mounted at /workspace, and at another path: Berth maps
+// through the mounts both ways, and the container's processes see the
+// file there.
+//
+// Issue 13 item 4.
+func TestMapPathAndHostPathThroughTheMounts(t *testing.T) {
+	wd := enclosuretest.Workdir(t)
+	os.MkdirAll(filepath.Join(wd, "pkg"), 0o755)
+	os.WriteFile(filepath.Join(wd, "pkg", "a.txt"), []byte("from the host\n"), 0o644)
+	d := newDriver(t, Options{})
+	for _, dst := range []string{"/workspace", "/src/project"} {
+		id := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":"+dst)
+		c := attach(t, d, id)
+		in, err := c.MapPath(filepath.Join(wd, "pkg", "a.txt"))
+		if err != nil || in != dst+"/pkg/a.txt" {
+			t.Fatalf("MapPath = %q, %v; want %s/pkg/a.txt", in, err, dst)
+		}
+		if root, err := c.MapPath(wd); err != nil || root != dst {
+			t.Fatalf("MapPath(workdir) = %q, %v", root, err)
+		}
+		back, err := c.HostPath(in)
+		if err != nil || back != filepath.Join(wd, "pkg", "a.txt") {
+			t.Fatalf("HostPath(%s) = %q, %v", in, back, err)
+		}
+		p, err := c.Start(context.Background(), enclosure.Cmd{Path: "cat", Args: []string{"pkg/a.txt"}, Dir: dst})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(p.Stdout())
+		if code, _ := p.Wait(); string(out) != "from the host\n" || code != 0 {
+			t.Fatalf("cat in the container: %q, exit %d", out, code)
+		}
+		// A path outside every mount, either way, is refused with the
+		// mounts named.
+		other := enclosuretest.Workdir(t)
+		_, err = c.MapPath(other)
+		if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), wd+" -> "+dst) || !strings.Contains(err.Error(), "bind-mount") {
+			t.Fatalf("MapPath of an unmounted directory: %v", err)
+		}
+		if _, err := c.HostPath("/etc/passwd"); !errors.Is(err, enclosure.ErrNotFound) {
+			t.Fatalf("HostPath(/etc/passwd): %v", err)
+		}
+	}
+}
+
+// When Berth runs in a container itself, its paths reach the host's
+// through its own mounts. Berth's side is played by a real container:
+// its own /proc/self files, read inside it, lead the driver to it, and
+// its inspected mounts translate.
+//
+// Issue 13 item 4.
+func TestBerthInAContainerThroughItsOwnMounts(t *testing.T) {
+	wd := enclosuretest.Workdir(t)
+	berth := runContainer(t, "", enclosuretest.BaseImage, "-v", wd+":/berth/checkout")
+	mountinfo := dockertest.Must(t, "exec", berth, "cat", "/proc/self/mountinfo")
+	cgroup := dockertest.Must(t, "exec", berth, "cat", "/proc/self/cgroup")
+	hostname := dockertest.Must(t, "exec", berth, "hostname")
+	if got := ownContainerID(mountinfo, cgroup, "not-an-id"); got != berth {
+		t.Fatalf("ownContainerID read %q from the container's own files, want %s", got, berth)
+	}
+	target := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
+	d := newDriver(t, Options{})
+	d.procSelf = func() (string, string, string) { return mountinfo, cgroup, hostname }
+	assertBerthView(t, attach(t, d, target), "/berth/checkout", "Berth's own mounts")
+
+	// With nothing but its hostname (the short id) to go by, Berth finds
+	// its container too: the engine resolves the short id.
+	d = newDriver(t, Options{})
+	d.procSelf = func() (string, string, string) { return "", "0::/\n", hostname }
+	assertBerthView(t, attach(t, d, target), "/berth/checkout", "the hostname")
+}
+
+// enclosure.path_map does the same where the engine does not know
+// Berth's container.
+//
+// Issue 13 item 4.
+func TestBerthInAContainerThroughThePathMap(t *testing.T) {
+	wd := enclosuretest.Workdir(t)
+	target := runContainer(t, "", enclosuretest.FullImage, "-v", wd+":/workspace")
+	d := newDriver(t, Options{Shared: relayexec.Shared{PathMap: mounts.Table{{Source: wd, Destination: "/berth/checkout"}}}})
+	d.procSelf = func() (string, string, string) {
+		t.Fatal("the path map is configured, yet Berth looked for its own container")
+		return "", "", ""
+	}
+	assertBerthView(t, attach(t, d, target), "/berth/checkout", "path_map")
+}
+
+func assertBerthView(t *testing.T, c *container, berthWD, how string) {
+	t.Helper()
+	in, err := c.MapPath(berthWD + "/main.go")
+	if err != nil || in != "/workspace/main.go" {
+		t.Fatalf("through %s: MapPath = %q, %v", how, in, err)
+	}
+	back, err := c.HostPath("/workspace/main.go")
+	if err != nil || back != berthWD+"/main.go" {
+		t.Fatalf("through %s: HostPath = %q, %v", how, back, err)
+	}
+	_, err = c.MapPath("/elsewhere/x")
+	if !errors.Is(err, enclosure.ErrNotFound) || !strings.Contains(err.Error(), "enclosure.path_map") {
+		t.Fatalf("through %s: MapPath of a path Berth has no mount for: %v", how, err)
+	}
+}
+
+// Issue 13 item 4.
+func TestOwnContainerIDFromCgroupOrHostname(t *testing.T) {
+	id := strings.Repeat("0123456789abcdef", 4)
+	for _, cgroup := range []string{
+		"12:pids:/docker/" + id + "\n0::/\n",
+		"0::/system.slice/docker-" + id + ".scope\n",
+	} {
+		if got := ownContainerID("", cgroup, ""); got != id {
+			t.Errorf("ownContainerID(%q) = %q", cgroup, got)
+		}
+	}
+	for _, hostname := range []string{"", "vm", "berth-sidecar", "0123456789ab0"} {
+		if got := ownContainerID("", "0::/\n", hostname); got != "" {
+			t.Errorf("no mountinfo, a private cgroup namespace and hostname %q: %q", hostname, got)
+		}
+	}
+	if got := ownContainerID("", "0::/\n", "0123456789ab"); got != "0123456789ab" {
+		t.Errorf("a short id as the hostname: %q", got)
+	}
+}
+
+// run/start with the Docker driver: a mounted workdir gives a run in the
+// container (its result names docker and the container's id); one the
+// container does not mount is refused with the mounts found.
+//
+// Issue 13 item 4.
+func TestRunStartRefusesAnUnmountedWorkdir(t *testing.T) {
+	wd := enclosuretest.Workdir(t)
+	conv := "conv-" + t.Name()
+	id := runContainer(t, conv, enclosuretest.FullImage, "-v", wd+":/workspace")
+	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour, &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: newDriver(t, Options{})}, Auto: []string{Name}})
+	ctx := context.Background()
+	run, err := rs.Start(ctx, orchestrator.StartParams{Workdir: wd, ConversationID: conv, Enclosure: enclosure.Spec{Driver: "auto"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Enclosure.Driver() != "docker" || run.Enclosure.ID() != id {
+		t.Fatalf("the run's enclosure is %s %s, want docker %s", run.Enclosure.Driver(), run.Enclosure.ID(), id)
+	}
+	rs.StopAll()
+
+	other := enclosuretest.Workdir(t)
+	_, err = rs.Start(ctx, orchestrator.StartParams{Workdir: other, ConversationID: conv, Enclosure: enclosure.Spec{Driver: Name, ID: id}})
+	if !errors.Is(err, orchestrator.ErrInvalid) || !strings.Contains(err.Error(), other) || !strings.Contains(err.Error(), wd+" -> /workspace") {
+		t.Fatalf("run/start with an unmounted workdir: %v", err)
 	}
 }

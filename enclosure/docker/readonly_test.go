@@ -12,7 +12,7 @@ import (
 // A bind mount inspect reports with RW false is read-only in the table,
 // so Writable refuses the files under it (issue 24 item 5).
 func TestReadOnlyBindIsNotWritable(t *testing.T) {
-	c := &container{name: "web", mounts: mountTable(ctypes.InspectResponse{Mounts: []ctypes.MountPoint{
+	c := mounts.Crossing{Name: "web", Container: mountTable(ctypes.InspectResponse{Mounts: []ctypes.MountPoint{
 		{Source: "/host/wd", Destination: "/workspace", RW: false},
 		{Source: "/host/out", Destination: "/out", RW: true},
 	}})}

@@ -12,36 +12,39 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
+	"github.com/berth-dev/berth/enclosure/enclosuretest"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // Issue 13 item 3.
 func TestRelayBakedIntoTheImageIsUsed(t *testing.T) {
-	want := relay.InstallPath(testRelay.Version)
-	if got := dockertest.Must(t, "image", "inspect", "-f", `{{index .Config.Labels "berth.relay"}}`, fullImage); got != want {
-		t.Fatalf("%s carries the relay %q, this tree builds %q: run scripts/images", fullImage, got, want)
+	want := relay.InstallPath(relaytest.Built().Version)
+	if got := dockertest.Must(t, "image", "inspect", "-f", `{{index .Config.Labels "berth.relay"}}`, enclosuretest.FullImage); got != want {
+		t.Fatalf("%s carries the relay %q, this tree builds %q: run scripts/images", enclosuretest.FullImage, got, want)
 	}
-	id := runContainer(t, "", fullImage)
+	id := runContainer(t, "", enclosuretest.FullImage)
 	c := attach(t, newDriver(t, Options{}), id)
-	if c.relay != want || c.relayHow != "baked into the image" {
-		t.Fatalf("relay %s (%s), want the baked %s", c.relay, c.relayHow, want)
+	if c.Relay != want || c.RelayHow != "baked into the image" {
+		t.Fatalf("relay %s (%s), want the baked %s", c.Relay, c.RelayHow, want)
 	}
 }
 
 // Issue 13 item 3.
 func TestRelayCopiedWithTheArchiveAPI(t *testing.T) {
-	id := runContainer(t, "", baseImage)
+	id := runContainer(t, "", enclosuretest.BaseImage)
 	d := newDriver(t, Options{})
 	c := attach(t, d, id)
-	if c.relay != relay.InstallPath(testRelay.Version) || c.relayHow != "archive copy" {
-		t.Fatalf("relay %s (%s), want an archive copy at %s", c.relay, c.relayHow, relay.InstallPath(testRelay.Version))
+	if c.Relay != relay.InstallPath(relaytest.Built().Version) || c.RelayHow != "archive copy" {
+		t.Fatalf("relay %s (%s), want an archive copy at %s", c.Relay, c.RelayHow, relay.InstallPath(relaytest.Built().Version))
 	}
-	if c = attach(t, d, id); c.relayHow != "installed by an earlier run" {
-		t.Fatalf("a second attach: %s", c.relayHow)
+	if c = attach(t, d, id); c.RelayHow != "installed by an earlier run" {
+		t.Fatalf("a second attach: %s", c.RelayHow)
 	}
 	// Another Berth (a fresh driver) finds the copy and copies nothing.
-	if c = attach(t, newDriver(t, Options{}), id); c.relayHow != "found" {
-		t.Fatalf("a fresh driver's attach: %s", c.relayHow)
+	if c = attach(t, newDriver(t, Options{}), id); c.RelayHow != "found" {
+		t.Fatalf("a fresh driver's attach: %s", c.RelayHow)
 	}
 	assertRuns(t, c)
 }
@@ -51,10 +54,10 @@ func TestRelayCopiedWithTheArchiveAPI(t *testing.T) {
 //
 // Issue 13 item 3.
 func TestRelayStreamedWhereATmpfsHidesTheArchiveCopy(t *testing.T) {
-	id := runContainer(t, "", baseImage, "--tmpfs", "/opt/berth:exec")
+	id := runContainer(t, "", enclosuretest.BaseImage, "--tmpfs", "/opt/berth:exec")
 	c := attach(t, newDriver(t, Options{}), id)
-	if c.relay != relay.InstallPath(testRelay.Version) || c.relayHow != "streamed through sh" {
-		t.Fatalf("relay %s (%s), want it streamed to %s", c.relay, c.relayHow, relay.InstallPath(testRelay.Version))
+	if c.Relay != relay.InstallPath(relaytest.Built().Version) || c.RelayHow != "streamed through sh" {
+		t.Fatalf("relay %s (%s), want it streamed to %s", c.Relay, c.RelayHow, relay.InstallPath(relaytest.Built().Version))
 	}
 	assertRuns(t, c)
 }
@@ -64,38 +67,20 @@ func TestRelayStreamedWhereATmpfsHidesTheArchiveCopy(t *testing.T) {
 //
 // Issue 13 item 3.
 func TestRelayStreamedIntoATmpfsOfAReadOnlyContainer(t *testing.T) {
-	id := runContainer(t, "", baseImage, "--read-only", "--tmpfs", "/tmp:exec")
+	id := runContainer(t, "", enclosuretest.BaseImage, "--read-only", "--tmpfs", "/tmp:exec")
 	c := attach(t, newDriver(t, Options{}), id)
-	if want := relay.InstallDir("/tmp/.berth", testRelay.Version) + "/berth-relay"; c.relay != want || c.relayHow != "streamed through sh" {
-		t.Fatalf("relay %s (%s), want it streamed to %s", c.relay, c.relayHow, want)
+	if want := relay.InstallDir("/tmp/.berth", relaytest.Built().Version) + "/berth-relay"; c.Relay != want || c.RelayHow != "streamed through sh" {
+		t.Fatalf("relay %s (%s), want it streamed to %s", c.Relay, c.RelayHow, want)
 	}
 	assertRuns(t, c)
 }
 
-// With a read-only root and only noexec tmpfs mounts (Docker's default
-// for --tmpfs) the relay cannot run anywhere: Attach fails and names
-// what it tried.
-//
-// Issue 13 item 3.
-func TestRelayInstallFailsNamingWhatItTried(t *testing.T) {
-	id := runContainer(t, "", baseImage, "--read-only", "--tmpfs", "/tmp")
-	_, err := newDriver(t, Options{}).Attach(context.Background(), id)
-	if !errors.Is(err, enclosure.ErrNotSupported) {
-		t.Fatalf("Attach: %v", err)
-	}
-	for _, want := range []string{"an archive copy to /opt/berth", "read-only", "streaming it to /tmp/.berth/relay-", "/dev/shm/.berth", "Bake it into the image"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the error does not mention %q: %v", want, err)
-		}
-	}
-}
-
 // Issue 13 item 3.
 func TestRelayOfAnotherArchitectureIsRefused(t *testing.T) {
-	id := runContainer(t, "", baseImage)
-	other := *testRelay
+	id := runContainer(t, "", enclosuretest.BaseImage)
+	other := *relaytest.Built()
 	other.Arch = "s390x"
-	d := newDriver(t, Options{Relay: func() (*relay.Binary, error) { return &other, nil }})
+	d := newDriver(t, Options{Shared: relayexec.Shared{Relay: func() (*relay.Binary, error) { return &other, nil }}})
 	_, err := d.Attach(context.Background(), id)
 	if !errors.Is(err, enclosure.ErrNotSupported) || !strings.Contains(err.Error(), "GOARCH=") {
 		t.Fatalf("Attach with a relay for another architecture: %v", err)
@@ -171,8 +156,8 @@ func TestDialThroughTheRelay(t *testing.T) { testDial(t, DialRelay) }
 func TestDialThroughTheNetworkNamespace(t *testing.T) { testDial(t, DialNetns) }
 
 func testDial(t *testing.T, how string) {
-	id := runContainer(t, "", fullImage)
-	c := attach(t, newDriver(t, Options{Dial: how}), id)
+	id := runContainer(t, "", enclosuretest.FullImage)
+	c := attach(t, newDriver(t, Options{Config: Config{Dial: how}}), id)
 	server := startEcho(t, c)
 	ctx := context.Background()
 	conn, err := c.Dial(ctx, echoPort)
@@ -203,9 +188,9 @@ func testDial(t *testing.T, how string) {
 //
 // Issue 13 item 3.
 func BenchmarkDial(b *testing.B) {
-	id := runContainer(b, "", fullImage)
+	id := runContainer(b, "", enclosuretest.FullImage)
 	for _, how := range []string{DialRelay, DialNetns} {
-		c := attach(b, newDriver(b, Options{Dial: how}), id)
+		c := attach(b, newDriver(b, Options{Config: Config{Dial: how}}), id)
 		if how == DialRelay {
 			startEcho(b, c)
 		}

@@ -79,6 +79,11 @@ func (*Enclosure) Driver() string { return "host" }
 // ID is ID.
 func (*Enclosure) ID() string { return ID }
 
+// Capabilities: the host shares Berth's pids and its whole file system.
+func (*Enclosure) Capabilities() enclosure.Capabilities {
+	return enclosure.Capabilities{SharedPIDs: true, SharedFiles: true}
+}
+
 // LookPath looks name up on Berth's own PATH.
 func (*Enclosure) LookPath(_ context.Context, name string) (string, error) {
 	p, err := exec.LookPath(name)

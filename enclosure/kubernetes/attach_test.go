@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/berth-dev/berth/enclosure"
-	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
 	"github.com/berth-dev/berth/internal/errclass"
 )
@@ -33,7 +32,7 @@ func TestConfigurationFromKubeconfigOrEnvironment(t *testing.T) {
 	kc := s.Kubeconfig(t, "sandboxes")
 	ctx := context.Background()
 
-	ids, err := newDriver(t, nil, Options{Kubeconfig: kc}).Find(ctx, "c1")
+	ids, err := newDriver(t, nil, Options{Config: Config{Kubeconfig: kc}}).Find(ctx, "c1")
 	if err != nil || len(ids) != 1 || ids[0] != "sandboxes/conv" {
 		t.Errorf("kubernetes.kubeconfig: Find = %v, %v; want [sandboxes/conv] (the context's namespace)", ids, err)
 	}
@@ -41,7 +40,7 @@ func TestConfigurationFromKubeconfigOrEnvironment(t *testing.T) {
 	if ids, err := newDriver(t, nil, Options{}).Find(ctx, "c1"); err != nil || len(ids) != 1 {
 		t.Errorf("$KUBECONFIG: Find = %v, %v; want the pod", ids, err)
 	}
-	if ids, err := newDriver(t, nil, Options{Namespace: "default"}).Find(ctx, "c1"); err != nil || len(ids) != 0 {
+	if ids, err := newDriver(t, nil, Options{Config: Config{Namespace: "default"}}).Find(ctx, "c1"); err != nil || len(ids) != 0 {
 		t.Errorf("kubernetes.namespace default over the context's: Find = %v, %v; want none", ids, err)
 	}
 
@@ -53,7 +52,7 @@ func TestConfigurationFromKubeconfigOrEnvironment(t *testing.T) {
 		t.Errorf("no configuration: %v; want ErrUnavailable naming kubernetes.kubeconfig", err)
 	}
 	missing := filepath.Join(t.TempDir(), "none")
-	if _, err := newDriver(t, nil, Options{Kubeconfig: missing}).Find(ctx, "c1"); !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), missing) {
+	if _, err := newDriver(t, nil, Options{Config: Config{Kubeconfig: missing}}).Find(ctx, "c1"); !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), missing) {
 		t.Errorf("a missing kubernetes.kubeconfig: %v; want ErrUnavailable naming the file", err)
 	}
 }
@@ -102,13 +101,13 @@ func TestUnreachableOrRefusingAPIServerSaysWhatToDo(t *testing.T) {
 		if host == closed {
 			class = errclass.Unavailable
 		}
-		_, err := newDriver(t, nil, Options{Config: &rest.Config{Host: host}, Namespace: "berth"}).Attach(context.Background(), "sandboxes/p")
+		_, err := newDriver(t, nil, Options{Rest: &rest.Config{Host: host}, Config: Config{Namespace: "berth"}}).Attach(context.Background(), "sandboxes/p")
 		if errclass.Of(err) != class || slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(err.Error(), w) }) {
 			t.Errorf("%s: %v (class %q); want class %q saying %q", host, err, errclass.Of(err), class, wants)
 		}
 	}
 	// "auto" lists in Berth's own namespace: the Role is missing there.
-	_, err = newDriver(t, nil, Options{Config: &rest.Config{Host: forbidding.URL}, Namespace: "berth"}).Find(context.Background(), "c1")
+	_, err = newDriver(t, nil, Options{Rest: &rest.Config{Host: forbidding.URL}, Config: Config{Namespace: "berth"}}).Find(context.Background(), "c1")
 	if !errors.Is(err, enclosure.ErrPermission) || !strings.Contains(err.Error(), "RoleBinding in namespace berth") {
 		t.Errorf("auto refused: %v; want ErrPermission saying to bind the Role in namespace berth", err)
 	}
@@ -130,40 +129,6 @@ func TestCancelledContextEndsAttachAndStart(t *testing.T) {
 	}
 	if _, err := p.Start(ctx, enclosure.Cmd{Path: "/bin/true"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Start with a cancelled context: %v; want context.Canceled", err)
-	}
-}
-
-// {driver: "kubernetes", id: "namespace/pod[/container]"} names a pod;
-// "auto" finds the one running pod labelled with the conversation.
-//
-// Issue 16 item 2.
-func TestAttachByIDAndAuto(t *testing.T) {
-	s := standIn(t)
-	id := runPod(t, s, kubetest.Pod{Name: "one", Conversation: "conv-a"})
-	d := newDriver(t, s, Options{})
-	for _, name := range []string{id, id + "/sandbox", "one"} {
-		p := attach(t, d, name)
-		if p.ID() != "default/one/sandbox" || p.Driver() != Name {
-			t.Errorf("Attach(%q): id %q, driver %q", name, p.ID(), p.Driver())
-		}
-	}
-
-	l := &enclosure.Lookup{Host: host.New(), Drivers: map[string]enclosure.Driver{Name: d}, Auto: []string{Name}}
-	ctx := context.Background()
-	enc, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-a")
-	if err != nil || enc.ID() != "default/one/sandbox" {
-		t.Fatalf("auto: %v, %v; want the labelled pod", enc, err)
-	}
-	if enc, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-none"); err != nil || enc.Driver() != "host" {
-		t.Errorf("auto with no pod: %v, %v; want the host", enc, err)
-	}
-	runPod(t, s, kubetest.Pod{Name: "two", Conversation: "conv-a"})
-	if _, err := l.Find(ctx, enclosure.Spec{Driver: "auto"}, "conv-a"); !errors.Is(err, enclosure.ErrInvalidConfig) || !strings.Contains(err.Error(), "default/two") {
-		t.Errorf("auto with two pods: %v; want an error naming both", err)
-	}
-	// A conversation id that cannot be a label's value finds nothing.
-	if ids, err := d.Find(ctx, "not a label value!"); err != nil || len(ids) != 0 {
-		t.Errorf("Find(invalid label value) = %v, %v", ids, err)
 	}
 }
 
@@ -209,7 +174,7 @@ func TestSidecarDetectedFromOwnPod(t *testing.T) {
 	if attach(t, newDriver(t, s, Options{}), id).sidecar {
 		t.Error("a pod of another: sidecar")
 	}
-	if !attach(t, newDriver(t, s, Options{Sidecar: true}), id).sidecar {
+	if !attach(t, newDriver(t, s, Options{Config: Config{Sidecar: true}}), id).sidecar {
 		t.Error("kubernetes.sidecar: true: not a sidecar")
 	}
 	t.Setenv("POD_NAME", "with-berth")

@@ -15,19 +15,14 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/streaming/pkg/httpstream"
-
-	"github.com/berth-dev/berth/enclosure"
 )
 
-// Dial connects to a TCP port on the pod's loopback: plain loopback when
+// DialPort connects to a TCP port on the pod's loopback: plain loopback when
 // Berth is the pod's sidecar (they share the network namespace), else a
 // port-forward of its own. A refused connection is seen on the first read
 // of a forwarded one (the kubelet answers the forward's streams before it
 // connects, and says so on the error stream only when it cannot).
-func (p *pod) Dial(ctx context.Context, port int) (net.Conn, error) {
-	if err := enclosure.CheckPort(port); err != nil {
-		return nil, err
-	}
+func (p *pod) DialPort(ctx context.Context, port int) (net.Conn, error) {
 	if p.sidecar {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))

@@ -7,12 +7,12 @@
 //
 //   - Driver (driver.go) finds and attaches, and owns the client and its
 //     configuration (in-cluster, $KUBECONFIG, or kubernetes.kubeconfig);
-//   - pod (pod.go) is one attached container of a pod and its state: the
-//     mounts of its workspace volume for MapPath and HostPath (paths.go),
-//     where its relay is, whether Berth is its sidecar;
-//   - handle (handle.go) is one process started through the exec
-//     subresource, whose owner goroutine streams it and reads its exit
-//     code from the stream's error.
+//   - pod (pod.go) is one attached container of a pod: the relayed-exec
+//     core's Container (enclosure/relayexec: Start, LookPath, the stdio
+//     socket, the process handle) with the API server's side: the mounts
+//     of its workspace volume for MapPath and HostPath (paths.go), whether
+//     Berth is its sidecar, and an exec through the exec subresource whose
+//     exit code comes from the stream's error.
 //
 // Execs use the WebSocket executor (v5.channel.k8s.io, which can close
 // stdin alone) and fall back to SPDY when the API server refuses the
@@ -21,9 +21,10 @@
 // (cmd/berth-relay), which ends the process group when its stdin closes
 // or when told: by a signal frame in its stdin, or by a second exec
 // (relay signal) for SIGINT or a stalled stream; the relay is the image's
-// own or streamed in through an exec of sh (install.go), since there is no
+// own or streamed in through an exec of sh (relayexec.Installer), since there is no
 // archive API. The exec API has no working directory or environment
-// either: the relay sets them itself, with no shell (runArgs).
+// either: the relay sets them itself, with no shell
+// (relayexec.Container.RelaySetsDirEnv).
 //
 // A process started in the workspace volume gets its stdin and stdout
 // over a unix socket there (kubernetes.stdio: socket, relay.Sockets),

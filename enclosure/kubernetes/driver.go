@@ -3,7 +3,7 @@ package kubernetes
 import (
 	"context"
 	"fmt"
-	"log/slog"
+	"go.yaml.in/yaml/v3"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,77 +24,95 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // Name is the driver's name in run/start's {driver, id} and in
 // enclosure.auto.
 const Name = "kubernetes"
 
-// How a process's stdin and stdout travel (kubernetes.stdio).
-const (
-	// StdioSocket passes them through a unix socket in the process's
-	// working directory, which Berth sees too through the workspace
-	// volume (a sidecar in the pod, or a volume on the same node); where
-	// it does not, or the relay cannot reach the socket, the exec's
-	// stream carries them.
-	StdioSocket = "socket"
-	// StdioExec passes them in the exec's stream, through the API server
-	// and the kubelet.
-	StdioExec = "exec"
-)
+// Config is the "kubernetes" section of Berth's configuration: how Berth
+// reaches the cluster and the conversation's pods.
+type Config struct {
+	// Kubeconfig is a kubeconfig file, for the kubernetes driver; empty:
+	// $KUBECONFIG, else ~/.kube/config, else the in-cluster service
+	// account. With none, "auto" skips the driver with a log line.
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Namespace is where "auto" looks for the conversation's pod, and where
+	// a bare pod name is; empty: the kubeconfig context's, or Berth's own
+	// pod's, else default.
+	Namespace string `yaml:"namespace"`
+	// Container is the pod's container processes run in when the id names
+	// none; empty: the pod's kubectl.kubernetes.io/default-container, else
+	// its first.
+	Container string `yaml:"container"`
+	// Sidecar says Berth runs in the sandbox pod itself: Dial uses the
+	// pod's loopback instead of a port-forward. It is also detected from
+	// the downward API's POD_NAMESPACE and POD_NAME.
+	Sidecar bool `yaml:"sidecar"`
+	// Workspace is the volume the workspace is on, mounted by the
+	// pod and by Berth: its name in the pod's spec (`workspace_volume:
+	// workspace`), or {name, path}. Empty: no path crosses, and run/start
+	// in a pod is refused.
+	Workspace Volume `yaml:"workspace_volume"`
+	// Stdio is how a process's stdin and stdout travel: socket (a unix
+	// socket in its working directory on the workspace volume, where
+	// Berth sees it and can reach it: a sidecar, or a volume on Berth's
+	// node; the exec's stream otherwise) or exec (the exec's stream,
+	// through the API server and the kubelet).
+	Stdio string `yaml:"stdio"`
+}
 
-// Options configure the driver.
+// DefaultConfig is the section's built-in defaults.
+func DefaultConfig() Config { return Config{Stdio: relayexec.StdioSocket} }
+
+// Options configure the driver: its section, what every container driver
+// takes, and what tests and a pod of Berth's own set.
 type Options struct {
-	// Kubeconfig is kubernetes.kubeconfig, a kubeconfig file. Empty:
-	// $KUBECONFIG, then ~/.kube/config, then the in-cluster configuration
-	// (the pod's service account), as kubectl looks.
-	Kubeconfig string
-	// Namespace is kubernetes.namespace, where "auto" looks and where an
-	// id without a namespace is. Empty: the kubeconfig context's, or the
-	// in-cluster pod's own, else "default".
-	Namespace string
-	// Container is kubernetes.container, the container processes run in
-	// when the id names none. Empty: the pod's
-	// kubectl.kubernetes.io/default-container annotation, else its first
-	// container.
-	Container string
-	// Sidecar is kubernetes.sidecar: Berth runs in the sandbox pod itself,
-	// so Dial uses the pod's loopback. It is also detected from Berth's own
-	// pod (Self).
-	Sidecar bool
-	// Workspace is kubernetes.workspace_volume: the volume the workspace
-	// is on, mounted both in the sandbox pod and by Berth.
-	Workspace Volume
-	// Stdio is kubernetes.stdio, StdioSocket (default) or StdioExec.
-	Stdio string
+	Config
+	relayexec.Shared
 	// Self is Berth's own pod, "namespace/name", when it runs in one;
 	// empty: found from $POD_NAMESPACE/$POD_NAME, else, in a cluster, from
 	// the host name and the service account's namespace.
 	Self string
-	// Config, when set, is used instead of loading a kubeconfig (tests).
-	Config *rest.Config
-	// Relay returns the relay to install; nil: relay.Find.
-	Relay func() (*relay.Binary, error)
-	// Log receives what the driver decides on its own (where the relay
-	// came from, a fallback to SPDY).
-	Log *slog.Logger
+	// Rest, when set, is used instead of loading a kubeconfig (tests).
+	Rest *rest.Config
 }
 
-// Volume names the workspace's volume: Name as the sandbox pod's
-// spec.volumes calls it, Path where Berth itself mounts the same volume
-// (its root). Path empty: Berth mounts the volume's root where the pod's
-// container mounts it (as deploy/kubernetes does in both shapes: a
-// sidecar shares the pod's emptyDir at /workspace; beside the harness,
-// Berth mounts the shared claim at /workspace and each sandbox pod its
-// conversation's subPath there).
+// Volume is kubernetes.workspace_volume: a volume's name alone (Berth
+// mounts the volume where the pod does), or {name, path}. Path empty:
+// Berth mounts the volume's root where the pod's container mounts it (as
+// deploy/kubernetes does in both shapes: a sidecar shares the pod's
+// emptyDir at /workspace; beside the harness, Berth mounts the shared
+// claim at /workspace and each sandbox pod its conversation's subPath
+// there).
 type Volume struct {
-	Name string
-	Path string
+	// Name is the volume's name in the sandbox pod's spec.volumes.
+	Name string `yaml:"name"`
+	// Path is where Berth mounts the same volume's root; empty: where the
+	// pod's container mounts it.
+	Path string `yaml:"path"`
 }
 
-// Check says what is wrong with the options a configuration gives, for
-// the configuration's check: names Kubernetes accepts, absolute paths.
-func (o Options) Check() error {
+// UnmarshalYAML takes the volume's name alone, or the mapping, whose keys
+// are checked as strictly as the file's.
+func (v *Volume) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*v = Volume{}
+		return n.Decode(&v.Name)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; k != "name" && k != "path" {
+			return fmt.Errorf("line %d: kubernetes.workspace_volume has no key %q: give the volume's name, or {name, path}", n.Content[i].Line, k)
+		}
+	}
+	type plain Volume
+	return n.Decode((*plain)(v))
+}
+
+// Check says what is wrong with the section, for the configuration's
+// check: names Kubernetes accepts, absolute paths.
+func (o Config) Check() error {
 	for _, f := range []struct{ key, value string }{{"kubernetes.namespace", o.Namespace}, {"kubernetes.container", o.Container}, {"kubernetes.workspace_volume.name", o.Workspace.Name}} {
 		if f.value == "" {
 			continue
@@ -108,8 +126,8 @@ func (o Options) Check() error {
 			return fmt.Errorf("%s %q: use an absolute path: %w", f.key, f.value, enclosure.ErrInvalidConfig)
 		}
 	}
-	if o.Stdio != "" && o.Stdio != StdioSocket && o.Stdio != StdioExec {
-		return fmt.Errorf("kubernetes.stdio %q: use %s or %s: %w", o.Stdio, StdioSocket, StdioExec, enclosure.ErrInvalidConfig)
+	if err := relayexec.CheckStdio("kubernetes.stdio", o.Stdio); err != nil {
+		return err
 	}
 	if o.Workspace.Path != "" && o.Workspace.Name == "" {
 		return fmt.Errorf("kubernetes.workspace_volume.path %q without a name: set kubernetes.workspace_volume.name to the volume's name in the pod's spec: %w", o.Workspace.Path, enclosure.ErrInvalidConfig)
@@ -128,9 +146,9 @@ type Driver struct {
 	findRelay func() (*relay.Binary, error)
 	self      func() string
 
-	// installed remembers where the relay went in each container, so a
+	// installer remembers where the relay went in each container, so a
 	// second run in the same container checks that one place first.
-	installed sync.Map // pod.ID() -> path inside
+	installer relayexec.Installer
 
 	spdyOnce  sync.Once   // logs the first fallback to SPDY
 	connected atomic.Bool // the client was made
@@ -148,16 +166,8 @@ var _ enclosure.Driver = (*Driver)(nil)
 
 // New returns the driver. It does not contact the API server.
 func New(o Options) *Driver {
-	if o.Relay == nil {
-		o.Relay = relay.Find
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.Stdio == "" {
-		o.Stdio = StdioSocket
-	}
-	d := &Driver{opts: o, findRelay: sync.OnceValues(o.Relay)}
+	o.Shared = o.Shared.WithDefaults()
+	d := &Driver{opts: o, findRelay: o.FindRelay("kubernetes")}
 	d.client = sync.OnceValues(d.connect)
 	d.self = sync.OnceValue(func() string {
 		if o.Self != "" {
@@ -189,7 +199,7 @@ func (d *Driver) Close() error {
 // $KUBECONFIG and ~/.kube/config, then in-cluster) and makes the client.
 func (d *Driver) connect() (*api, error) {
 	d.connected.Store(true)
-	cfg := d.opts.Config
+	cfg := d.opts.Rest
 	ns := d.opts.Namespace
 	if cfg == nil {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -286,14 +296,18 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 	if err := p.check(k); err != nil {
 		return nil, err
 	}
-	p.crossing = d.crossing(p, k)
-	p.sockets = &relay.Sockets{Off: d.opts.Stdio == StdioExec, Where: "kubernetes " + p.String(), Key: "kubernetes.stdio", Log: d.opts.Log}
-	p.sidecar = d.opts.Sidecar || d.self() == ns+"/"+name
-	bin, err := d.findRelay()
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes: the relay Berth installs into containers: %w", err)
+	where := "kubernetes " + p.String()
+	p.Container = &relayexec.Container{
+		Engine: p, Name: Name, Id: p.key(), Where: where, RelaySetsDirEnv: true,
+		Paths:   d.crossing(p, k),
+		Sockets: relayexec.NewSockets(d.opts.Stdio, "kubernetes.stdio", where, d.opts.Log),
 	}
-	if p.relay, err = d.install(ctx, p, bin); err != nil {
+	p.sidecar = d.opts.Sidecar || d.self() == ns+"/"+name
+	// The relay goes in through an exec of sh when the image lacks it
+	// (the API server has no archive API), as the container's user,
+	// where that user can write and execute (relay.StreamRoots).
+	if err := d.installer.Into(ctx, p.Container, relayexec.Install{Run: p.run, Log: d.opts.Log,
+		Advice: "give the container sh and a writable directory that allows exec (an emptyDir at /tmp)"}, d.findRelay); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -15,28 +15,24 @@ import (
 // crossing is the way between Berth's paths and the container's, through
 // the workspace volume (kubernetes.workspace_volume), which both mount:
 // Berth at Volume.Path, the container at each of its volumeMounts of it.
-// unusable, when set, says why no path crosses (no volume configured, or
-// the container does not mount it), for MapPath's error: run/start
+// Its Unusable, when set, says why no path crosses (no volume configured,
+// or the container does not mount it), for MapPath's error: run/start
 // refuses the workspace with it.
-type crossing struct {
-	mounts.Crossing
-	unusable error
-}
-
-// crossing builds the table from the container's volumeMounts: a mount of
+//
+// It builds the table from the container's volumeMounts: a mount of
 // the workspace volume has Berth's path of it as its source (with its
 // subPath: a sandbox pod that mounts its conversation's directory of a
 // shared claim); every other mount hides what lies under it. A mount with
 // a subPathExpr is not mapped (its directory is known to the kubelet
 // only).
-func (d *Driver) crossing(p *pod, k *corev1.Pod) crossing {
+func (d *Driver) crossing(p *pod, k *corev1.Pod) mounts.Crossing {
 	v := d.opts.Workspace
-	c := crossing{Crossing: mounts.Crossing{
+	c := mounts.Crossing{
 		Name:  p.String(),
 		Mount: "put %s on the volume kubernetes.workspace_volume names (" + v.Name + "), which Berth mounts at " + cmp.Or(v.Path, "the container's mount path"),
-	}}
+	}
 	if v.Name == "" {
-		c.unusable = fmt.Errorf("%s: kubernetes.workspace_volume is not set, so Berth cannot see the pod's files: put the workspace on a volume both mount (an emptyDir of the pod when Berth is its sidecar, else a ReadWriteMany claim) and name it in kubernetes.workspace_volume: %w", p, enclosure.ErrNotFound)
+		c.Unusable = fmt.Errorf("%s: kubernetes.workspace_volume is not set, so Berth cannot see the pod's files: put the workspace on a volume both mount (an emptyDir of the pod when Berth is its sidecar, else a ReadWriteMany claim) and name it in kubernetes.workspace_volume: %w", p, enclosure.ErrNotFound)
 		return c
 	}
 	var vms []corev1.VolumeMount
@@ -56,28 +52,7 @@ func (d *Driver) crossing(p *pod, k *corev1.Pod) crossing {
 		c.Container = append(c.Container, mounts.Mount{Source: src, Destination: m.MountPath, ReadOnly: m.ReadOnly})
 	}
 	if !mounted {
-		c.unusable = fmt.Errorf("%s does not mount the workspace volume %q (kubernetes.workspace_volume) (mounts: %s): add a volumeMount of it to the container, or name the volume it does mount: %w", p, v.Name, c.Container, enclosure.ErrNotFound)
+		c.Unusable = fmt.Errorf("%s does not mount the workspace volume %q (kubernetes.workspace_volume) (mounts: %s): add a volumeMount of it to the container, or name the volume it does mount: %w", p, v.Name, c.Container, enclosure.ErrNotFound)
 	}
 	return c
-}
-
-func (c crossing) inside(berthPath string) (string, error) {
-	if c.unusable != nil {
-		return "", c.unusable
-	}
-	return c.Inside(berthPath)
-}
-
-func (c crossing) writable(berthPath string) error {
-	if c.unusable != nil {
-		return nil
-	}
-	return c.Writable(berthPath)
-}
-
-func (c crossing) outside(enclosedPath string) (string, error) {
-	if c.unusable != nil {
-		return "", c.unusable
-	}
-	return c.Outside(enclosedPath)
 }

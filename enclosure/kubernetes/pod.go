@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	pathpkg "path"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,29 +17,28 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 	"github.com/berth-dev/berth/internal/boundedio"
 )
 
-// pod is one attached container of a pod: the enclosure and its state.
+// pod is one attached container of a pod: the enclosure (the
+// relayed-exec core's Container, which it embeds) and the API server's
+// side of it.
 type pod struct {
+	*relayexec.Container
 	d         *Driver
 	api       *api
 	ns, name  string
 	container string
-	relay     string // the relay's path inside
-	crossing  crossing
-	sidecar   bool           // Berth is in the same pod: Dial uses loopback
-	sockets   *relay.Sockets // how stdin and stdout travel
+	sidecar   bool // Berth is in the same pod: Dial uses loopback
 
-	found sync.Map // LookPath's answers: name -> path
+	protocol atomic.Pointer[string] // which carried the last exec to end
 }
 
-var _ enclosure.Enclosure = (*pod)(nil)
+var _ relayexec.Engine = (*pod)(nil)
 
-func (p *pod) Driver() string { return Name }
-
-// ID is what Attach takes back: namespace/pod/container.
-func (p *pod) ID() string { return p.ns + "/" + p.name + "/" + p.container }
+// key is what Attach takes back: namespace/pod/container.
+func (p *pod) key() string { return p.ns + "/" + p.name + "/" + p.container }
 
 // String names the pod in errors.
 func (p *pod) String() string {
@@ -102,8 +100,10 @@ func describe(s corev1.ContainerState) string {
 // failed explains an error of a call on the pod: it was deleted, it or
 // the container stopped, or the API server did not answer.
 func (p *pod) failed(ctx context.Context, what string, err error) error {
-	// ctx may be what ended the call: the pod is read all the same.
-	if rerr := p.running(context.WithoutCancel(ctx)); rerr != nil {
+	// ctx may be what ended the call: the pod is read all the same, and
+	// asked (Gone): an exec that failed may be the first sign that its
+	// container stopped.
+	if rerr := p.settled(context.WithoutCancel(ctx)); rerr != nil {
 		return rerr
 	}
 	return fmt.Errorf("kubernetes: %s: %s: %w", p, what, err)
@@ -119,108 +119,103 @@ func (p *pod) running(ctx context.Context) error {
 	return p.check(k)
 }
 
-// Check is nil while the pod and its container run, else why not, or
+// Running is nil while the pod and its container run, else why not, or
 // why the API server did not answer.
-func (p *pod) Check(ctx context.Context) error { return p.running(ctx) }
+func (p *pod) Running(ctx context.Context) error { return p.running(ctx) }
 
-// gone is the error saying the pod or its container no longer runs; nil
+// Gone is the error saying the pod or its container no longer runs; nil
 // while it runs, or when the API server does not answer.
-func (p *pod) gone(ctx context.Context) error {
-	if err := p.running(ctx); !errors.Is(err, enclosure.ErrUnavailable) {
+//
+// The API server learns of a container that stopped from the kubelet, a
+// second or two later (its relist, then the status update): until then
+// the pod reads as running. So a pod that reads as running is asked
+// too, with an exec of the relay; one the kubelet cannot exec in is
+// read again until the API server says what became of it (settleWait),
+// and is gone even if it never does.
+func (p *pod) Gone(ctx context.Context) error {
+	if err := p.settled(ctx); !errors.Is(err, enclosure.ErrUnavailable) {
 		return err
 	}
 	return nil
 }
 
-// MapPath turns a path as Berth sees it into the path the container's
-// processes see, through the workspace volume's mounts.
-func (p *pod) MapPath(berthPath string) (string, error) { return p.crossing.inside(berthPath) }
+// settleWait bounds the wait for the API server to say what became of a
+// container the kubelet can no longer exec in.
+const settleWait = 10 * time.Second
 
-// HostPath is MapPath's inverse.
-func (p *pod) HostPath(enclosedPath string) (string, error) {
-	return p.crossing.outside(enclosedPath)
+// settled is running, with a pod that reads as running confirmed by an
+// exec of the relay (Gone).
+func (p *pod) settled(ctx context.Context) error {
+	err := p.running(ctx)
+	if err != nil || p.Relay == "" {
+		return err
+	}
+	_, xerr := p.stream(ctx, relay.VersionArgs(p.Relay), remotecommand.StreamOptions{Stdout: io.Discard, Stderr: io.Discard})
+	if _, ok := exitCode(xerr); ok || ctx.Err() != nil {
+		return nil // the exec ran: the container runs
+	}
+	deadline := time.Now().Add(settleWait)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(250 * time.Millisecond):
+		}
+		if err := p.running(ctx); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("kubernetes: %s: the kubelet could not exec in it (%v) and the API server still says it runs after %s: its container has stopped; start a new run once the pod runs again (kubectl describe pod -n %s %s): %w", p, xerr, settleWait, p.ns, p.name, enclosure.ErrGone)
 }
 
-// Writable refuses a path on a volumeMount the container has readOnly.
-func (p *pod) Writable(berthPath string) error { return p.crossing.writable(berthPath) }
-
-// LookPath asks the relay which executable name is on the container's
-// PATH (its own environment's, as every exec gets it).
-func (p *pod) LookPath(ctx context.Context, name string) (string, error) {
-	if v, ok := p.found.Load(name); ok {
-		return v.(string), nil
-	}
-	path, err := relay.Which(ctx, p.run, p.relay, name, p.String())
-	if err != nil {
-		return "", err
-	}
-	p.found.Store(name, path)
-	return path, nil
-}
-
-// Start runs cmd under the relay in an exec: stdin framed (closing it
-// closes the program's stdin; closing the stream ends the run), stdout
-// and stderr apart. stdin and stdout go through a socket in cmd.Dir
-// where Berth sees that directory too (kubernetes.stdio: socket), else
-// in the exec's stream as well. The exec's stream is opened by the process's owner,
-// so Start reads the pod first: one deleted or stopped is Start's error,
-// as it is the other drivers'.
-func (p *pod) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
+// Exec opens the exec of x.Argv through the exec subresource and returns
+// its stream at once: the stream is its owner goroutine's, so an exec the
+// API server refuses (the pod deleted meanwhile) ends the process with
+// the reason in Wait. The pod is read first: one deleted or stopped is
+// the start's error, as it is the other drivers'. The exec API takes no
+// working directory or environment: the relay sets them.
+func (p *pod) Exec(ctx context.Context, x relayexec.Exec) (relayexec.Stream, error) {
 	if err := p.running(ctx); err != nil {
 		return nil, err
 	}
-	path := cmd.Path
-	if !strings.Contains(path, "/") {
-		lp, err := p.LookPath(ctx, path)
-		if err != nil {
-			return nil, err
-		}
-		path = lp
-	}
-	tag := relay.NewTag()
-	if l := p.sockets.Listen(cmd.Dir, tag, p.HostPath); l != nil {
-		h, err := p.startSocket(ctx, path, tag, cmd, l)
-		if !errors.Is(err, relay.ErrNotConnected) {
-			return h, err
-		}
-	}
-	return p.start(p.runArgs(path, tag, cmd, ""), tag, cmd.Stderr, ""), nil
+	sctx, cancel := context.WithCancel(context.Background())
+	stdinR, stdinW := io.Pipe()
+	return relayexec.NewPiped(x, stdinW, 0, relayexec.PipedFuncs{
+		Copy: func(stdout, stderr io.Writer) error {
+			protocol, err := p.stream(sctx, x.Argv, remotecommand.StreamOptions{Stdin: stdinR, Stdout: stdout, Stderr: stderr})
+			p.protocol.Store(&protocol)
+			cancel()
+			// Writes to stdin now fail rather than wait for a reader, and
+			// the client's copy of stdin ends.
+			_ = stdinW.Close()
+			return err
+		},
+		Exit: func(err error) (int, error) {
+			code, ok := exitCode(err)
+			if !ok {
+				return -1, p.failed(context.Background(), "the process's stream", err)
+			}
+			return code, nil
+		},
+		// Stdin's end (the relay reads EOF: over WebSocket a close
+		// message, over SPDY the stream's half-close) ends the run; the
+		// stream then ends with the relay, or is dropped after exitWait
+		// (the API server or the pod does not answer).
+		Drop: func() {
+			_ = stdinW.Close()
+			t := time.AfterFunc(exitWait, cancel)
+			context.AfterFunc(sctx, func() { t.Stop() })
+		},
+	}), nil
 }
 
-// runArgs is the relay's command line for cmd. The exec API takes no
-// working directory or environment: the relay sets them. With connect
-// (a socket's name in cmd.Dir), the relay gives the program that socket
-// as its stdin and stdout, and reads the socket's token first on its own
-// stdin: on the command line every process in the pod could read it.
-func (p *pod) runArgs(path, tag string, cmd enclosure.Cmd, connect string) []string {
-	o := relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag, Dir: cmd.Dir, Env: cmd.Env}
-	if connect != "" {
-		o.Connect = pathpkg.Join(cmd.Dir, connect)
-	}
-	return relay.RunArgs(p.relay, o, path, cmd.Args...)
-}
+// exitWait bounds the wait, once Kill closed stdin, for the stream to end
+// with the relay: its grace and its SIGKILL, with room.
+const exitWait = 30 * time.Second
 
-// startSocket starts cmd with its stdin and stdout through l. It returns
-// an error wrapping relay.ErrNotConnected when the relay ended without
-// connecting (the container's view of the directory is not Berth's).
-func (p *pod) startSocket(ctx context.Context, path, tag string, cmd enclosure.Cmd, l *relay.StdioListener) (enclosure.Process, error) {
-	defer l.Close()
-	h := p.start(p.runArgs(path, tag, cmd, l.Name), tag, cmd.Stderr, l.TokenLine())
-	// The exec API says nothing of the relay's pid: the token alone
-	// tells the relay from a stranger.
-	conn, err := p.sockets.Accept(ctx, l, 0, h.streamed.Done(), func() (int, error) {
-		h.attach(nil)
-		return h.Wait()
-	})
-	h.attach(conn)
-	if err != nil {
-		if !errors.Is(err, relay.ErrNotConnected) {
-			_ = h.Kill()
-			err = fmt.Errorf("kubernetes %s: starting %s in %q: %w", p, path, cmd.Dir, err)
-		}
-		return nil, err
-	}
-	return h, nil
+// Run runs argv to its end (relay.Runner).
+func (p *pod) Run(ctx context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
+	return p.run(ctx, argv, stdin)
 }
 
 // runTimeout bounds a command run to its end: the relay's short modes,

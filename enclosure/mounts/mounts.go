@@ -174,10 +174,17 @@ type Crossing struct {
 	// Mount says how to bind-mount a host path (its one %s) into such a
 	// container, for the error of a path that is not mounted.
 	Mount string
+	// Unusable, when set, says why no path crosses at all (the driver's
+	// configuration names no shared volume, or the container does not
+	// mount it): Inside and Outside return it, and Writable is nil.
+	Unusable error
 }
 
 // Inside is a path as Berth sees it turned into the container's.
 func (c Crossing) Inside(berthPath string) (string, error) {
+	if c.Unusable != nil {
+		return "", c.Unusable
+	}
 	host := berthPath
 	if c.Self != nil {
 		h, err := c.Self.Outside(berthPath)
@@ -197,6 +204,9 @@ func (c Crossing) Inside(berthPath string) (string, error) {
 // a path as Berth sees it: nil when the mount that shows it is writable,
 // else an error wrapping ErrReadOnly that names the mount.
 func (c Crossing) Writable(berthPath string) error {
+	if c.Unusable != nil {
+		return nil
+	}
 	host := berthPath
 	if c.Self != nil {
 		h, err := c.Self.Outside(berthPath)
@@ -220,6 +230,9 @@ var ErrReadOnly = errclass.Case("read-only mount", errclass.ErrPermission)
 // Outside is Inside's inverse: a path as the container sees it turned
 // into Berth's.
 func (c Crossing) Outside(enclosedPath string) (string, error) {
+	if c.Unusable != nil {
+		return "", c.Unusable
+	}
 	host, err := c.Container.Outside(enclosedPath)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", c.Name, err)

@@ -34,6 +34,10 @@ type Runner func(ctx context.Context, argv []string, stdin io.Reader) (Result, e
 // fails the version check and the next is tried.
 var StreamRoots = []string{"/opt/berth", "/tmp/.berth", "/dev/shm/.berth", "/run/.berth", "/var/tmp/.berth"}
 
+// PrepareScript makes the directory "$1" and checks that it is writable:
+// Stream's look before it streams. Run it as: sh -c PrepareScript sh DIR.
+const PrepareScript = `mkdir -p "$1" && [ -w "$1" ] && t="$1/.berth-probe.$$" && : > "$t" && rm -f "$t"`
+
 // StreamScript writes stdin to "$1/berth-relay" through a temporary file
 // and a rename, so a run that starts it at the same time never sees half
 // a binary. Run it as: sh -c StreamScript sh DIR.
@@ -72,6 +76,20 @@ func Stream(ctx context.Context, run Runner, bin *Binary) (string, []string, err
 	for _, root := range StreamRoots {
 		dir := InstallDir(root, bin.Version)
 		p := dir + "/" + Name
+		// The directory is made first, with no stdin: a shell that fails
+		// while megabytes wait on its stdin stalls some engines' exec
+		// until its timeout (a real kubelet, whose copy into the dead
+		// shell's stdin blocks), and a read-only root fails every root.
+		if r, err := run(ctx, []string{"sh", "-c", PrepareScript, "sh", dir}, nil); err != nil || r.Code != 0 {
+			why := ""
+			if err != nil {
+				why = err.Error()
+			} else {
+				why = fmt.Sprintf("exit %d: %s", r.Code, strings.TrimSpace(r.Stderr))
+			}
+			tried = append(tried, "making "+dir+" for it through sh: "+why)
+			continue
+		}
 		r, err := run(ctx, []string{"sh", "-c", StreamScript, "sh", dir}, bytes.NewReader(raw))
 		switch {
 		case err != nil:
@@ -88,34 +106,4 @@ func Stream(ctx context.Context, run Runner, bin *Binary) (string, []string, err
 		tried = append(tried, fmt.Sprintf("streaming it to %s through sh worked, but it does not run there (a noexec mount?): %s", p, why))
 	}
 	return "", tried, nil
-}
-
-// Install makes the relay of bin's version runnable through run, for a
-// driver without a copy API of its own, and returns its path there and
-// how it got there, trying in order: earlier (where an earlier run put
-// it; "" for none), the copy the image carries (InstallPath), and a copy
-// streamed through an exec of sh (Stream). When none works path is ""
-// and tried says what each attempt found, for the driver's error.
-func Install(ctx context.Context, run Runner, bin *Binary, earlier string) (path, how string, tried []string, err error) {
-	check := func(p string) bool {
-		ok, why := Check(ctx, run, p, bin.Version)
-		if !ok {
-			tried = append(tried, why)
-		}
-		return ok
-	}
-	if earlier != "" && check(earlier) {
-		return earlier, "installed by an earlier run", nil, nil
-	}
-	if fixed := InstallPath(bin.Version); check(fixed) {
-		return fixed, "baked into the image", nil, nil
-	}
-	p, more, err := Stream(ctx, run, bin)
-	if err != nil {
-		return "", "", nil, err
-	}
-	if p != "" {
-		return p, "streamed through sh", nil, nil
-	}
-	return "", "", append(tried, more...), nil
 }

@@ -204,7 +204,7 @@ func (p *Provider) newSessionFor(run *orchestrator.Run, c *conversation, a *Adap
 	if err != nil {
 		return nil, err
 	}
-	pp := paths{root: root, anywhere: run.Enclosure.Driver() == "host", toAdapter: run.Enclosure.MapPath, toHost: run.Enclosure.HostPath}
+	pp := paths{root: root, anywhere: run.Enclosure.Capabilities().SharedFiles, toAdapter: run.Enclosure.MapPath, toHost: run.Enclosure.HostPath}
 	s := newSession(&p.cfg, a, p.metrics, pp, program)
 	s.link.driver, s.link.enc = run.Enclosure.Driver(), run.Enclosure
 	p.adopt(c, s)
@@ -258,7 +258,7 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 	if err != nil {
 		return "", err
 	}
-	if built != "" && run.Enclosure.Driver() == "host" {
+	if built != "" && run.Enclosure.Capabilities().SharedFiles {
 		s.link.removeAfter = built
 	}
 	// The adapter runs in the program's project root (the directory of

@@ -88,7 +88,7 @@ func (s *server) initialize(ctx context.Context) error {
 	// typescript-language-server) exit within seconds. There it is null,
 	// as the spec allows; the relay ends the server with its session.
 	var pid any
-	if s.paths.encl.Driver() == "host" {
+	if s.paths.encl.Capabilities().SharedPIDs {
 		pid = os.Getpid()
 	}
 	params := map[string]any{

@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -46,7 +47,7 @@ func newServer(t *testing.T, grace time.Duration) *Server {
 	m := metrics.NewForTest()
 	reg := orchestrator.NewRegistry(m, 0)
 	reg.Add(provider{})
-	s := &Server{Registry: reg, Runs: orchestrator.NewRuns(m, 0), Metrics: m, Version: "test", DisconnectGrace: grace}
+	s := &Server{Registry: reg, Runs: orchestrator.NewRuns(m, 0, hostOnly()), Metrics: m, Version: "test", DisconnectGrace: grace}
 	t.Cleanup(func() {
 		s.Close()
 		s.Runs.StopAll()
@@ -428,3 +429,6 @@ func TestEachClassMapsToItsCodeAndErrorClass(t *testing.T) {
 		t.Errorf("a bad surface: %v; want %d with class invalid", err, CodeInvalidParams)
 	}
 }
+
+// hostOnly is the lookup of a Berth with the host enclosure alone.
+func hostOnly() *enclosure.Lookup { return &enclosure.Lookup{Host: host.New()} }

@@ -13,6 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 	"github.com/berth-dev/berth/orchestrator/rpc"
@@ -22,7 +24,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newServer(limit int64) *rpc.Server {
 	m := metrics.NewForTest()
-	return &rpc.Server{Registry: orchestrator.NewRegistry(m, 0), Runs: orchestrator.NewRuns(m, 0), Metrics: m, Version: "test", MaxMessageSize: limit}
+	return &rpc.Server{Registry: orchestrator.NewRegistry(m, 0), Runs: orchestrator.NewRuns(m, 0, hostOnly()), Metrics: m, Version: "test", MaxMessageSize: limit}
 }
 
 // lines runs Run with o in the background, and returns the lines it
@@ -187,3 +189,6 @@ func TestListenUnixLeavesAFileInTheWay(t *testing.T) {
 		t.Fatalf("the file in the way: %q, %v", b, err)
 	}
 }
+
+// hostOnly is the lookup of a Berth with the host enclosure alone.
+func hostOnly() *enclosure.Lookup { return &enclosure.Lookup{Host: host.New()} }

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relay/relaytest"
 )
 
 // Bin is Debian's docker client, which scripts/setup installs with the
@@ -82,4 +85,20 @@ func OnlySleep(t testing.TB, id string) {
 		}
 	}
 	t.Fatalf("docker top shows more than the container's sleep: %q", ps)
+}
+
+// Main is TestMain for a package whose tests run Docker containers
+// labelled label ("key=value", the package's own, so that the count
+// before and after ignores other packages' tests): it builds the relay
+// (relaytest.DriverMain, relaytest.Built), and fails the run when no
+// engine answers or a test left a container behind.
+func Main(m *testing.M, label string) {
+	relaytest.DriverMain(m, func(*relay.Binary) (func() (int, error), error) {
+		// A missing engine fails the run: a missing engine is never a
+		// skip.
+		if err := Engine(); err != nil {
+			return nil, err
+		}
+		return func() (int, error) { return Count(label) }, nil
+	})
 }

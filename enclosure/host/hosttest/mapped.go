@@ -54,6 +54,10 @@ func NewMapped(t testing.TB, workdir string) *Mapped {
 // Driver is "mapped": not "host", so callers treat it as a container.
 func (m *Mapped) Driver() string { return "mapped" }
 
+// Capabilities are a container's (the zero value): its files are seen
+// through the view only.
+func (m *Mapped) Capabilities() enclosure.Capabilities { return enclosure.Capabilities{} }
+
 // ID is the host's.
 func (m *Mapped) ID() string { return m.host.ID() }
 

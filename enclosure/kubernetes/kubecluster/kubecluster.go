@@ -229,7 +229,15 @@ type PodSpec struct {
 	MountPath string
 	// Image is the container's image; empty: Image.
 	Image string
+	// ReadOnly makes the container's root file system and its workdir
+	// mount read-only: with CRI's noexec /dev/shm, nowhere in it can a
+	// program be written and run.
+	ReadOnly bool
 }
+
+// BaseImage is an image without the relay (and without python), for the
+// relay's install paths; scripts/kube imports it with Image.
+const BaseImage = "berth/base:bookworm"
 
 // Pod is a running pod RunPod made.
 type Pod struct {
@@ -275,7 +283,8 @@ func (c *Cluster) RunPod(t testing.TB, s PodSpec) *Pod {
 			Containers: []corev1.Container{{
 				Name: ContainerName, Image: s.Image, ImagePullPolicy: corev1.PullNever,
 				Command: []string{"sleep", "infinity"}, WorkingDir: s.MountPath,
-				VolumeMounts: []corev1.VolumeMount{{Name: WorkspaceVolume, MountPath: s.MountPath, SubPath: s.SubPath}},
+				VolumeMounts:    []corev1.VolumeMount{{Name: WorkspaceVolume, MountPath: s.MountPath, SubPath: s.SubPath, ReadOnly: s.ReadOnly}},
+				SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: &s.ReadOnly},
 			}},
 			Volumes: []corev1.Volume{{Name: WorkspaceVolume, VolumeSource: corev1.VolumeSource{
 				HostPath: &corev1.HostPathVolumeSource{Path: s.Workdir, Type: &dir}}}},

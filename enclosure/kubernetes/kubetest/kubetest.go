@@ -65,6 +65,7 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/docker"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // Negotiation is one upgrade the stand-in's API server answered.
@@ -122,7 +123,7 @@ func Start(rel *relay.Binary) (*Server, error) {
 	}
 	s := &Server{
 		docker:    cli,
-		dialer:    docker.New(docker.Options{Relay: func() (*relay.Binary, error) { return rel, nil }}),
+		dialer:    docker.New(docker.Options{Shared: relayexec.Shared{Relay: func() (*relay.Binary, error) { return rel, nil }}}),
 		pods:      map[string]*entry{},
 		transport: http.DefaultTransport.(*http.Transport).Clone(),
 	}

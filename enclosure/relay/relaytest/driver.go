@@ -10,6 +10,12 @@ import (
 	"github.com/berth-dev/berth/enclosure/relay"
 )
 
+// built is the relay DriverMain built.
+var built *relay.Binary
+
+// Built is the relay DriverMain built for the package's tests.
+func Built() *relay.Binary { return built }
+
 // DriverMain is TestMain for a package that hands the relay to a driver
 // (and for the relay's own): it builds the relay into a temporary
 // directory and passes it to setup, which checks the engine (a missing
@@ -32,6 +38,7 @@ func DriverMain(m *testing.M, setup func(*relay.Binary) (count func() (int, erro
 	if err != nil {
 		fail(err)
 	}
+	built = bin
 	count, err := setup(bin)
 	if err != nil {
 		fail(err)

@@ -12,6 +12,7 @@ import (
 	"runtime"
 
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
 
 // Build builds cmd/berth-relay into dir and opens it.
@@ -27,4 +28,12 @@ func Build(dir string) (*relay.Binary, error) {
 		return nil, fmt.Errorf("building the relay: %v\n%s", err, b)
 	}
 	return relay.Open(out)
+}
+
+// WithRelay is s with bin as its relay, unless s names one.
+func WithRelay(s relayexec.Shared, bin *relay.Binary) relayexec.Shared {
+	if s.Relay == nil {
+		s.Relay = func() (*relay.Binary, error) { return bin, nil }
+	}
+	return s
 }

@@ -3,7 +3,6 @@ package relaytest
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"path"
 	"path/filepath"
@@ -13,51 +12,14 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relayexec"
 )
-
-// StdioKinds starts, in dir of enc, a program that prints what its stdin
-// and stdout are ("socket" or "pipe") and its user id, then echoes its
-// stdin, and returns the kinds and the echo: how a container driver
-// carried that start's stdio.
-func StdioKinds(t *testing.T, enc enclosure.Enclosure, dir string) (kinds, echo string) {
-	t.Helper()
-	p, err := enc.Start(context.Background(), enclosure.Cmd{Path: "sh", Dir: dir, Stderr: io.Discard,
-		Args: []string{"-c", `for fd in 0 1; do k=$(readlink /proc/$$/fd/$fd); printf '%s ' "${k%%:*}"; done; id -u; cat`}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(p.Stdout())
-	kinds, _ = r.ReadString('\n')
-	io.WriteString(p.Stdin(), "echoed")
-	p.Stdin().Close()
-	rest, _ := io.ReadAll(r)
-	if code, err := p.Wait(); code != 0 || err != nil {
-		t.Fatalf("exit %d, %v", code, err)
-	}
-	return strings.TrimSpace(kinds), string(rest)
-}
 
 // NoSocketLeft fails the test when a stdio socket's name is still in dir.
 func NoSocketLeft(t *testing.T, dir string) {
 	t.Helper()
 	if matches, _ := filepath.Glob(filepath.Join(dir, ".berth-*")); len(matches) != 0 {
 		t.Fatalf("left in the workdir: %v", matches)
-	}
-}
-
-// FellBack checks a container whose relays cannot reach their socket in
-// dir: two starts there both run on the exec's pipes, the container gave
-// sockets up (givenUp), and log holds one line saying so that names key,
-// the configuration key that skips the attempt.
-func FellBack(t *testing.T, enc enclosure.Enclosure, dir string, givenUp func() bool, log fmt.Stringer, key string) {
-	t.Helper()
-	for i := 0; i < 2; i++ {
-		if kinds, echo := StdioKinds(t, enc, dir); kinds != "pipe pipe 0" || echo != "echoed" {
-			t.Fatalf("start %d: stdin, stdout and uid %q, echo %q; want the exec's pipes", i, kinds, echo)
-		}
-	}
-	if !givenUp() || strings.Count(log.String(), "could not connect to its stdio socket") != 1 || !strings.Contains(log.String(), key+": exec") {
-		t.Fatalf("sockets given up: %v; log %q", givenUp(), log.String())
 	}
 }
 
@@ -82,15 +44,26 @@ while True:
 print("received", n, flush=True)
 `
 
-// StrangerWithTheToken checks that a process in enc's container that
-// holds l's token (as if it had stolen it) and connects to l before the
-// relay does is not taken for the relay, where the engine says which pid
-// the relay has: l is listening in dir (as the container sees it), start
-// starts the relay's exec of /bin/cat on l. The stranger runs in the
-// container's /tmp, with the exec's pipes. The program started echoes
-// through its socket, and the stranger receives nothing.
-func StrangerWithTheToken(t *testing.T, enc enclosure.Enclosure, l *relay.StdioListener, dir string, start func() (enclosure.Process, error)) {
+// StrangerWithTheToken checks that a process in c's container that
+// holds a stdio socket's token (as if it had stolen it) and connects to
+// it before the relay does is not taken for the relay, where the engine
+// says which pid the relay has. The socket is in dir (as the container
+// sees it; wd as Berth does), where the relay's exec of /bin/cat is
+// started on it; the stranger runs in the container's /tmp, with the
+// exec's pipes. The program echoes through its socket, the stranger
+// receives nothing, and no socket is left in wd.
+func StrangerWithTheToken(t *testing.T, c *relayexec.Container, dir, wd string) {
 	t.Helper()
+	l := c.Sockets.Listen(dir, relay.NewTag(), c.HostPath)
+	if l == nil {
+		t.Fatal("no socket in the workdir")
+	}
+	defer NoSocketLeft(t, wd)
+	defer l.Close()
+	var enc enclosure.Enclosure = c
+	start := func() (enclosure.Process, error) {
+		return c.StartOn(context.Background(), "/bin/cat", relay.NewTag(), enclosure.Cmd{Path: "/bin/cat", Dir: dir, Stderr: io.Discard}, l)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var stderr strings.Builder
