@@ -45,13 +45,15 @@ type pool struct {
 
 // parkKey is what a run must share with the run that parked a server to
 // adopt it: the enclosure, the workdir and root, the server's command
-// line, its catalog entry, the environment it was started with, and who
-// the enclosure runs it as through which relay (Capabilities).
+// line, its catalog entry, and who the enclosure runs it as through which
+// relay (Capabilities). The environment is the enclosure's own (a
+// container's, or Berth's less env.drop on the host), the same for every
+// process it starts: Berth adds none to a server's.
 type parkKey struct {
 	driver, id    string // the enclosure
 	workdir, root string
 	name          string
-	command       string // the resolved executable, its arguments and the environment it adds
+	command       string // the resolved executable and its arguments
 	config        string // a digest of its catalog entry
 	identity      string // the enclosure's user and relay version
 }
