@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/berth-dev/berth/internal/procfs"
 	"github.com/berth-dev/berth/orchestrator/rpc"
@@ -80,6 +81,50 @@ func (s *site) parked(t *testing.T) []string {
 	return out
 }
 
+// ownLine is one of a run's language servers in its lsp status.
+var ownLine = regexp.MustCompile(`(?m)^  \S+ for root .*?: \w+, .*?, (pid \d+|relay tag \S+), up `)
+
+// serversOf is what the live run reports as its own language servers,
+// each named as status names it.
+func serversOf(t *testing.T, c *rpc.Client, run string) []string {
+	t.Helper()
+	st := text(callTool(t, c, run, "lsp", map[string]any{"action": "status"}))
+	own, _, _ := strings.Cut(st, "Parked on this enclosure")
+	var out []string
+	for _, m := range ownLine.FindAllStringSubmatch(own, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// waitOnlyLanguageServers is waitNoProcesses while run goes on: its own
+// language servers (prewarmed at run/start) may be left too.
+func (s *site) waitOnlyLanguageServers(t *testing.T, after string, c *rpc.Client, run string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		allowed := append(serversOf(t, c, run), s.parked(t)...)
+		stray := s.notParked(t, allowed)
+		if len(stray) == 0 {
+			t.Logf("after %s only language servers are left, the run's and parked ones: %v", after, allowed)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes left in %s after %s: %v (the run's and parked language servers: %v)", s.place, after, stray, allowed)
+		}
+	}
+}
+
+// unparked is processes less the parked language servers Berth reports
+// (with their relays and what they started).
+func (s *site) unparked(t *testing.T) []string {
+	t.Helper()
+	parked := s.parked(t)
+	if len(parked) == 0 {
+		return s.processes(t)
+	}
+	return s.notParked(t, parked)
+}
+
 // proc is one process of a site: its pid, its parent's and its command
 // line, with the host's pids.
 type proc struct {
@@ -109,10 +154,10 @@ func (s *site) table(t *testing.T) []proc {
 	return out
 }
 
-// notParked lists the site's processes that belong to none of the parked
-// servers (each named as status names it: the server's pid on the host,
-// its relay's pid or tag in a container), with the relay each runs under
-// and what each started; a parked server with no process is listed too.
+// notParked lists the site's processes ("PID ARGS") that belong to none
+// of the servers (each named as status names it: the server's pid on the
+// host, its relay's pid or tag in a container), with the relay each runs
+// under and what each started; a server with no process is listed too.
 func (s *site) notParked(t *testing.T, parked []string) []string {
 	t.Helper()
 	procs := s.table(t)

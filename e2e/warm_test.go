@@ -94,16 +94,16 @@ func twoRunsInARow(t *testing.T, p place, yaml string, parking bool) {
 	before := s.named(t, "gopls")
 
 	second := s.start(t, c, nil)
+	how, again := goplsOf(t, c, second) // run/start's prewarm got it
 	warm := firstReferences(t, c, second)
 	after := s.named(t, "gopls")
-	how, again := goplsOf(t, c, second)
 	switch {
-	case parking && (again != process || !strings.HasPrefix(how, "adopted")):
-		t.Errorf("the second run's gopls: %s, %s; want the first's, %s, adopted", again, how, process)
+	case parking && (again != process || !strings.HasPrefix(how, "adopted at run/start (prewarm)")):
+		t.Errorf("the second run's gopls: %s, %s; want the first's, %s, adopted at run/start", again, how, process)
 	case parking && (len(after) == 0 || !slices.Equal(after, before)):
 		// gopls may run a second process of its own (its crash monitor).
 		t.Errorf("gopls processes before the second run %v, after its first call %v: want the same ones", before, after)
-	case !parking && (again == process || !strings.HasPrefix(how, "started cold")):
+	case !parking && (again == process || !strings.HasPrefix(how, "started cold at run/start (prewarm)")):
 		t.Errorf("with parking off the second run's gopls is %s (%s); the first's was %s", again, how, process)
 	}
 	t.Logf("%s, parking %v: first references, first run %s, second run %s", p, parking, cold.Round(time.Millisecond), warm.Round(time.Millisecond))
