@@ -21,38 +21,55 @@ import (
 // (lsp status of a run in an empty directory of the site) and tell them
 // apart from anything else left.
 
-// asker is the client that started a site's runs, once one did.
+// asker holds the clients that started a site's runs: each is a Berth
+// that may have parked servers there. A site made without one (nil) asks
+// nothing: nothing may be left.
 type asker struct {
 	mu sync.Mutex
-	c  *rpc.Client
+	cs []*rpc.Client
 }
 
 func (a *asker) set(c *rpc.Client) {
+	if a == nil {
+		return
+	}
 	a.mu.Lock()
-	a.c = c
+	if !slices.Contains(a.cs, c) {
+		a.cs = append(a.cs, c)
+	}
 	a.mu.Unlock()
 }
 
-func (a *asker) get() *rpc.Client {
+func (a *asker) clients() []*rpc.Client {
+	if a == nil {
+		return nil
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.c
+	return slices.Clone(a.cs)
 }
 
 // parkedLine is a parked server's line in lsp status: its process is
 // "pid N" or "relay tag T".
 var parkedLine = regexp.MustCompile(`(?m)^  \S+ for .*?: (pid \d+|relay tag \S+), parked `)
 
-// parked is what Berth reports parked on the site's enclosure: each
-// server's process as status names it ("pid N", "relay tag T"). None when
-// no client started a run of the site, or it is closed (Berth stopped,
-// and its parked servers with it).
+// parked is what every Berth that started a run of the site reports
+// parked on the site's enclosure: each server's process as status names
+// it ("pid N", "relay tag T"). A Berth that has stopped (its client is
+// closed) has ended its parked servers and reports none.
 func (s *site) parked(t *testing.T) []string {
 	t.Helper()
-	c := s.asker.get()
-	if c == nil {
-		return nil
+	var out []string
+	for _, c := range s.asker.clients() {
+		out = append(out, s.parkedBy(t, c)...)
 	}
+	return out
+}
+
+// parkedBy is what the Berth of c reports parked on the site's
+// enclosure.
+func (s *site) parkedBy(t *testing.T, c *rpc.Client) []string {
+	t.Helper()
 	dir, err := os.MkdirTemp(s.Dir, ".berth-probe-")
 	if err != nil {
 		t.Fatal(err)
