@@ -150,11 +150,7 @@ func (h *clusterHarness) Engine() (string, string, error) {
 // Misled takes the workspace volume to be mounted at elsewhere, a copy
 // of root's tree without its contents.
 func (h *clusterHarness) Misled(t *testing.T, wd, elsewhere string, log *slog.Logger) (enclosure.Driver, error) {
-	rel, err := filepath.Rel(h.root, wd)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Join(elsewhere, rel), 0o755); err != nil {
+	if err := mirror(h.root, wd, elsewhere); err != nil {
 		return nil, err
 	}
 	o := h.options(elsewhere)
@@ -217,16 +213,16 @@ func TestClusterRBACPodOutsideTheRolesNamespaceIsRefused(t *testing.T) {
 	t.Logf("attach: %v", err)
 	wants := []string{"forbidden", id.User, `namespace "` + other + `"`, "RoleBinding in namespace " + other, "namespace " + id.Namespace}
 	for _, w := range wants {
-		if !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), w) {
-			t.Errorf("attach to %s outside the Role's namespace %s: %v; want ErrUnavailable saying %q", k.ID(), id.Namespace, err, w)
+		if !errors.Is(err, enclosure.ErrRefused) || !strings.Contains(err.Error(), w) {
+			t.Errorf("attach to %s outside the Role's namespace %s: %v; want ErrRefused (permission) saying %q", k.ID(), id.Namespace, err, w)
 		}
 	}
 	od := newDriver(t, nil, Options{Config: Config{Kubeconfig: id.Kubeconfig, Namespace: other}})
 	_, err = od.Find(context.Background(), "conv-elsewhere")
 	t.Logf("auto: %v", err)
 	for _, w := range append(wants[:3], "list") {
-		if !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), w) {
-			t.Errorf("auto in namespace %s: %v; want ErrUnavailable saying %q", other, err, w)
+		if !errors.Is(err, enclosure.ErrRefused) || !strings.Contains(err.Error(), w) {
+			t.Errorf("auto in namespace %s: %v; want ErrRefused (permission) saying %q", other, err, w)
 		}
 	}
 }

@@ -108,13 +108,19 @@ func (h *harness) Engine() (string, string, error) {
 // Misled is a driver that takes the workspace volume to be mounted at
 // elsewhere, a copy of root's tree without its contents.
 func (h *harness) Misled(t *testing.T, wd, elsewhere string, log *slog.Logger) (enclosure.Driver, error) {
-	rel, err := filepath.Rel(h.root, wd)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Join(elsewhere, rel), 0o755); err != nil {
+	if err := mirror(h.root, wd, elsewhere); err != nil {
 		return nil, err
 	}
 	o := Options{Config: Config{Workspace: Volume{Name: kubetest.WorkspaceVolume, Path: elsewhere}}, Shared: relayexec.Shared{Log: log}}
 	return newDriver(t, h.s, o), nil
+}
+
+// mirror makes wd's directory (below root) below elsewhere too, empty: a
+// workspace volume Berth takes to be mounted at elsewhere.
+func mirror(root, wd, elsewhere string) error {
+	rel, err := filepath.Rel(root, wd)
+	if err != nil {
+		return err
+	}
+	return os.MkdirAll(filepath.Join(elsewhere, rel), 0o755)
 }

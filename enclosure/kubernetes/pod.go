@@ -100,8 +100,10 @@ func describe(s corev1.ContainerState) string {
 // failed explains an error of a call on the pod: it was deleted, it or
 // the container stopped, or the API server did not answer.
 func (p *pod) failed(ctx context.Context, what string, err error) error {
-	// ctx may be what ended the call: the pod is read all the same.
-	if rerr := p.running(context.WithoutCancel(ctx)); rerr != nil {
+	// ctx may be what ended the call: the pod is read all the same, and
+	// asked (Gone): an exec that failed may be the first sign that its
+	// container stopped.
+	if rerr := p.settled(context.WithoutCancel(ctx)); rerr != nil {
 		return rerr
 	}
 	return fmt.Errorf("kubernetes: %s: %s: %w", p, what, err)
@@ -123,11 +125,47 @@ func (p *pod) Running(ctx context.Context) error { return p.running(ctx) }
 
 // Gone is the error saying the pod or its container no longer runs; nil
 // while it runs, or when the API server does not answer.
+//
+// The API server learns of a container that stopped from the kubelet, a
+// second or two later (its relist, then the status update): until then
+// the pod reads as running. So a pod that reads as running is asked
+// too, with an exec of the relay; one the kubelet cannot exec in is
+// read again until the API server says what became of it (settleWait),
+// and is gone even if it never does.
 func (p *pod) Gone(ctx context.Context) error {
-	if err := p.running(ctx); !errors.Is(err, enclosure.ErrUnavailable) {
+	if err := p.settled(ctx); !errors.Is(err, enclosure.ErrUnavailable) {
 		return err
 	}
 	return nil
+}
+
+// settleWait bounds the wait for the API server to say what became of a
+// container the kubelet can no longer exec in.
+const settleWait = 10 * time.Second
+
+// settled is running, with a pod that reads as running confirmed by an
+// exec of the relay (Gone).
+func (p *pod) settled(ctx context.Context) error {
+	err := p.running(ctx)
+	if err != nil || p.Relay == "" {
+		return err
+	}
+	_, xerr := p.stream(ctx, relay.VersionArgs(p.Relay), remotecommand.StreamOptions{Stdout: io.Discard, Stderr: io.Discard})
+	if _, ok := exitCode(xerr); ok || ctx.Err() != nil {
+		return nil // the exec ran: the container runs
+	}
+	deadline := time.Now().Add(settleWait)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(250 * time.Millisecond):
+		}
+		if err := p.running(ctx); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("kubernetes: %s: the kubelet could not exec in it (%v) and the API server still says it runs after %s: its container has stopped; start a new run once the pod runs again (kubectl describe pod -n %s %s): %w", p, xerr, settleWait, p.ns, p.name, enclosure.ErrGone)
 }
 
 // Exec opens the exec of x.Argv through the exec subresource and returns

@@ -34,6 +34,10 @@ type Runner func(ctx context.Context, argv []string, stdin io.Reader) (Result, e
 // fails the version check and the next is tried.
 var StreamRoots = []string{"/opt/berth", "/tmp/.berth", "/dev/shm/.berth", "/run/.berth", "/var/tmp/.berth"}
 
+// PrepareScript makes the directory "$1" and checks that it is writable:
+// Stream's look before it streams. Run it as: sh -c PrepareScript sh DIR.
+const PrepareScript = `mkdir -p "$1" && [ -w "$1" ] && t="$1/.berth-probe.$$" && : > "$t" && rm -f "$t"`
+
 // StreamScript writes stdin to "$1/berth-relay" through a temporary file
 // and a rename, so a run that starts it at the same time never sees half
 // a binary. Run it as: sh -c StreamScript sh DIR.
@@ -72,6 +76,20 @@ func Stream(ctx context.Context, run Runner, bin *Binary) (string, []string, err
 	for _, root := range StreamRoots {
 		dir := InstallDir(root, bin.Version)
 		p := dir + "/" + Name
+		// The directory is made first, with no stdin: a shell that fails
+		// while megabytes wait on its stdin stalls some engines' exec
+		// until its timeout (a real kubelet, whose copy into the dead
+		// shell's stdin blocks), and a read-only root fails every root.
+		if r, err := run(ctx, []string{"sh", "-c", PrepareScript, "sh", dir}, nil); err != nil || r.Code != 0 {
+			why := ""
+			if err != nil {
+				why = err.Error()
+			} else {
+				why = fmt.Sprintf("exit %d: %s", r.Code, strings.TrimSpace(r.Stderr))
+			}
+			tried = append(tried, "making "+dir+" for it through sh: "+why)
+			continue
+		}
 		r, err := run(ctx, []string{"sh", "-c", StreamScript, "sh", dir}, bytes.NewReader(raw))
 		switch {
 		case err != nil:

@@ -160,11 +160,21 @@ func (s *StdioListener) TokenLine() string { return s.token + "\n" }
 func (s *StdioListener) ExpectPeer(pid int) { s.peer = pid }
 
 // connectsTo says whether the process pid, as Berth sees it, is a relay
-// whose --connect names a socket called name.
+// whose --connect names a socket called name. A process in the middle of
+// its exec (the engine's exec said it started, the kernel has not yet
+// set up its arguments) has an empty command line for a moment: it is
+// read again for up to cmdlineWait, since a stranger that connects in
+// that moment must not be taken for the relay.
 func connectsTo(pid int, name string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		return false
+	var b []byte
+	for deadline := time.Now().Add(cmdlineWait); ; time.Sleep(2 * time.Millisecond) {
+		var err error
+		if b, err = os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err != nil {
+			return false
+		}
+		if len(b) > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	args := strings.Split(string(b), "\x00")
 	for i, a := range args {
@@ -208,6 +218,9 @@ func (s *StdioListener) fromPeer(conn *net.UnixConn) bool {
 	}
 	return !connectsTo(s.peer, s.Name)
 }
+
+// cmdlineWait bounds connectsTo's wait for a command line being set up.
+const cmdlineWait = 200 * time.Millisecond
 
 // acceptWait bounds Accept when ctx has no earlier deadline: the relay
 // connects before it starts the program, at once.

@@ -21,8 +21,12 @@ type box struct {
 	mu     sync.Mutex
 	relays map[string]string
 	noexec map[string]bool
-	noSh   bool
-	copies int // archive copies made
+	// readOnly roots refuse a directory; a stream into one is never
+	// started (it would stall a real kubelet: streamed counts them).
+	readOnly map[string]bool
+	streamed int
+	noSh     bool
+	copies   int // archive copies made
 }
 
 func (b *box) run(_ context.Context, argv []string, stdin io.Reader) (relay.Result, error) {
@@ -34,7 +38,15 @@ func (b *box) run(_ context.Context, argv []string, stdin io.Reader) (relay.Resu
 			return relay.Result{Stdout: v + "\n"}, nil
 		}
 		return relay.Result{Code: 127, Stderr: "not found"}, nil
+	case argv[0] == "sh" && !b.noSh && argv[2] == relay.PrepareScript:
+		if b.readOnly[filepath.Dir(argv[len(argv)-1])] {
+			return relay.Result{Code: 1, Stderr: "mkdir: Read-only file system"}, nil
+		}
+		return relay.Result{}, nil
 	case argv[0] == "sh" && !b.noSh:
+		if b.readOnly[filepath.Dir(argv[len(argv)-1])] {
+			b.streamed++
+		}
 		raw, _ := io.ReadAll(stdin)
 		b.relays[argv[len(argv)-1]+"/"+relay.Name] = string(raw)
 		return relay.Result{}, nil
@@ -79,6 +91,7 @@ func TestInstallerTriesEachWayInOrder(t *testing.T) {
 		{name: "baked", b: &box{relays: map[string]string{fixed: "v1"}}, path: fixed, how: "baked into the image"},
 		{name: "archive", b: &box{relays: map[string]string{}}, archive: true, path: fixed, how: "archive copy"},
 		{name: "streamed past a noexec root", b: &box{relays: map[string]string{}, noexec: map[string]bool{"/opt/berth": true}}, path: streamed, how: "streamed through sh"},
+		{name: "streamed past a read-only root", b: &box{relays: map[string]string{}, readOnly: map[string]bool{"/opt/berth": true}}, path: streamed, how: "streamed through sh"},
 		{name: "nowhere", b: &box{relays: map[string]string{}, noSh: true}, wantFail: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -96,6 +109,9 @@ func TestInstallerTriesEachWayInOrder(t *testing.T) {
 			}
 			if err != nil || p != c.path || how != c.how {
 				t.Fatalf("Install = %q (%s), %v; want %q (%s)", p, how, err, c.path, c.how)
+			}
+			if c.b.streamed != 0 {
+				t.Fatalf("%d streams into a read-only root: its directory is made first, with no stdin", c.b.streamed)
 			}
 			// A second install in the same container checks that place
 			// first, and copies nothing again.
