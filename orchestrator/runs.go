@@ -44,6 +44,10 @@ type Runs struct {
 	// a read-only mount (enclosure.write_read_only_mounts); set it before
 	// serving.
 	WriteReadOnlyMounts bool
+	// OnStart, when set, is called with each run Start made, once it is
+	// in the table and before Start returns (Registry.RunStarted: the
+	// providers' background work). It must return at once.
+	OnStart func(run *Run)
 
 	metrics     *metrics.Metrics
 	idleTimeout time.Duration
@@ -120,6 +124,9 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	rs.runs[id] = run
 	rs.mu.Unlock()
 	rs.metrics.RunsActive.Inc()
+	if rs.OnStart != nil {
+		rs.OnStart(run)
+	}
 	return run, nil
 }
 
