@@ -7,6 +7,8 @@ require (
 	github.com/containerd/containerd/v2 v2.4.2
 	github.com/containerd/errdefs v1.0.0
 	github.com/containerd/errdefs/pkg v0.3.0
+	github.com/djherbis/buffer v1.2.1
+	github.com/djherbis/nio/v3 v3.0.1
 	github.com/google/go-dap v0.12.0
 	github.com/moby/moby/api v1.57.0
 	github.com/moby/moby/client v0.6.3

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/djherbis/buffer"
+	"github.com/djherbis/nio/v3"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 	"golang.org/x/sys/unix"
@@ -30,11 +32,24 @@ func (c *container) dialRelay(ctx context.Context, port int) (net.Conn, error) {
 	mine, theirs := net.Pipe()
 	conn := &execConn{Conn: mine, hj: hj}
 	stderrR, stderrW := io.Pipe()
+	// Docker sends stdout and stderr in one stream, and the caller reads
+	// the connection only once Dial has returned, after the relay's
+	// ready line on stderr. A server that speaks first (debugpy's adapter
+	// sends events at once) can put its greeting in the stream before
+	// that line: it waits in a buffer of up to earlyOutput bytes, so that
+	// the line gets through, rather than hold the stream, the line and
+	// the Dial until the call gives up.
+	outR, outW := nio.Pipe(buffer.New(earlyOutput))
 	go func() {
-		_, err := stdcopy.StdCopy(theirs, stderrW, hj.Reader)
+		_, err := stdcopy.StdCopy(outW, stderrW, hj.Reader)
 		stderrW.CloseWithError(err)
-		theirs.Close()
+		outW.CloseWithError(err)
 		hj.Close()
+	}()
+	go func() {
+		_, err := io.Copy(theirs, outR)
+		outR.CloseWithError(err) // the reader went away: the demultiplexer's writes fail, not wait
+		theirs.Close()
 	}()
 	ready := relay.DialReady(stderrR)
 	select {
@@ -52,6 +67,10 @@ func (c *container) dialRelay(ctx context.Context, port int) (net.Conn, error) {
 		return nil, fmt.Errorf("connecting to 127.0.0.1:%d in docker container %s: %w", port, c.name, ctx.Err())
 	}
 }
+
+// earlyOutput bounds what a server may send through a relay's dial
+// before the relay's ready line is read (see dialRelay).
+const earlyOutput = 1 << 20
 
 // execConn is a connection through an exec's streams: reads come from
 // the exec's stdout (through a net.Pipe, which gives them deadlines),

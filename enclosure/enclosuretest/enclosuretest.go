@@ -22,6 +22,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -111,6 +112,7 @@ func Run(t *testing.T, h Harness) {
 		{"KillLeavesNothing", testKill},
 		{"LookPath", testLookPath},
 		{"Dial", testDial},
+		{"DialAServerThatSpeaksFirst", testDialSpeaksFirst},
 		{"Stopped", testStopped},
 		{"Removed", testRemoved},
 		{"SilentEngine", testSilent},
@@ -485,6 +487,62 @@ func testDial(t *testing.T, h Harness) {
 	if _, err := f.enc.Dial(ctx(t), 0); !errors.Is(err, enclosure.ErrInvalidConfig) {
 		t.Errorf("Dial(0) = %v, want ErrInvalidConfig", err)
 	}
+}
+
+// greeter listens on a port of the enclosure's loopback, prints it, and
+// greets each of the connections it accepts, at once, with greeting
+// bytes of "g" and a newline, then answers its line upper-cased.
+const greeter = `import socket, sys
+n = int(sys.argv[1])
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+print(s.getsockname()[1], flush=True)
+for _ in range(int(sys.argv[2])):
+    c, _ = s.accept()
+    c.sendall(b"g" * n + b"\n")
+    f = c.makefile("rb")
+    c.sendall(f.readline().upper())
+    c.close()
+`
+
+// testDialSpeaksFirst dials, again and again, a server that writes before
+// it reads (a debugpy adapter's first events, an SSH banner): each Dial
+// returns, the greeting arrives whole, and the connection then works
+// both ways. Docker's exec stream carries stdout and stderr in one
+// stream, so a greeting that came before the relay's ready line on
+// stderr held the line back, and the Dial with it, until the call gave
+// up: the Kubernetes stand-in's debugpy attach over SPDY failed so (the
+// stand-in forwards through the Docker driver's Dial).
+func testDialSpeaksFirst(t *testing.T, h Harness) {
+	const dials, size = 8, 256 << 10
+	f := attachNew(t, h, Options{})
+	p := f.start(t, enclosure.Cmd{Path: "python3", Args: []string{"-c", greeter, strconv.Itoa(size), strconv.Itoa(dials)}, Dir: f.inside, Stderr: io.Discard})
+	var port int
+	if _, err := fmt.Fscan(bufio.NewReader(p.Stdout()), &port); err != nil {
+		t.Fatalf("the server's port: %v", err)
+	}
+	for i := range dials {
+		dctx, cancel := context.WithTimeout(ctx(t), 20*time.Second)
+		start := time.Now()
+		conn, err := f.enc.Dial(dctx, port)
+		cancel()
+		if err != nil {
+			t.Fatalf("dial %d to a server that speaks first: %v (after %s)", i, err, time.Since(start).Round(time.Millisecond))
+		}
+		_ = conn.SetDeadline(time.Now().Add(wait))
+		r := bufio.NewReaderSize(conn, 4096)
+		line, err := r.ReadString('\n')
+		if err != nil || len(line) != size+1 {
+			t.Fatalf("dial %d: the greeting: %d bytes, %v; want %d", i, len(line), err, size+1)
+		}
+		io.WriteString(conn, "ping\n")
+		if back, err := r.ReadString('\n'); err != nil || back != "PING\n" {
+			t.Fatalf("dial %d: the answer: %q, %v", i, back, err)
+		}
+		conn.Close()
+	}
+	<-p.Done()
 }
 
 func testStopped(t *testing.T, h Harness) {
