@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -143,7 +144,9 @@ func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s
 
 // After run/stop, a runs' idle timeout, and a debug session's TTL, docker
 // top shows only the container's own process: language server, kernels,
-// adapters, debuggees and the relays running them are all gone.
+// adapters, debuggees and the relays running them are all gone, but the
+// language servers Berth reports parked for the next run (and, after the
+// TTL, those of the run that goes on).
 //
 // Issue 13 item 8.
 func TestContainersDockerStopAndTTLLeaveOnlyTheContainersProcess(t *testing.T) {
@@ -188,7 +191,7 @@ func TestContainersDockerStopAndTTLLeaveOnlyTheContainersProcess(t *testing.T) {
 			t.Fatalf("the debuggee outlived the session's TTL: %v", s.processes(t))
 		}
 	}
-	s.waitNoProcesses(t, "the debug session's TTL")
+	s.waitOnlyLanguageServers(t, "the debug session's TTL", c, run)
 
 	// The runs' idle timeout ends a run that does nothing.
 	busy(run)
@@ -334,15 +337,16 @@ func TestContainersDockerUnmountedWorkdirRefused(t *testing.T) {
 
 // unmountedWorkdirRefused starts a run in a workdir s's container does
 // not mount, by driver and id and by "auto", and wants invalid params
-// naming the workdir and the container's mount. The engines' tests share
+// (class invalid, issue 27 item 3) naming the workdir and the container's
+// mount. The engines' tests share
 // it.
 func unmountedWorkdirRefused(t *testing.T, s *site, c *rpc.Client, driver string) {
 	t.Helper()
 	elsewhere := onHost.fresh(t)
 	for _, enc := range []*rpc.EnclosureParam{{Driver: driver, ID: s.enclosureID()}, {Driver: "auto"}} {
 		_, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: elsewhere.Dir, ConversationID: s.Conversation, Enclosure: enc})
-		if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), "/workspace") || !strings.Contains(err.Error(), elsewhere.Dir) {
-			t.Errorf("run/start %+v in an unmounted workdir: %v, want invalid params naming the workdir and the mounts", enc, err)
+		if rpcCode(err) != rpc.CodeInvalidParams || rpcClass(err) != errclass.Invalid || !strings.Contains(err.Error(), "/workspace") || !strings.Contains(err.Error(), elsewhere.Dir) {
+			t.Errorf("run/start %+v in an unmounted workdir: %v (class %q), want invalid params (class invalid) naming the workdir and the mounts", enc, err, rpcClass(err))
 		}
 	}
 }

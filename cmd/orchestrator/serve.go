@@ -55,6 +55,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	runs := orchestrator.NewRuns(m, cfg.Runs.IdleTimeout, enclosures(cfg, log))
 	runs.WriteReadOnlyMounts = cfg.Enclosure.WriteReadOnlyMounts
+	runs.OnStart = reg.RunStarted // the providers' background work: lsp's prewarm
 	o := serve.Options{
 		Server: &rpc.Server{
 			Registry: reg, Runs: runs, Metrics: m, Version: buildVersion(),

@@ -11,7 +11,9 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // ID is the ID of the host enclosure.
@@ -76,9 +79,10 @@ func (*Enclosure) Driver() string { return "host" }
 // ID is ID.
 func (*Enclosure) ID() string { return ID }
 
-// Capabilities: the host shares Berth's pids and its whole file system.
-func (*Enclosure) Capabilities() enclosure.Capabilities {
-	return enclosure.Capabilities{SharedPIDs: true, SharedFiles: true}
+// Capabilities: the host shares Berth's pids and its whole file system;
+// its processes run as Berth's user, under the relay Berth found.
+func (e *Enclosure) Capabilities() enclosure.Capabilities {
+	return enclosure.Capabilities{SharedPIDs: true, SharedFiles: true, User: strconv.Itoa(os.Getuid()), Relay: e.relayPath()}
 }
 
 // LookPath looks name up on Berth's own PATH.
@@ -196,6 +200,15 @@ func executable(path, dir string) error {
 		path = filepath.Join(dir, path)
 	}
 	_, err := exec.LookPath(path)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		// Not executable: the path names a file Berth may not run.
+		return errclass.Reclass(err, enclosure.ErrPermission)
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, exec.ErrNotFound):
+		return errclass.Reclass(err, enclosure.ErrNotFound)
+	}
 	return err
 }
 

@@ -1,7 +1,9 @@
 package host
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -34,7 +36,10 @@ type handle struct {
 	prog      int
 }
 
-var _ enclosure.Process = (*handle)(nil)
+var (
+	_ enclosure.Process  = (*handle)(nil)
+	_ enclosure.Resident = (*handle)(nil)
+)
 
 // Pid is the program's pid: under the relay, the relay's child (found by
 // findProg; 0 if the relay ended before it started one).
@@ -68,6 +73,20 @@ func (h *handle) findProg() {
 		case <-time.After(200 * time.Microsecond):
 		}
 	}
+}
+
+// RSS is the resident memory of the program and everything it started,
+// read in /proc.
+func (h *handle) RSS(context.Context) (int64, error) {
+	pid := h.Pid()
+	if pid <= 0 {
+		return 0, fmt.Errorf("the process has ended: %w", enclosure.ErrNotFound)
+	}
+	n, ok := procfs.TreeRSS(pid)
+	if !ok {
+		return 0, fmt.Errorf("process %d: its memory cannot be read in /proc: %w", pid, enclosure.ErrNotFound)
+	}
+	return n, nil
 }
 
 func (h *handle) Stdin() io.WriteCloser { return h.stdin }

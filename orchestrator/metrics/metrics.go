@@ -41,6 +41,18 @@ const (
 	InterruptInterrupted = "interrupted" // the cell stopped within its grace
 	InterruptKilled      = "killed"      // it did not: its kernel was killed
 
+	// How a run's language server came to it
+	// (berth_lsp_server_starts_total{how}).
+	LSPCold    = "cold"    // started from nothing
+	LSPAdopted = "adopted" // a server parked by an earlier run on the same enclosure and root
+
+	// Why a parked language server ended (berth_lsp_parked_ends_total{reason}).
+	ParkedExpired  = "expired"  // it was parked for lsp.keep_warm
+	ParkedCapped   = "capped"   // the oldest past lsp.max_parked or lsp.max_parked_per_enclosure
+	ParkedMemory   = "memory"   // the oldest past lsp.max_parked_rss_bytes
+	ParkedExited   = "exited"   // its process ended while parked (a crash, its container stopped)
+	ParkedShutdown = "shutdown" // Berth stopped
+
 	OpAttach   = "attach"   // run/start attaching to the enclosure
 	OpStart    = "start"    // starting a process in it
 	OpDial     = "dial"     // connecting to a port in it
@@ -56,6 +68,8 @@ var (
 	InterruptOutcomes = []string{InterruptInterrupted, InterruptKilled}
 	EnclosureOps      = []string{OpAttach, OpStart, OpDial, OpLookPath}
 	StartOutcomes     = []string{"ok", "error"}
+	LSPStartKinds     = []string{LSPCold, LSPAdopted}
+	ParkedEndReasons  = []string{ParkedExpired, ParkedCapped, ParkedMemory, ParkedExited, ParkedShutdown}
 	// ToolOutcomes are berth_tool_calls_total's outcome values.
 	ToolOutcomes     = []string{"ok", "error", "refused", "invalid", "panic", "timeout", "canceled"}
 	RejectReasons    = []string{"parse", "invalid", "too_large", "unauthorized"}
@@ -97,6 +111,15 @@ type Metrics struct {
 	// from a slow server.
 	LSPRequestDuration *prometheus.HistogramVec // server, method
 	LSPServerRestarts  *prometheus.CounterVec   // server
+	// LSPServerStarts counts the language servers runs got, by how:
+	// started cold, or adopted from the parked ones.
+	LSPServerStarts *prometheus.CounterVec // server, how (cold, adopted)
+	// LSPParked is how many language servers are parked now, waiting
+	// for the next run on their enclosure and root; LSPParkedRSS their
+	// resident memory, as last read.
+	LSPParked     *prometheus.GaugeVec // driver
+	LSPParkedRSS  prometheus.Gauge
+	LSPParkedEnds *prometheus.CounterVec // reason (expired, capped, memory, exited, shutdown)
 }
 
 // New builds the collectors, creates every label value at zero and
@@ -178,6 +201,18 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		LSPServerRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_lsp_server_restarts_total", Help: "Language servers restarted after a crash or failed start (count), by server; moves when the restart is launched.",
 		}, []string{"server"}),
+		LSPServerStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_lsp_server_starts_total", Help: "Language servers a run got (count), by server and how: cold (started from nothing) or adopted (parked by an earlier run on the same enclosure and root); moves when the server is ready for the run.",
+		}, []string{"server", "how"}),
+		LSPParked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "berth_lsp_parked_servers", Help: "Language servers parked now (count), by the driver of their enclosure: their run ended and they wait, up to lsp.keep_warm, for the next run on the same enclosure and root; up when parked, down when adopted or ended.",
+		}, []string{"driver"}),
+		LSPParkedRSS: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "berth_lsp_parked_rss_bytes", Help: "Resident memory of the parked language servers in bytes, as read when each was parked (a server whose memory cannot be read counts 0); capped by lsp.max_parked_rss_bytes.",
+		}),
+		LSPParkedEnds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_lsp_parked_ends_total", Help: "Parked language servers ended (count), by reason: expired (lsp.keep_warm passed), capped (the oldest past lsp.max_parked or lsp.max_parked_per_enclosure), memory (the oldest past lsp.max_parked_rss_bytes), exited (its process ended while parked), shutdown (Berth stopped).",
+		}, []string{"reason"}),
 	}
 	m.BuildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	m.zero()
@@ -186,6 +221,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		m.BridgeCallsInFlight, m.BridgeCallDuration, m.EnclosureExec, m.EnclosureErrors,
 		m.Diagnostics, m.QuestionsPending, m.ReaperLastRun, m.BuildInfo, m.RPCMessagesRejected,
 		m.RPCConnectionsActive, m.LSPRequestDuration, m.LSPServerRestarts,
+		m.LSPServerStarts, m.LSPParked, m.LSPParkedRSS, m.LSPParkedEnds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -225,6 +261,12 @@ func (m *Metrics) zero() {
 	for _, t := range Transports {
 		m.RPCConnectionsActive.WithLabelValues(t)
 	}
+	for _, d := range Drivers {
+		m.LSPParked.WithLabelValues(d)
+	}
+	for _, r := range ParkedEndReasons {
+		m.LSPParkedEnds.WithLabelValues(r)
+	}
 }
 
 // NewForTest builds collectors on a fresh registry, for tests and tools
@@ -240,8 +282,14 @@ func (m *Metrics) KnowTool(tool, tier string) {
 	m.ToolCallDuration.WithLabelValues(tool, tier)
 }
 
-// KnowLSPServer creates a language server's restart counter at zero.
-func (m *Metrics) KnowLSPServer(server string) { m.LSPServerRestarts.WithLabelValues(server) }
+// KnowLSPServer creates a language server's restart and start counters
+// at zero.
+func (m *Metrics) KnowLSPServer(server string) {
+	m.LSPServerRestarts.WithLabelValues(server)
+	for _, how := range LSPStartKinds {
+		m.LSPServerStarts.WithLabelValues(server, how)
+	}
+}
 
 // LSPServerRestarted counts a restart of a crashed or failed server.
 func (m *Metrics) LSPServerRestarted(server string) {
