@@ -216,28 +216,68 @@ func run(image string, langs, modeNames []string, think time.Duration, warm, rou
 			results[m.name][p.lang] = map[string][]result{}
 		}
 	}
+	// A round of a mode that fails (on a shared machine another test may
+	// restart the engine under it) is run again, up to twice, once the
+	// engine answers; its figures count only when the whole round ran.
 	for round := 1; round <= rounds; round++ {
 		for _, m := range ms {
-			srv, err := startServer(bin, tmp, m.name, m.yaml)
-			if err != nil {
-				return err
-			}
-			for _, p := range projs {
-				fmt.Fprintf(os.Stderr, "coldstart: round %d of %d, mode %s\n", round, rounds, m.name)
-				r, err := b.places(srv, p, volume)
-				if err != nil {
-					srv.close()
-					return fmt.Errorf("round %d, mode %s, %s: %w", round, m.name, p.lang, err)
+			var got map[string]map[string]result
+			var err error
+			for attempt := 1; ; attempt++ {
+				if got, err = b.round(projs, m, round, rounds, volume); err == nil {
+					break
 				}
-				for place, res := range r {
-					results[m.name][p.lang][place] = append(results[m.name][p.lang][place], res)
+				if attempt == 3 {
+					return err
+				}
+				fmt.Fprintf(os.Stderr, "coldstart: %v\ncoldstart: running round %d of mode %s again, once the engine answers\n", err, round, m.name)
+				cleanup()
+				if err := waitEngine(2 * time.Minute); err != nil {
+					return err
 				}
 			}
-			srv.close()
+			for lang, places := range got {
+				for place, r := range places {
+					results[m.name][lang][place] = append(results[m.name][lang][place], r)
+				}
+			}
 		}
 	}
 	report(image, imageID, baked, think, warm, rounds, ms, projs, results, volume)
 	return nil
+}
+
+// round measures every project in every place once, with a Berth of
+// its own in mode m.
+func (b *bench) round(projs []*project, m mode, round, rounds int, volume bool) (map[string]map[string]result, error) {
+	srv, err := startServer(b.bin, b.tmp, m.name, m.yaml)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.close()
+	out := map[string]map[string]result{}
+	for _, p := range projs {
+		fmt.Fprintf(os.Stderr, "coldstart: round %d of %d, mode %s\n", round, rounds, m.name)
+		if out[p.lang], err = b.places(srv, p, volume); err != nil {
+			return nil, fmt.Errorf("round %d, mode %s, %s: %w", round, m.name, p.lang, err)
+		}
+	}
+	return out, nil
+}
+
+// waitEngine waits until docker info answers.
+func waitEngine(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		_, err := dockertest.Run("info")
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the engine did not answer for %s: %w", limit, err)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 func slicesIndex(ms []mode, name string) int {
