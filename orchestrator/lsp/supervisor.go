@@ -315,7 +315,14 @@ func (sv *supervisor) release(sl *slot, reason string) {
 	srv, tainted := sl.srv, sl.tainted
 	sl.released = true
 	sv.mu.Unlock()
-	if srv == nil || !srv.proc.alive() || srv.proc.isClosing() {
+	if srv == nil || srv.proc.isClosing() {
+		return
+	}
+	if !srv.proc.alive() {
+		// It went down just now (its connection ended, or its process),
+		// and its watcher, which stands down once the slot is released,
+		// may not have reaped it yet: what is left of it ends here.
+		srv.proc.kill()
 		return
 	}
 	if tainted || !sv.park(sl.m, srv) {
