@@ -56,6 +56,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berth-dev/berth/bench/internal/berthserver"
 	"github.com/berth-dev/berth/bench/internal/stats"
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
@@ -133,7 +134,7 @@ func run(image string, langs, modeNames []string, think time.Duration, warm, rou
 	if _, err := relaytest.Build(tmp); err != nil {
 		return err
 	}
-	bin, err := buildServer(root, tmp)
+	bin, err := berthserver.Build(root, tmp)
 	if err != nil {
 		return err
 	}
@@ -200,11 +201,11 @@ func run(image string, langs, modeNames []string, think time.Duration, warm, rou
 	}
 	for _, p := range projs {
 		if _, err := b.measure(srv, nil, p); err != nil {
-			srv.close()
+			srv.Close()
 			return fmt.Errorf("%s, filling the host's caches: %w", p.lang, err)
 		}
 	}
-	srv.close()
+	srv.Close()
 
 	// Rounds, each mode in turn within a round, so that a change of the
 	// machine's load weighs on every mode alike; a Berth of its own per
@@ -216,28 +217,68 @@ func run(image string, langs, modeNames []string, think time.Duration, warm, rou
 			results[m.name][p.lang] = map[string][]result{}
 		}
 	}
+	// A round of a mode that fails (on a shared machine another test may
+	// restart the engine under it) is run again, up to twice, once the
+	// engine answers; its figures count only when the whole round ran.
 	for round := 1; round <= rounds; round++ {
 		for _, m := range ms {
-			srv, err := startServer(bin, tmp, m.name, m.yaml)
-			if err != nil {
-				return err
-			}
-			for _, p := range projs {
-				fmt.Fprintf(os.Stderr, "coldstart: round %d of %d, mode %s\n", round, rounds, m.name)
-				r, err := b.places(srv, p, volume)
-				if err != nil {
-					srv.close()
-					return fmt.Errorf("round %d, mode %s, %s: %w", round, m.name, p.lang, err)
+			var got map[string]map[string]result
+			var err error
+			for attempt := 1; ; attempt++ {
+				if got, err = b.round(projs, m, round, rounds, volume); err == nil {
+					break
 				}
-				for place, res := range r {
-					results[m.name][p.lang][place] = append(results[m.name][p.lang][place], res)
+				if attempt == 3 {
+					return err
+				}
+				fmt.Fprintf(os.Stderr, "coldstart: %v\ncoldstart: running round %d of mode %s again, once the engine answers\n", err, round, m.name)
+				cleanup()
+				if err := waitEngine(2 * time.Minute); err != nil {
+					return err
 				}
 			}
-			srv.close()
+			for lang, places := range got {
+				for place, r := range places {
+					results[m.name][lang][place] = append(results[m.name][lang][place], r)
+				}
+			}
 		}
 	}
 	report(image, imageID, baked, think, warm, rounds, ms, projs, results, volume)
 	return nil
+}
+
+// round measures every project in every place once, with a Berth of
+// its own in mode m.
+func (b *bench) round(projs []*project, m mode, round, rounds int, volume bool) (map[string]map[string]result, error) {
+	srv, err := startServer(b.bin, b.tmp, m.name, m.yaml)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	out := map[string]map[string]result{}
+	for _, p := range projs {
+		fmt.Fprintf(os.Stderr, "coldstart: round %d of %d, mode %s\n", round, rounds, m.name)
+		if out[p.lang], err = b.places(srv, p, volume); err != nil {
+			return nil, fmt.Errorf("round %d, mode %s, %s: %w", round, m.name, p.lang, err)
+		}
+	}
+	return out, nil
+}
+
+// waitEngine waits until docker info answers.
+func waitEngine(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		_, err := dockertest.Run("info")
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the engine did not answer for %s: %w", limit, err)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 func slicesIndex(ms []mode, name string) int {
@@ -257,7 +298,7 @@ type bench struct {
 }
 
 // places measures p in each place, in order, on srv.
-func (b *bench) places(srv *server, p *project, volume bool) (map[string]result, error) {
+func (b *bench) places(srv *berthserver.Server, p *project, volume bool) (map[string]result, error) {
 	out := map[string]result{}
 	id, err := b.container("")
 	if err != nil {
@@ -327,55 +368,55 @@ func (b *bench) container(vol string) (string, error) {
 
 // measure runs one run of p at enc (nil: the host): run/start, -think,
 // the first references, -warm more, lsp status, the first debug launch.
-func (b *bench) measure(srv *server, enc *rpc.EnclosureParam, p *project) (result, error) {
+func (b *bench) measure(srv *berthserver.Server, enc *rpc.EnclosureParam, p *project) (result, error) {
 	var r result
 	line, err := position(p.dir, p.refsFile, p.refsFind)
 	if err != nil {
 		return r, err
 	}
 	refs := map[string]any{"action": "references", "file": p.refsFile, "line": line, "symbol": p.refsSymbol}
-	run, err := srv.start(enc, p.dir)
+	run, err := srv.StartRun(enc, p.dir, conversation)
 	if err != nil {
 		return r, err
 	}
 	stopped := false
 	defer func() {
 		if !stopped {
-			_ = srv.stop(run)
+			_ = srv.StopRun(run)
 		}
 	}()
 	time.Sleep(b.think)
 	var first string
-	if r.first, first, err = srv.call(run, "lsp", refs); err != nil {
+	if r.first, first, err = srv.Call(run, "lsp", refs); err != nil {
 		return r, err
 	}
 	var warm []time.Duration
 	var last string
 	for range b.warm {
-		d, answer, err := srv.call(run, "lsp", refs)
+		d, answer, err := srv.Call(run, "lsp", refs)
 		if err != nil {
 			return r, err
 		}
 		warm, last = append(warm, d), answer
 	}
 	r.warm, r.complete = stats.Median(warm), first == last
-	_, status, err := srv.call(run, "lsp", map[string]any{"action": "status"})
+	_, status, err := srv.Call(run, "lsp", map[string]any{"action": "status"})
 	if err != nil {
 		return r, err
 	}
 	r.came = came(status)
 	if p.program == "" {
 		stopped = true
-		return r, srv.stop(run)
+		return r, srv.StopRun(run)
 	}
 	bp, err := position(p.dir, p.bpFile, p.bpFind)
 	if err != nil {
 		return r, err
 	}
-	if _, _, err := srv.call(run, "debug", map[string]any{"operation": "breakpoints", "file": p.bpFile, "lines": []int{bp}}); err != nil {
+	if _, _, err := srv.Call(run, "debug", map[string]any{"operation": "breakpoints", "file": p.bpFile, "lines": []int{bp}}); err != nil {
 		return r, err
 	}
-	d, out, err := srv.call(run, "debug", map[string]any{"operation": "launch", "program": p.program})
+	d, out, err := srv.Call(run, "debug", map[string]any{"operation": "launch", "program": p.program})
 	if err != nil {
 		return r, err
 	}
@@ -383,11 +424,11 @@ func (b *bench) measure(srv *server, enc *rpc.EnclosureParam, p *project) (resul
 		return r, fmt.Errorf("launch did not stop at the breakpoint:\n%s", out)
 	}
 	r.launch = d
-	if _, _, err := srv.call(run, "debug", map[string]any{"operation": "terminate"}); err != nil {
+	if _, _, err := srv.Call(run, "debug", map[string]any{"operation": "terminate"}); err != nil {
 		return r, err
 	}
 	stopped = true
-	return r, srv.stop(run)
+	return r, srv.StopRun(run)
 }
 
 // came reads how the run's server came from lsp status: adopted from an

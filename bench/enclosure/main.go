@@ -57,6 +57,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berth-dev/berth/bench/internal/berthserver"
 	"github.com/berth-dev/berth/bench/internal/ipykernel"
 	"github.com/berth-dev/berth/bench/internal/lspdirect"
 	"github.com/berth-dev/berth/bench/internal/stats"
@@ -66,7 +67,6 @@ import (
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
-	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
 
@@ -187,7 +187,7 @@ func run(starts, rounds, queries, servers, launches int, image, clusterKubeconfi
 		os.Exit(1)
 	}()
 
-	bin, err := buildServer(root, tmp)
+	bin, err := berthserver.Build(root, tmp)
 	if err != nil {
 		return err
 	}
@@ -195,14 +195,14 @@ func run(starts, rounds, queries, servers, launches int, image, clusterKubeconfi
 	if err != nil {
 		return err
 	}
-	defer srv.close()
+	defer srv.Close()
 	// The real cluster is the Kubernetes driver's too, with a kubeconfig
 	// of its own: a Berth of its own.
 	clusterSrv, err := startServer(bin, tmp, "cluster", clusterKubeconfig)
 	if err != nil {
 		return err
 	}
-	defer clusterSrv.close()
+	defer clusterSrv.Close()
 	// The host is last: every ratio is a container's against it.
 	places := []place{
 		{name: "docker", srv: srv, enc: &rpc.EnclosureParam{Driver: "docker", ID: id}},
@@ -301,8 +301,8 @@ func run(starts, rounds, queries, servers, launches int, image, clusterKubeconfi
 			if _, err := p.srv.loaded(p, run, refs); err != nil {
 				return err
 			}
-			if err := p.srv.c.StopRun(p.srv.ctx, run); err != nil {
-				return fmt.Errorf("%s run/stop: %w%s", p.name, err, p.srv.said())
+			if err := p.srv.StopRun(run); err != nil {
+				return fmt.Errorf("%s %w", p.name, err)
 			}
 		}
 		for range servers {
@@ -327,7 +327,7 @@ func run(starts, rounds, queries, servers, launches int, image, clusterKubeconfi
 	for q := range queries {
 		for _, i := range rand.Perm(len(places)) {
 			p := places[i]
-			d, _, err := p.srv.call(lspRuns[i][q%servers], "lsp", refs)
+			d, _, err := p.srv.Call(lspRuns[i][q%servers], "lsp", refs)
 			if err != nil {
 				return fmt.Errorf("%s references: %w", p.name, err)
 			}
@@ -341,7 +341,7 @@ func run(starts, rounds, queries, servers, launches int, image, clusterKubeconfi
 	// -i in the Docker container (the stream Berth's docker driver reads
 	// through the Engine API, without the relay), each by a minimal
 	// client, alternating.
-	noBerth, err := directReferences(srv.ctx, rel, id, root, line, col, queries, servers)
+	noBerth, err := directReferences(srv.Ctx, rel, id, root, line, col, queries, servers)
 	if err != nil {
 		return err
 	}
@@ -559,84 +559,29 @@ type place struct {
 	enc  *rpc.EnclosureParam
 }
 
-// server is the orchestrator binary over stdio.
-type server struct {
-	c      *rpc.Client
-	ctx    context.Context
-	stderr *enclosure.Tail
-	runs   int // for fresh conversation ids
-}
-
-// buildServer builds ./cmd/orchestrator next to the relay in tmp (built
-// as scripts/images builds the images' copy, so the container's baked-in
-// relay is used).
-func buildServer(root, tmp string) (string, error) {
-	bin := filepath.Join(tmp, "orchestrator")
-	build := exec.Command("go", "build", "-tags", "berthtest", "-o", bin, "./cmd/orchestrator")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building ./cmd/orchestrator: %v\n%s", err, out)
-	}
-	return bin, nil
-}
+// server is the orchestrator over stdio, with this benchmark's calls.
+type server struct{ *berthserver.Server }
 
 // startServer writes a configuration (berth-NAME.yaml in tmp) naming the
 // interpreter, the tests' containerd and kubeconfig, with the host's
 // root as the workspace volume's, and starts bin serve --stdio.
 func startServer(bin, tmp, name, kubeconfig string) (*server, error) {
-	cfg := filepath.Join(tmp, "berth-"+name+".yaml")
 	yaml := fmt.Sprintf("kernels:\n  python: %s\ndebug:\n  python: %s\ncontainerd:\n  address: %s\n  namespace: %s\nkubernetes:\n  kubeconfig: %s\n  workspace_volume: {name: %s, path: /}\n",
 		python, python, containerdtest.Address(), containerdtest.Namespace, kubeconfig, kubetest.WorkspaceVolume)
-	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
-		return nil, err
-	}
-	s := &server{ctx: context.Background(), stderr: enclosure.NewTail(1 << 20)}
-	cmd := exec.Command(bin, "serve", "--stdio", "--config", cfg)
-	cmd.Stderr = s.stderr
-	c, err := rpc.DialCommand(cmd, rpc.ClientOptions{})
+	s, err := berthserver.Start(bin, tmp, name, "bench-enclosure", yaml)
 	if err != nil {
 		return nil, err
 	}
-	s.c = c
-	if _, err := c.Initialize(s.ctx, "bench-enclosure", "1"); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("initialize: %w%s", err, s.said())
-	}
-	return s, nil
-}
-
-func (s *server) close() { _ = s.c.Close() }
-
-func (s *server) said() string {
-	if t := strings.TrimSpace(s.stderr.String()); t != "" {
-		return "\norchestrator said:\n" + t
-	}
-	return ""
+	return &server{s}, nil
 }
 
 // start starts a run of p in workdir, for a conversation of its own.
 func (s *server) start(p place, workdir, what string) (string, error) {
-	s.runs++
-	r, err := s.c.StartRun(s.ctx, rpc.StartRunParams{Workdir: workdir, Enclosure: p.enc,
-		ConversationID: fmt.Sprintf("bench-%s-%s-%d", what, p.name, s.runs)})
+	run, err := s.StartRun(p.enc, workdir, fmt.Sprintf("bench-%s-%s", what, p.name))
 	if err != nil {
-		return "", fmt.Errorf("%s run/start: %w%s", p.name, err, s.said())
+		return "", fmt.Errorf("%s %w", p.name, err)
 	}
-	return r.RunID, nil
-}
-
-// call times one tools/call, from sending it to its answer.
-func (s *server) call(run, tool string, args map[string]any) (time.Duration, string, error) {
-	t0 := time.Now()
-	res, err := s.c.CallTool(s.ctx, run, orchestrator.SurfaceFull, tool, args)
-	d := time.Since(t0)
-	if err != nil {
-		return 0, "", fmt.Errorf("tools/call %s: %w%s", tool, err, s.said())
-	}
-	if res.IsError {
-		return 0, "", fmt.Errorf("%s %v: %s", tool, args, res.FirstText())
-	}
-	return d, res.FirstText(), nil
+	return run, nil
 }
 
 // loaded asks refs of run's language server until it has loaded the
@@ -645,7 +590,7 @@ func (s *server) call(run, tool string, args map[string]any) (time.Duration, str
 // answer.
 func (s *server) loaded(p place, run string, refs map[string]any) (string, error) {
 	for try := 1; ; try++ {
-		_, answer, err := s.call(run, "lsp", refs)
+		_, answer, err := s.Call(run, "lsp", refs)
 		if err == nil && !strings.Contains(answer, "had not finished loading") {
 			return answer, nil
 		}
@@ -657,7 +602,7 @@ func (s *server) loaded(p place, run string, refs map[string]any) (string, error
 
 // cell runs "1+1", with reset for a kernel start.
 func (s *server) cell(run string, reset bool) (time.Duration, error) {
-	d, out, err := s.call(run, "eval", map[string]any{"code": "1+1", "description": "add one and one for the benchmark", "reset": reset})
+	d, out, err := s.Call(run, "eval", map[string]any{"code": "1+1", "description": "add one and one for the benchmark", "reset": reset})
 	if err == nil && out != "2" {
 		err = fmt.Errorf("1+1 gave %q", out)
 	}
@@ -671,18 +616,18 @@ func (s *server) launch(p place, workdir string) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer func() { _ = s.c.StopRun(s.ctx, run) }()
-	if _, _, err := s.call(run, "debug", map[string]any{"operation": "breakpoints", "file": "app.py", "lines": []int{3}}); err != nil {
+	defer func() { _ = s.C.StopRun(s.Ctx, run) }()
+	if _, _, err := s.Call(run, "debug", map[string]any{"operation": "breakpoints", "file": "app.py", "lines": []int{3}}); err != nil {
 		return 0, err
 	}
-	d, out, err := s.call(run, "debug", map[string]any{"operation": "launch", "program": "app.py"})
+	d, out, err := s.Call(run, "debug", map[string]any{"operation": "launch", "program": "app.py"})
 	if err != nil {
 		return 0, err
 	}
 	if !strings.Contains(out, "stopped (breakpoint)") {
 		return 0, fmt.Errorf("launch did not stop at the breakpoint:\n%s", out)
 	}
-	_, _, err = s.call(run, "debug", map[string]any{"operation": "terminate"})
+	_, _, err = s.Call(run, "debug", map[string]any{"operation": "terminate"})
 	return d, err
 }
 

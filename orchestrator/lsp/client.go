@@ -49,12 +49,21 @@ func (c *client) WorkDoneProgressCreate(context.Context, *protocol.WorkDoneProgr
 	return nil
 }
 
-// Configuration answers each item with the section of the entry's
-// Settings it names (all of them for no section), or null.
+// Configuration answers a workspace/configuration request from the
+// entry's Settings (see ConfigurationAnswer).
 func (c *client) Configuration(_ context.Context, p *protocol.ConfigurationParams) ([]protocol.LSPAny, error) {
-	out := make([]protocol.LSPAny, len(p.Items))
-	for i, it := range p.Items {
-		var v any = c.s.cfg.Settings
+	return ConfigurationAnswer(c.s.cfg.Settings, p.Items), nil
+}
+
+// ConfigurationAnswer is Berth's answer to a server's
+// workspace/configuration request: each item gets the section of
+// settings it names (a dotted path; all of settings for no section), or
+// null. images/lsp/warm answers with it too: what a client answers is
+// part of gopls's cache keys.
+func ConfigurationAnswer(settings map[string]any, items []protocol.ConfigurationItem) []protocol.LSPAny {
+	out := make([]protocol.LSPAny, len(items))
+	for i, it := range items {
+		var v any = settings
 		if it.Section != nil && *it.Section != "" {
 			for _, part := range strings.Split(*it.Section, ".") {
 				m, ok := v.(map[string]any)
@@ -71,7 +80,7 @@ func (c *client) Configuration(_ context.Context, p *protocol.ConfigurationParam
 		}
 		out[i] = protocol.LSPAny(b)
 	}
-	return out, nil
+	return out
 }
 
 func (c *client) WorkspaceFolders(context.Context) ([]protocol.WorkspaceFolder, error) {

@@ -441,29 +441,9 @@ func (c *client) WorkDoneProgressCreate(context.Context, *protocol.WorkDoneProgr
 	return nil
 }
 
-// Configuration answers each item with the section of the entry's
-// settings it names, as Berth's client does.
+// Configuration answers each item as Berth's client does.
 func (c *client) Configuration(_ context.Context, p *protocol.ConfigurationParams) ([]protocol.LSPAny, error) {
-	out := make([]protocol.LSPAny, len(p.Items))
-	for i, it := range p.Items {
-		var v any = c.s.cfg.Settings
-		if it.Section != nil && *it.Section != "" {
-			for part := range strings.SplitSeq(*it.Section, ".") {
-				m, ok := v.(map[string]any)
-				if !ok {
-					v = nil
-					break
-				}
-				v = m[part]
-			}
-		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			b = []byte("null")
-		}
-		out[i] = protocol.LSPAny(b)
-	}
-	return out, nil
+	return lsp.ConfigurationAnswer(c.s.cfg.Settings, p.Items), nil
 }
 
 func (c *client) WorkspaceFolders(context.Context) ([]protocol.WorkspaceFolder, error) {
