@@ -44,3 +44,37 @@ const (
 	ExitNotExec     = 126
 	ExitNotFound    = 127
 )
+
+// Hello is what a relay run with --hold sends Berth, as one line of JSON,
+// with the descriptors it names (SCM_RIGHTS): on --connect's socket once
+// the program started, and on its hold socket to a Berth that came back
+// and said its token. To that Berth it later sends one more line, with
+// Exit set, when the program ended and nothing of its tree is left.
+type Hello struct {
+	// Pid is the program's, as the relay sees it.
+	Pid int `json:"pid,omitempty"`
+	// Fds names the descriptors that come with the line, in order: the
+	// write end of the program's stdin ("stdin"; left out once Berth
+	// closed it), the read ends of its stdout and stderr.
+	Fds []string `json:"fds,omitempty"`
+	// Hold is the socket the relay listens on for a Berth that comes
+	// back; empty when it does not hold, and HoldError says why.
+	Hold      string `json:"hold,omitempty"`
+	HoldError string `json:"holdError,omitempty"`
+	// Refused says why a Berth that came back is turned away (a wrong
+	// token, another Berth attached, the program ending).
+	Refused string `json:"refused,omitempty"`
+	// Exit is the program's exit code (128+N for a signal N), in the
+	// last line.
+	Exit *int `json:"exit,omitempty"`
+}
+
+// The names in Hello.Fds.
+const (
+	FdStdin  = "stdin"
+	FdStdout = "stdout"
+	FdStderr = "stderr"
+)
+
+// MaxHello bounds a Hello line.
+const MaxHello = 4 << 10
