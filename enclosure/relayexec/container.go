@@ -219,8 +219,24 @@ func (c *Container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Pro
 // StartOn starts the relay's exec of path, with stdio through l when
 // given. It returns an error wrapping relay.ErrNotConnected when the
 // relay ended without connecting to l.
+//
+// With cmd.Keep and a socket, the relay holds the program (see
+// enclosure.Keep): it listens in relay.HoldDir inside the container and
+// hands the program's stdio pipes over the socket; without a socket
+// (the exec's stream carries stdio), there is nothing it could hand a
+// Berth that comes back, and the process is not kept.
 func (c *Container) StartOn(ctx context.Context, path, tag string, cmd enclosure.Cmd, l *relay.StdioListener) (enclosure.Process, error) {
 	o := relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag}
+	keep := cmd.Keep != nil && l != nil
+	if keep {
+		o.Hold, o.HoldSocket = cmd.Keep.Grace, relay.HoldSocket(relay.HoldDir, tag)
+		l.UseToken(cmd.Keep.Token)
+		if cmd.Stderr != nil {
+			// The engine copies the relay's own stderr into it, and the
+			// handle the program's: whole writes at a time.
+			cmd.Stderr = relay.LockedWriter(cmd.Stderr)
+		}
+	}
 	x := Exec{Program: path, Env: cmd.Env, Dir: cmd.Dir, Tag: tag, Stderr: cmd.Stderr, Socket: l != nil}
 	if c.RelaySetsDirEnv {
 		o.Dir, o.Env = cmd.Dir, cmd.Env
@@ -253,6 +269,10 @@ func (c *Container) StartOn(ctx context.Context, path, tag string, cmd enclosure
 		h.attach(nil)
 		return h.Wait()
 	})
+	if err == nil && keep {
+		err = h.handOver(conn, cmd.Stderr)
+		conn = nil
+	}
 	h.attach(conn)
 	if err != nil {
 		if !errors.Is(err, relay.ErrNotConnected) {
@@ -261,15 +281,18 @@ func (c *Container) StartOn(ctx context.Context, path, tag string, cmd enclosure
 		}
 		return nil, err
 	}
+	if cmd.Keep != nil && !keep {
+		h.why = "its stdio goes through the exec's stream (" + c.Sockets.Key + "), which a Berth that comes back cannot take over"
+	}
 	return h, nil
 }
 
 // Drop lets go of the exec of p, started by a Container, without a
 // signal, as Berth's end of it vanishing would: the relay reads its
-// stdin's EOF and ends the run.
+// stdin's EOF and ends the run, or, for a kept process, holds it.
 func Drop(p enclosure.Process) {
 	if h, ok := p.(*handle); ok {
-		h.s.Drop()
+		h.Drop()
 	}
 }
 

@@ -51,8 +51,11 @@ const (
 // and said its token. To that Berth it later sends one more line, with
 // Exit set, when the program ended and nothing of its tree is left.
 type Hello struct {
-	// Pid is the program's, as the relay sees it.
-	Pid int `json:"pid,omitempty"`
+	// Pid is the program's and Relay the relay's, as the relay sees
+	// them; Tag is its --tag.
+	Pid   int    `json:"pid,omitempty"`
+	Relay int    `json:"relay,omitempty"`
+	Tag   string `json:"tag,omitempty"`
 	// Fds names the descriptors that come with the line, in order: the
 	// write end of the program's stdin ("stdin"; left out once Berth
 	// closed it), the read ends of its stdout and stderr.
