@@ -100,7 +100,9 @@ type Keep struct {
 	// relay on its stdin, never on a command line or in an environment,
 	// which other processes can read.
 	Token string
-	// Grace is how long the relay waits for a Berth.
+	// Grace is how long the relay waits for a Berth; 0: the process is
+	// not kept (a tool asks with Kind and Role, and Berth fills in Token,
+	// Grace and Dir when it has a state directory to record it in).
 	Grace time.Duration
 	// Dir is where the relay listens, as Berth sees it, for an enclosure
 	// that shares Berth's files (the host): a private directory of

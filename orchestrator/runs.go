@@ -44,6 +44,10 @@ type Runs struct {
 	// a read-only mount (enclosure.write_read_only_mounts); set it before
 	// serving.
 	WriteReadOnlyMounts bool
+	// Keeping keeps the processes that ask for it across a restart of
+	// Berth (a state directory); nil: none is kept. Set it before
+	// serving.
+	Keeping *Keeping
 
 	metrics     *metrics.Metrics
 	idleTimeout time.Duration
@@ -100,6 +104,9 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	id := p.RunID
 	if id == "" {
 		id = newRunID()
+	}
+	if rs.Keeping != nil {
+		enc = rs.Keeping.enclosure(enc, id, p.ConversationID, wd)
 	}
 	if p.NewHarness != nil {
 		p.Harness = p.NewHarness(id)

@@ -26,6 +26,7 @@ import (
 type holder struct {
 	grace time.Duration
 	token string
+	tag   string
 	path  string // the socket
 	dir   *os.File
 	ln    *net.UnixListener // nil: not holding (why says why)
@@ -161,7 +162,7 @@ func (h *holder) stop(expired bool) {
 // stdin's write end while Berth has not closed it, stdout's and stderr's
 // read ends.
 func (h *holder) hello(pid int, stdin *os.File) (wire.Hello, []*os.File) {
-	m := wire.Hello{Pid: pid, Hold: h.path, HoldError: h.why}
+	m := wire.Hello{Pid: pid, Relay: os.Getpid(), Tag: h.tag, Hold: h.path, HoldError: h.why}
 	if h.ln == nil {
 		m.Hold = ""
 	}

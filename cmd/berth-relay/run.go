@@ -191,7 +191,7 @@ func runMode(args []string) int {
 		if token == "" {
 			return fail("run: --hold: the token's line on stdin is empty: the caller gives the one a Berth that comes back will say")
 		}
-		r.hold = &holder{grace: flags.hold, token: token, path: flags.holdSocket}
+		r.hold = &holder{grace: flags.hold, token: token, tag: flags.tag, path: flags.holdSocket}
 		r.hold.listen()
 	}
 	if code := r.start(argv); code != 0 {

@@ -28,6 +28,7 @@ type config struct {
 	Env       envConfig       `yaml:"env"`
 	Log       logConfig       `yaml:"log"`
 	Enclosure enclosureConfig `yaml:"enclosure"`
+	State     stateConfig     `yaml:"state"`
 	// Docker is the docker driver's section.
 	Docker docker.Config `yaml:"docker"`
 	// Containerd is the containerd driver's section.
@@ -92,6 +93,21 @@ type envConfig struct {
 	Drop []string `yaml:"drop"`
 }
 
+type stateConfig struct {
+	// Dir is Berth's state directory (`serve --state-dir` overrides it):
+	// a record of each process that outlives a Berth that goes away
+	// without stopping it (an eval kernel), so that a Berth started
+	// again on the same directory finds it. It is made with mode 0700 if
+	// missing; one with another owner or mode is refused, and so is a
+	// second live Berth on it. Empty: a directory of this Berth's own
+	// under $XDG_RUNTIME_DIR/berth/state (else ~/.local/state/berth),
+	// removed when Berth stops in order; where none can be made, Berth
+	// logs it once and runs without keeping anything. Survival across a
+	// restart needs the same directory named here, on storage that
+	// outlives Berth (see docs/operations/restarts.md).
+	Dir string `yaml:"dir"`
+}
+
 type logConfig struct {
 	// Level is debug, info, warn or error; logs go to stderr.
 	Level string `yaml:"level"`
@@ -118,8 +134,8 @@ func defaultConfig() config {
 // sections pairs each YAML key with the struct it decodes into: the core's
 // sections, then every registered component's, sorted.
 func sections(c *config) ([]string, []any, error) {
-	keys := []string{"rpc", "runs", "env", "log", "enclosure", "docker", "containerd", "kubernetes"}
-	ptrs := []any{&c.RPC, &c.Runs, &c.Env, &c.Log, &c.Enclosure, &c.Docker, &c.Containerd, &c.Kubernetes}
+	keys := []string{"rpc", "runs", "env", "log", "enclosure", "state", "docker", "containerd", "kubernetes"}
+	ptrs := []any{&c.RPC, &c.Runs, &c.Env, &c.Log, &c.Enclosure, &c.State, &c.Docker, &c.Containerd, &c.Kubernetes}
 	comps := append([]component(nil), components...)
 	sort.Slice(comps, func(i, j int) bool { return comps[i].section < comps[j].section })
 	seen := map[string]bool{}

@@ -23,6 +23,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	stdio := fs.Bool("stdio", false, "speak the protocol on stdin/stdout (Content-Length framing); exit when stdin closes")
 	unixPath := fs.String("unix", "", "also serve on a unix socket at this path (mode 0600, no token)")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token for /v1/rpc (default rpc.token_file, else $BERTH_TOKEN, else generated)")
+	stateDir := fs.String("state-dir", "", "state directory, where kept processes are recorded for a Berth started again on it (default state.dir, else a directory of this Berth's own)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -41,6 +42,9 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if *tokenFile != "" {
 		cfg.RPC.TokenFile = *tokenFile
 	}
+	if *stateDir != "" {
+		cfg.State.Dir = *stateDir
+	}
 	// With stdio or a unix socket, a TCP listener is opened only on request,
 	// so a harness starting Berth as a child never collides on a port.
 	tcp := cfg.RPC.Listen != "" && (listenSet || (!*stdio && cfg.RPC.Unix == ""))
@@ -55,6 +59,12 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	runs := orchestrator.NewRuns(m, cfg.Runs.IdleTimeout, enclosures(cfg, log))
 	runs.WriteReadOnlyMounts = cfg.Enclosure.WriteReadOnlyMounts
+	if runs.Keeping, err = keeping(cfg, log); err != nil {
+		return err
+	}
+	if runs.Keeping != nil {
+		defer runs.Keeping.Close()
+	}
 	o := serve.Options{
 		Server: &rpc.Server{
 			Registry: reg, Runs: runs, Metrics: m, Version: buildVersion(),

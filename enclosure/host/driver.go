@@ -127,7 +127,7 @@ func (e *Enclosure) Start(ctx context.Context, c enclosure.Cmd) (enclosure.Proce
 	argv := append([]string{path}, c.Args...)
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	relayPath := e.relayPath()
-	if c.Keep != nil && relayPath != "" {
+	if c.Keep != nil && c.Keep.Grace > 0 && relayPath != "" {
 		return e.startKept(path, c, relayPath)
 	}
 	if relayPath != "" {

@@ -32,8 +32,8 @@ const handoverWait = 30 * time.Second
 // OS pipes an unkept start gives it: Berth reads and writes them with no
 // copy between.
 func (e *Enclosure) startKept(path string, c enclosure.Cmd, relayPath string) (enclosure.Process, error) {
-	if c.Keep.Dir == "" || c.Keep.Token == "" || c.Keep.Grace <= 0 {
-		return nil, fmt.Errorf("start %s: Cmd.Keep needs Dir, Token and Grace: %w", path, enclosure.ErrInvalidConfig)
+	if c.Keep.Dir == "" || c.Keep.Token == "" {
+		return nil, fmt.Errorf("start %s: Cmd.Keep needs Dir and Token with its Grace: %w", path, enclosure.ErrInvalidConfig)
 	}
 	tag := relay.NewTag()
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)

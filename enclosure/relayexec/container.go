@@ -227,7 +227,7 @@ func (c *Container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Pro
 // Berth that comes back, and the process is not kept.
 func (c *Container) StartOn(ctx context.Context, path, tag string, cmd enclosure.Cmd, l *relay.StdioListener) (enclosure.Process, error) {
 	o := relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag}
-	keep := cmd.Keep != nil && l != nil
+	keep := cmd.Keep != nil && cmd.Keep.Grace > 0 && l != nil
 	if keep {
 		o.Hold, o.HoldSocket = cmd.Keep.Grace, relay.HoldSocket(relay.HoldDir, tag)
 		l.UseToken(cmd.Keep.Token)
@@ -281,7 +281,7 @@ func (c *Container) StartOn(ctx context.Context, path, tag string, cmd enclosure
 		}
 		return nil, err
 	}
-	if cmd.Keep != nil && !keep {
+	if cmd.Keep != nil && cmd.Keep.Grace > 0 && !keep {
 		h.why = "its stdio goes through the exec's stream (" + c.Sockets.Key + "), which a Berth that comes back cannot take over"
 	}
 	return h, nil

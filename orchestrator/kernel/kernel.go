@@ -56,6 +56,9 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 		Env:    []string{"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", fmt.Sprintf("BERTH_TABLE_ROWS=%d", cfg.TableRows), fmt.Sprintf("BERTH_TABLE_COLS=%d", cfg.TableColumns)},
 		Dir:    dir,
 		Stderr: stderr,
+		// A kernel's variables are the work a restart of Berth must not
+		// lose: its relay holds it for a Berth that comes back.
+		Keep: &enclosure.Keep{Kind: metrics.KindKernel, Role: lang},
 	})
 	if err != nil {
 		m.SessionFailed(metrics.KindKernel)
