@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,7 +67,8 @@ func (b *berth) kill(t *testing.T) {
 	_ = b.cmd.Wait()
 }
 
-// records reads the state directory's records, failing on a bad one.
+// records reads the state directory's records (a file that is none is
+// left out: a test puts garbage there).
 func records(t *testing.T, dir string) []state.Record {
 	t.Helper()
 	var out []state.Record
@@ -77,10 +79,9 @@ func records(t *testing.T, dir string) []state.Record {
 			t.Fatal(err)
 		}
 		var r state.Record
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatalf("%s: %v", f, err)
+		if json.Unmarshal(b, &r) == nil {
+			out = append(out, r)
 		}
-		out = append(out, r)
 	}
 	return out
 }
@@ -191,4 +192,110 @@ func TestOrderlyStopEndsKeptKernelsAtOnce(t *testing.T) {
 	if left := records(t, dir); len(left) != 0 {
 		t.Errorf("records left after an orderly stop: %+v", left)
 	}
+}
+
+// A Berth started on the state directory of one that was killed takes
+// its kernel back: run/start with the same runId, conversationId and
+// workdir gets the run back, resumed, with the kernel's variables; a
+// run/start that differs in its conversation or workdir is refused,
+// saying what differs, and leaves the run to be claimed. Garbage and a
+// hostile record in the directory are named in the log and crash
+// nothing. Once no run/start claims a kernel within
+// runs.disconnect_grace, it is ended.
+//
+// Issue 29 items 1 and 3.
+func TestKernelIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	workdir := t.TempDir()
+	config := writeConfig(t, "kernels:\n  python: /usr/bin/python3\nenclosure:\n  reattach_grace: 2m\nruns:\n  disconnect_grace: 3s\n")
+	a := startBerth(t, config, dir)
+	params := rpc.StartRunParams{RunID: "run-resumed", ConversationID: "conv-resumed", Workdir: workdir}
+	if _, err := a.c.StartRun(testCtx(t), params); err != nil {
+		t.Fatal(err)
+	}
+	if res := evalCell(t, a.c, params.RunID, "python", "x = 41\nx"); res.IsError || text(res) != "41" {
+		t.Fatalf("the first cell: %s", text(res))
+	}
+	rec := records(t, dir)[0]
+	t.Cleanup(func() { _ = syscallKill(rec.Relay.Pid) })
+	a.kill(t)
+
+	recs := filepath.Join(dir, "records")
+	os.WriteFile(filepath.Join(recs, "berth-ffffffffffffffffffffffff.json"), []byte("{garbage"), 0o600)
+	hostile := rec
+	hostile.Relay.Tag = "berth-eeeeeeeeeeeeeeeeeeeeeeee"
+	hostile.Relay.Socket = "/run/docker.sock"
+	b, _ := json.Marshal(hostile)
+	os.WriteFile(filepath.Join(recs, hostile.Relay.Tag+".json"), b, 0o600)
+
+	start := time.Now()
+	bb := startBerth(t, config, dir)
+	for _, differ := range []struct {
+		p    rpc.StartRunParams
+		says string
+	}{
+		{rpc.StartRunParams{RunID: params.RunID, ConversationID: "another", Workdir: workdir}, `conversation "conv-resumed", not "another"`},
+		{rpc.StartRunParams{RunID: params.RunID, ConversationID: params.ConversationID, Workdir: t.TempDir()}, "workdir " + workdir},
+	} {
+		if _, err := bb.c.StartRun(testCtx(t), differ.p); rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), differ.says) {
+			t.Errorf("run/start that differs: %v, want it refused saying %q", err, differ.says)
+		}
+	}
+	r, err := bb.c.StartRun(testCtx(t), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("from the new Berth's start to the resumed run: %v", time.Since(start))
+	if !r.Resumed {
+		t.Fatalf("run/start's result %+v does not say resumed", r)
+	}
+	if res := evalCell(t, bb.c, params.RunID, "python", "x + 1"); res.IsError || text(res) != "42" {
+		t.Fatalf("x + 1 in the resumed kernel: %s", text(res))
+	}
+	for _, says := range []string{"berth-ffffffffffffffffffffffff.json is not a record", "is not in the state directory's relays/"} {
+		if !strings.Contains(bb.stderr.String(), says) {
+			t.Errorf("the log does not say %q:\n%s", says, bb.stderr.String())
+		}
+	}
+	if err := bb.c.StopRun(testCtx(t), params.RunID); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); procfs.Alive(rec.Relay.Pid); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the resumed kernel outlived run/stop")
+		}
+	}
+
+	// Unclaimed: kill -9 with a kernel, and no run/start comes.
+	if _, err := bb.c.StartRun(testCtx(t), rpc.StartRunParams{RunID: "run-unclaimed", Workdir: workdir}); err != nil {
+		t.Fatal(err)
+	}
+	if res := evalCell(t, bb.c, "run-unclaimed", "python", "1"); res.IsError {
+		t.Fatal(text(res))
+	}
+	var kernel int
+	for _, r := range records(t, dir) {
+		if r.Run == "run-unclaimed" {
+			kernel = r.Relay.Pid
+		}
+	}
+	bb.kill(t)
+	c := startBerth(t, config, dir)
+	_ = c
+	time.Sleep(time.Second)
+	if !procfs.Alive(kernel) {
+		t.Fatal("the kernel ended before runs.disconnect_grace")
+	}
+	for deadline := time.Now().Add(30 * time.Second); procfs.Alive(kernel); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a kernel no run/start claimed outlived runs.disconnect_grace")
+		}
+	}
+}
+
+func syscallKill(pid int) error {
+	if pid <= 0 {
+		return nil
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
 }

@@ -124,9 +124,16 @@ type Kept interface {
 // the relay's hold socket, as the enclosure sees it, and its token. A
 // relay that is not there is an error wrapping os.ErrNotExist or
 // ECONNREFUSED; one that refuses the token, relay.ErrRefused.
+// An error that the relay had ended the process, no Berth having come
+// back within its grace, wraps ErrHoldExpired.
 type Reattacher interface {
 	Reattach(ctx context.Context, socket, token string) (Process, error)
 }
+
+// ErrHoldExpired is Reattach's error for a process whose relay ended it,
+// no Berth having come back within its grace (enclosure.reattach_grace).
+// It is also ErrGone.
+var ErrHoldExpired = fmt.Errorf("held past its grace: %w", ErrGone)
 
 // Dropper is a process Berth can let go of as a Berth that died would:
 // no signal, its connections to the process closed. A process started

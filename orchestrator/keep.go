@@ -104,12 +104,7 @@ func (k *Keeping) record(r state.Record, p enclosure.Process) {
 		})
 		return
 	}
-	k.watch.Go(func() {
-		<-p.Done()
-		if err := k.Store.Remove(r.Relay.Tag); err != nil {
-			k.Log.Warn("state: a record outlives its process", "err", err)
-		}
-	})
+	k.watchRecord(r.Relay.Tag, p)
 }
 
 // newToken is a relay's token: 128 random bits in hex.

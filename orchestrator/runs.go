@@ -48,20 +48,24 @@ type Runs struct {
 	// Berth (a state directory); nil: none is kept. Set it before
 	// serving.
 	Keeping *Keeping
+	// Resumers give the processes taken back after a restart (Reattach)
+	// to their runs, by kind; set them before serving.
+	Resumers map[string]Resumer
 
 	metrics     *metrics.Metrics
 	idleTimeout time.Duration
 	lookup      *enclosure.Lookup
 
-	mu   sync.Mutex
-	runs map[string]*Run
+	mu      sync.Mutex
+	runs    map[string]*Run
+	pending map[string]*pending // taken back after a restart, by run id
 }
 
 // NewRuns builds the run table, which looks enclosures up in lookup (the
 // command wires its drivers: the core imports none). idleTimeout <= 0
 // disables idle reaping.
 func NewRuns(m *metrics.Metrics, idleTimeout time.Duration, lookup *enclosure.Lookup) *Runs {
-	return &Runs{metrics: m, idleTimeout: idleTimeout, lookup: lookup, runs: map[string]*Run{}}
+	return &Runs{metrics: m, idleTimeout: idleTimeout, lookup: lookup, runs: map[string]*Run{}, pending: map[string]*pending{}}
 }
 
 // Start creates a run. The working directory must exist; the enclosure is
@@ -105,6 +109,12 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	if id == "" {
 		id = newRunID()
 	}
+	// A run id whose processes were taken back after a restart gets
+	// them, if the rest matches; a mismatch is refused.
+	back, err := rs.claim(id, p.ConversationID, wd, enc)
+	if err != nil {
+		return nil, err
+	}
 	if rs.Keeping != nil {
 		enc = rs.Keeping.enclosure(enc, id, p.ConversationID, wd)
 	}
@@ -118,11 +128,18 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	if _, dup := rs.runs[id]; dup {
 		rs.mu.Unlock()
 		run.End(EndStopped)
+		if back != nil {
+			rs.endPendingOf(back)
+		}
 		return nil, fmt.Errorf("run %q already exists: stop it first or omit runId to get a fresh one: %w", id, ErrInvalid)
 	}
 	rs.runs[id] = run
 	rs.mu.Unlock()
 	rs.metrics.RunsActive.Inc()
+	if back != nil {
+		run.Resumed = true
+		rs.resume(run, back)
+	}
 	return run, nil
 }
 
@@ -157,8 +174,10 @@ func (rs *Runs) EndOwnedBy(owner any, reason string) {
 	}
 }
 
-// StopAll ends every run (shutdown).
+// StopAll ends every run (shutdown), and what was taken back after a
+// restart and not claimed yet.
 func (rs *Runs) StopAll() {
+	rs.endPending()
 	var wg sync.WaitGroup
 	for _, r := range rs.snapshot() {
 		wg.Add(1)

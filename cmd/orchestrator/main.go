@@ -137,18 +137,18 @@ func newLogger(cfg *config, stderr io.Writer) *slog.Logger {
 // build wires the registry: metrics on a registry of our own, then every
 // component with its configuration section. (env.drop goes to the host
 // enclosure: enclosures.)
-func build(cfg *config, log *slog.Logger) (*orchestrator.Registry, *metrics.Metrics, *prometheus.Registry, error) {
+func build(cfg *config, log *slog.Logger) (*deps, *prometheus.Registry, error) {
 	preg := prometheus.NewRegistry()
 	m := metrics.New(preg, buildVersion())
 	reg := orchestrator.NewRegistry(m, cfg.Runs.CallTimeout)
-	d := &deps{Registry: reg, Metrics: m, Log: log}
+	d := &deps{Registry: reg, Metrics: m, Log: log, Resumers: map[string]orchestrator.Resumer{}}
 	for _, c := range components {
 		if err := c.build(d); err != nil {
-			return nil, nil, nil, fmt.Errorf("%s: %w", c.section, err)
+			return nil, nil, fmt.Errorf("%s: %w", c.section, err)
 		}
 	}
 	addTestTools(reg, log)
-	return reg, m, preg, nil
+	return d, preg, nil
 }
 
 // featureFlag parses --features "questions,vibe,-lsp": names to turn on,

@@ -53,17 +53,23 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 
 	log := newLogger(cfg, stderr)
-	reg, m, preg, err := build(cfg, log)
+	d, preg, err := build(cfg, log)
 	if err != nil {
 		return err
 	}
+	reg, m := d.Registry, d.Metrics
 	runs := orchestrator.NewRuns(m, cfg.Runs.IdleTimeout, enclosures(cfg, log))
 	runs.WriteReadOnlyMounts = cfg.Enclosure.WriteReadOnlyMounts
-	if runs.Keeping, err = keeping(cfg, log); err != nil {
+	runs.Resumers = d.Resumers
+	records, err := keeping(cfg, runs, log)
+	if err != nil {
 		return err
 	}
 	if runs.Keeping != nil {
 		defer runs.Keeping.Close()
+		// Before serving: a harness that reconnects at once finds its
+		// runs' processes pending.
+		runs.Reattach(context.Background(), records, cfg.Runs.DisconnectGrace)
 	}
 	o := serve.Options{
 		Server: &rpc.Server{

@@ -8,12 +8,14 @@ import (
 )
 
 // keeping opens the state directory serve keeps its processes' records
-// in: state.dir (or --state-dir) when set, whose failure stops Berth
-// with what to fix; else a directory of this Berth's own, whose failure
-// (a read-only root) is logged once and leaves Berth running without
-// keeping anything. nil: nothing is kept (enclosure.reattach_grace 0, or
-// no directory).
-func keeping(cfg *config, log *slog.Logger) (*orchestrator.Keeping, error) {
+// in, as runs.Keeping: state.dir (or --state-dir) when set, whose
+// failure stops Berth with what to fix; else a directory of this Berth's
+// own, whose failure (a read-only root) is logged once and leaves Berth
+// running without keeping anything. It returns the records a Berth
+// before this one left there; each file that is no record is logged,
+// with why, and left alone. Nothing is kept with
+// enclosure.reattach_grace 0.
+func keeping(cfg *config, runs *orchestrator.Runs, log *slog.Logger) ([]state.Record, error) {
 	if cfg.Enclosure.ReattachGrace <= 0 {
 		return nil, nil
 	}
@@ -30,11 +32,10 @@ func keeping(cfg *config, log *slog.Logger) (*orchestrator.Keeping, error) {
 		return nil, nil
 	}
 	log.Info("state directory", "dir", s.Dir(), "own", s.Own(), "reattach_grace", cfg.Enclosure.ReattachGrace)
-	k := &orchestrator.Keeping{Store: s, Grace: cfg.Enclosure.ReattachGrace, Log: log}
+	runs.Keeping = &orchestrator.Keeping{Store: s, Grace: cfg.Enclosure.ReattachGrace, Log: log}
 	records, bad := s.Records()
 	for _, err := range bad {
 		log.Warn(err.Error())
 	}
-	_ = records // taken back by Runs.Reattach
-	return k, nil
+	return records, nil
 }

@@ -148,6 +148,10 @@ func (h *handle) Drop() {
 func (e *Enclosure) Reattach(ctx context.Context, socket, token string) (enclosure.Process, error) {
 	h, conn, err := relay.Reattach(ctx, socket, token)
 	if err != nil {
+		// The relay's note that it timed out waiting, read once.
+		if note := socket + relay.ExpiredSuffix; os.Remove(note) == nil {
+			return nil, fmt.Errorf("%s: its relay ended the process, no Berth having come back within its grace: %w", socket, enclosure.ErrHoldExpired)
+		}
 		return nil, err
 	}
 	relayPid := h.Relay

@@ -95,10 +95,10 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 // read is the reader goroutine: the handshake first, then every frame
 // into k.frames until stdout ends.
 func (k *kernel) read(ready chan<- error) {
-	defer close(k.frames)
 	r := bridge.NewReader(k.proc.Stdout())
 	_, noise, err := bridge.AwaitReady(r)
 	if err != nil {
+		close(k.frames)
 		ready <- fmt.Errorf("%s: %w", k.interp, err)
 		return
 	}
@@ -106,6 +106,12 @@ func (k *kernel) read(ready chan<- error) {
 		k.frames <- bridge.Frame{Type: bridge.TypeStray, Text: noise}
 	}
 	ready <- nil
+	k.readFrames(r)
+}
+
+// readFrames passes every frame of r to k.frames until stdout ends.
+func (k *kernel) readFrames(r *bridge.Reader) {
+	defer close(k.frames)
 	for {
 		f, err := r.Read()
 		if err != nil {

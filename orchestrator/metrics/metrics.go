@@ -11,6 +11,7 @@ package metrics
 
 import (
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,14 @@ const (
 	InterruptInterrupted = "interrupted" // the cell stopped within its grace
 	InterruptKilled      = "killed"      // it did not: its kernel was killed
 
+	// Outcomes of a kept process a Berth found in its state directory
+	// at start (berth_reattaches_total).
+	ReattachResumed   = "resumed"   // taken back, then given back to its run by run/start
+	ReattachUnclaimed = "unclaimed" // taken back, but no run/start claimed it within runs.disconnect_grace: ended
+	ReattachStopped   = "stopped"   // taken back and ended: no Berth resumes a process of its kind or enclosure yet
+	ReattachLost      = "lost"      // its relay did not answer (or refused the record's token): record removed
+	ReattachExpired   = "expired"   // its relay had ended it, no Berth having come back within enclosure.reattach_grace
+
 	OpAttach   = "attach"   // run/start attaching to the enclosure
 	OpStart    = "start"    // starting a process in it
 	OpDial     = "dial"     // connecting to a port in it
@@ -56,6 +65,7 @@ var (
 	InterruptOutcomes = []string{InterruptInterrupted, InterruptKilled}
 	EnclosureOps      = []string{OpAttach, OpStart, OpDial, OpLookPath}
 	StartOutcomes     = []string{"ok", "error"}
+	ReattachOutcomes  = []string{ReattachResumed, ReattachUnclaimed, ReattachStopped, ReattachLost, ReattachExpired}
 	// ToolOutcomes are berth_tool_calls_total's outcome values.
 	ToolOutcomes     = []string{"ok", "error", "refused", "invalid", "panic", "timeout", "canceled"}
 	RejectReasons    = []string{"parse", "invalid", "too_large", "unauthorized"}
@@ -97,6 +107,10 @@ type Metrics struct {
 	// from a slow server.
 	LSPRequestDuration *prometheus.HistogramVec // server, method
 	LSPServerRestarts  *prometheus.CounterVec   // server
+	// Reattaches counts what became of each kept process a Berth found
+	// in its state directory at start (issue 29): its relays' fate after
+	// a restart, "expired" being relays that timed out waiting.
+	Reattaches *prometheus.CounterVec // kind, outcome
 }
 
 // New builds the collectors, creates every label value at zero and
@@ -178,6 +192,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		LSPServerRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_lsp_server_restarts_total", Help: "Language servers restarted after a crash or failed start (count), by server; moves when the restart is launched.",
 		}, []string{"server"}),
+		Reattaches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_reattaches_total", Help: "Kept processes (count) a Berth found in its state directory at start, by kind and outcome: resumed (given back to their run), unclaimed (no run/start within runs.disconnect_grace: ended), stopped (a kind or enclosure no Berth resumes yet: ended), lost (the relay did not answer), expired (the relay had timed out waiting, enclosure.reattach_grace); moves once per record.",
+		}, []string{"kind", "outcome"}),
 	}
 	m.BuildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	m.zero()
@@ -185,7 +202,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		m.TTLExpiries, m.CellInterrupts, m.ToolCalls, m.ToolCallDuration, m.StuckCalls,
 		m.BridgeCallsInFlight, m.BridgeCallDuration, m.EnclosureExec, m.EnclosureErrors,
 		m.Diagnostics, m.QuestionsPending, m.ReaperLastRun, m.BuildInfo, m.RPCMessagesRejected,
-		m.RPCConnectionsActive, m.LSPRequestDuration, m.LSPServerRestarts,
+		m.RPCConnectionsActive, m.LSPRequestDuration, m.LSPServerRestarts, m.Reattaches,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -206,6 +223,9 @@ func (m *Metrics) zero() {
 		}
 		m.IdleTimeouts.WithLabelValues(k)
 		m.TTLExpiries.WithLabelValues(k)
+		for _, o := range ReattachOutcomes {
+			m.Reattaches.WithLabelValues(k, o)
+		}
 	}
 	for _, o := range InterruptOutcomes {
 		m.CellInterrupts.WithLabelValues(o)
@@ -253,6 +273,20 @@ func (m *Metrics) LSPServerRestarted(server string) {
 func (m *Metrics) SessionStarted(kind, driver string) {
 	m.SessionStarts.WithLabelValues(kind, "ok").Inc()
 	m.SessionsActive.WithLabelValues(kind, driver).Inc()
+}
+
+// SessionResumed counts a session a Berth took back after a restart
+// active again (its start was counted by the Berth that started it).
+func (m *Metrics) SessionResumed(kind, driver string) {
+	m.SessionsActive.WithLabelValues(kind, driver).Inc()
+}
+
+// Reattached counts what became of a kept process found at start.
+func (m *Metrics) Reattached(kind, outcome string) {
+	if !slices.Contains(Kinds, kind) {
+		return // a record's kind is data: never an unbounded label
+	}
+	m.Reattaches.WithLabelValues(kind, outcome).Inc()
 }
 
 // SessionFailed records a session that failed to start.

@@ -56,6 +56,10 @@ type StartRunResult struct {
 	RunID     string         `json:"runId"`
 	Enclosure enclosure.Spec `json:"enclosure"`
 	Features  []string       `json:"features"`
+	// Resumed: the run existed before Berth restarted, and got back the
+	// processes the Berth before left to their relays (its kernels, with
+	// their variables).
+	Resumed bool `json:"resumed,omitempty"`
 }
 
 // UpdateRunParams are run/update's parameters.

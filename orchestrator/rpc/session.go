@@ -82,6 +82,7 @@ func (s *session) startRun(ctx context.Context, req *jsonrpc2.Request) (any, err
 		RunID:     run.ID,
 		Enclosure: enclosure.Spec{Driver: run.Enclosure.Driver(), ID: run.Enclosure.ID()},
 		Features:  nonNil(run.Features()),
+		Resumed:   run.Resumed,
 	}, nil
 }
 
