@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubecluster"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
 
@@ -200,6 +201,10 @@ func TestClusterPodOutsideTheRolesNamespaceIsRefused(t *testing.T) {
 	_, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: s.Dir, ConversationID: s.Conversation,
 		Enclosure: &rpc.EnclosureParam{Driver: engineKubernetes, ID: s.Pod}})
 	t.Logf("run/start in %s: %v", s.Pod, err)
+	// The cluster refuses Berth: class permission (issue 27 item 3).
+	if rpcCode(err) != rpc.CodePermission || rpcClass(err) != errclass.Permission {
+		t.Errorf("run/start in a pod outside the Role's namespace: %v (code %d, class %q); want permission (%d)", err, rpcCode(err), rpcClass(err), rpc.CodePermission)
+	}
 	ns := elsewhere.cluster.podNamespace
 	for _, w := range []string{"refused Berth", "forbidden", `User "` + p.cluster.id.User + `"`, `in the namespace "` + ns + `"`,
 		"RoleBinding in namespace " + ns, "Berth's namespace " + p.cluster.id.Namespace} {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -337,15 +338,16 @@ func TestContainersDockerUnmountedWorkdirRefused(t *testing.T) {
 
 // unmountedWorkdirRefused starts a run in a workdir s's container does
 // not mount, by driver and id and by "auto", and wants invalid params
-// naming the workdir and the container's mount. The engines' tests share
+// (class invalid, issue 27 item 3) naming the workdir and the container's
+// mount. The engines' tests share
 // it.
 func unmountedWorkdirRefused(t *testing.T, s *site, c *rpc.Client, driver string) {
 	t.Helper()
 	elsewhere := onHost.fresh(t)
 	for _, enc := range []*rpc.EnclosureParam{{Driver: driver, ID: s.enclosureID()}, {Driver: "auto"}} {
 		_, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: elsewhere.Dir, ConversationID: s.Conversation, Enclosure: enc})
-		if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), "/workspace") || !strings.Contains(err.Error(), elsewhere.Dir) {
-			t.Errorf("run/start %+v in an unmounted workdir: %v, want invalid params naming the workdir and the mounts", enc, err)
+		if rpcCode(err) != rpc.CodeInvalidParams || rpcClass(err) != errclass.Invalid || !strings.Contains(err.Error(), "/workspace") || !strings.Contains(err.Error(), elsewhere.Dir) {
+			t.Errorf("run/start %+v in an unmounted workdir: %v (class %q), want invalid params (class invalid) naming the workdir and the mounts", enc, err, rpcClass(err))
 		}
 	}
 }

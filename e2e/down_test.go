@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure/containerd/containerdtest"
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -25,7 +26,9 @@ import (
 // enclosure", "context deadline exceeded" or "fix vibe.runners". Calls
 // that meet a running process (a kernel, gopls, a debug session) and
 // calls that must start one (pyright, a javascript kernel, a worker,
-// the debug adapters' detection) are both asked. The silent engine is a
+// the debug adapters' detection) are both asked; each error result's
+// errorClass is the state's class (gone, or unavailable for a paused
+// container and a silent engine: issue 27 item 3). The silent engine is a
 // unix socket in front of the real one that, once silenced, accepts and
 // never answers: the shared engines are never stopped.
 
@@ -59,22 +62,24 @@ type downState struct {
 	// warmAnswers: the processes already running still answer (a silent
 	// engine does not stop a kernel whose stdio is a socket).
 	warmAnswers bool
+	// class is the errorClass of the error results (issue 27 item 3).
+	class errclass.Class
 }
 
 var (
-	dockerStopped = downState{name: "stopped", want: []string{"docker start"},
+	dockerStopped = downState{name: "stopped", want: []string{"docker start"}, class: errclass.Gone,
 		apply: func(t *testing.T, s *site, _ *silentEngine) { dockertest.Must(t, "stop", "-t", "1", s.Container) }}
-	dockerPaused = downState{name: "paused", want: []string{"paused", "docker unpause"},
+	dockerPaused = downState{name: "paused", want: []string{"paused", "docker unpause"}, class: errclass.Unavailable,
 		apply: func(t *testing.T, s *site, _ *silentEngine) {
 			dockertest.Must(t, "pause", s.Container)
 			t.Cleanup(func() { _, _ = dockertest.Run("unpause", s.Container) })
 		}}
-	dockerRemoved = downState{name: "removed", want: []string{"no longer exists", "start a new run"},
+	dockerRemoved = downState{name: "removed", want: []string{"no longer exists", "start a new run"}, class: errclass.Gone,
 		apply: func(t *testing.T, s *site, _ *silentEngine) { dockertest.Must(t, "rm", "-f", s.Container) }}
-	dockerSilent = downState{name: "silent engine", want: []string{"did not answer", "check that the engine runs"}, warmAnswers: true,
+	dockerSilent = downState{name: "silent engine", want: []string{"did not answer", "check that the engine runs"}, warmAnswers: true, class: errclass.Unavailable,
 		apply: func(t *testing.T, _ *site, eng *silentEngine) { eng.silence() }}
 
-	ctrStopped = downState{name: "stopped", want: []string{"stopped", "task start"},
+	ctrStopped = downState{name: "stopped", want: []string{"stopped", "task start"}, class: errclass.Gone,
 		apply: func(t *testing.T, s *site, _ *silentEngine) {
 			if _, err := containerdtest.Ctr("tasks", "kill", "-s", "KILL", s.Container); err != nil {
 				t.Fatal(err)
@@ -89,7 +94,7 @@ var (
 				}
 			}
 		}}
-	ctrPaused = downState{name: "paused", want: []string{"paused", "task resume"},
+	ctrPaused = downState{name: "paused", want: []string{"paused", "task resume"}, class: errclass.Unavailable,
 		apply: func(t *testing.T, s *site, _ *silentEngine) {
 			if _, err := containerdtest.Ctr("tasks", "pause", s.Container); err != nil {
 				t.Fatal(err)
@@ -98,9 +103,9 @@ var (
 		}}
 	// A process that ended as its task was deleted may have seen the
 	// container without a task first: either says to start a new run.
-	ctrRemoved = downState{name: "removed", want: []string{"start a new run"},
+	ctrRemoved = downState{name: "removed", want: []string{"start a new run"}, class: errclass.Gone,
 		apply: func(t *testing.T, s *site, _ *silentEngine) { containerdtest.Remove(t, s.Container) }}
-	ctrSilent = downState{name: "silent engine", want: []string{"did not answer", "check that containerd runs"}, warmAnswers: true,
+	ctrSilent = downState{name: "silent engine", want: []string{"did not answer", "check that containerd runs"}, warmAnswers: true, class: errclass.Unavailable,
 		apply: func(t *testing.T, _ *site, eng *silentEngine) { eng.silence() }}
 )
 
@@ -187,6 +192,9 @@ func downFamilies(t *testing.T, p place, st downState) {
 		t.Logf("%s (%s):\n%s", what, time.Since(start).Round(time.Millisecond), got)
 		if isError && !res.IsError {
 			t.Errorf("%s: not an error result: %s", what, got)
+		}
+		if res.IsError && res.ErrorClass != st.class {
+			t.Errorf("%s: errorClass %q, want %q", what, res.ErrorClass, st.class)
 		}
 		for _, w := range append([]string{ref}, st.want...) {
 			if !strings.Contains(got, w) {

@@ -237,7 +237,7 @@ func TestKernelIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
 		{rpc.StartRunParams{RunID: params.RunID, ConversationID: "another", Workdir: workdir}, `conversation "conv-resumed", not "another"`},
 		{rpc.StartRunParams{RunID: params.RunID, ConversationID: params.ConversationID, Workdir: t.TempDir()}, "workdir " + workdir},
 	} {
-		if _, err := bb.c.StartRun(testCtx(t), differ.p); rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), differ.says) {
+		if _, err := bb.c.StartRun(testCtx(t), differ.p); rpcCode(err) != rpc.CodeConflict || !strings.Contains(err.Error(), differ.says) {
 			t.Errorf("run/start that differs: %v, want it refused saying %q", err, differ.says)
 		}
 	}

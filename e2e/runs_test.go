@@ -154,7 +154,9 @@ func TestRunStartEnclosure(t *testing.T) {
 		}
 	}
 	_, err := c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: dir, Enclosure: &rpc.EnclosureParam{Driver: "docker", ID: "abc"}})
-	if rpcCode(err) != rpc.CodeInvalidParams || !strings.Contains(err.Error(), `no docker container "abc"`) {
+	// A container that is not there is gone (-32002), never invalid
+	// params (issue 27 item 3).
+	if rpcCode(err) != rpc.CodeGone || !strings.Contains(err.Error(), `no docker container "abc"`) {
 		t.Errorf("docker: %v", err)
 	}
 	_, err = c.StartRun(testCtx(t), rpc.StartRunParams{Workdir: dir, Enclosure: &rpc.EnclosureParam{Driver: "lxc", ID: "abc"}})

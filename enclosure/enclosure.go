@@ -18,9 +18,10 @@ import (
 	"io"
 	"net"
 	"os"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // Enclosure is where a run's processes live.
@@ -133,7 +134,7 @@ type Reattacher interface {
 // ErrHoldExpired is Reattach's error for a process whose relay ended it,
 // no Berth having come back within its grace (enclosure.reattach_grace).
 // It is also ErrGone.
-var ErrHoldExpired = fmt.Errorf("held past its grace: %w", ErrGone)
+var ErrHoldExpired = errclass.Kind("held past its grace", errclass.ErrGone)
 
 // Dropper is a process Berth can let go of as a Berth that died would:
 // no signal, its connections to the process closed. A process started
@@ -166,47 +167,46 @@ type Process interface {
 	Wait() (int, error)
 }
 
-// Sentinel error classes; wrap them with %w.
+// The error classes, Berth's one set (internal/errclass) under the
+// names the drivers use; wrap them with %w.
 var (
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = errclass.ErrNotFound
 	// ErrGone marks an enclosure that is not running or no longer
 	// exists (a stopped or removed container): nothing started in it can
 	// help, only another enclosure. It is also ErrNotFound.
-	ErrGone          = fmt.Errorf("not running: %w", ErrNotFound)
-	ErrNotSupported  = errors.New("not supported")
-	ErrInvalidConfig = errors.New("invalid")
+	ErrGone = errclass.ErrGone
+	// ErrNotSupported marks what this enclosure cannot do: a case of
+	// invalid.
+	ErrNotSupported  = errclass.Kind("not supported", errclass.ErrInvalid)
+	ErrInvalidConfig = errclass.ErrInvalid
 	// ErrPaused marks an enclosure that exists but is paused (docker
 	// pause, a paused containerd task): its processes keep their state
 	// and answer nothing until it is unpaused, and the engine starts
 	// nothing in it. It is also ErrUnavailable: the call can succeed
 	// once the enclosure is unpaused, in the same run.
-	ErrPaused = fmt.Errorf("paused: %w", ErrUnavailable)
+	ErrPaused     = errclass.Kind("paused", errclass.ErrUnavailable)
+	ErrPermission = errclass.ErrPermission
+	// ErrRefused marks an engine that refuses Berth's identity (a
+	// cluster's 403, or a 401 for credentials it does not accept): a
+	// case of permission, and, unlike a read-only mount's, one that
+	// keeps the whole enclosure from serving (Down).
+	ErrRefused = errclass.Kind("refused", errclass.ErrPermission)
 )
 
 // Down reports whether err says the enclosure itself cannot serve: it
-// stopped, was removed or is paused (ErrGone, ErrPaused), or its engine
-// did not answer (ErrUnavailable). Such an error names the enclosure and
-// says what to do, and no program in it is to blame: a caller passes it
-// on rather than guess at the program ("not on the PATH").
+// stopped, was removed or is paused (ErrGone, ErrPaused), its engine did
+// not answer (ErrUnavailable) or refuses Berth (ErrRefused). Such an
+// error names the enclosure and says what to do, and no program in it is
+// to blame: a caller passes it on rather than guess at the program ("not
+// on the PATH").
 func Down(err error) bool {
-	return errors.Is(err, ErrGone) || errors.Is(err, ErrUnavailable)
+	return errors.Is(err, ErrGone) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrRefused)
 }
 
 // Say is err's message for a person: without the class words the %w
-// sentinels append (": paused: unavailable", ": not running: not found"),
-// which tell code what happened and only make a sentence longer.
-func Say(err error) string {
-	if err == nil {
-		return ""
-	}
-	msg := err.Error()
-	for _, class := range []error{ErrPaused, ErrUnavailable, ErrGone, ErrNotFound} {
-		if t, ok := strings.CutSuffix(msg, ": "+class.Error()); ok {
-			return t
-		}
-	}
-	return msg
-}
+// sentinels append (": paused", ": gone"), which tell code what happened
+// and only make a sentence longer.
+func Say(err error) string { return errclass.Say(err) }
 
 // Checker is an enclosure that can say whether it still serves: nil
 // while it runs, else an error for which Down is true, naming it and
@@ -270,7 +270,7 @@ type Driver interface {
 
 // ErrUnavailable marks an engine that did not answer, or an enclosure
 // that is paused (ErrPaused); "auto" skips it.
-var ErrUnavailable = errors.New("unavailable")
+var ErrUnavailable = errclass.ErrUnavailable
 
 // ConversationLabel is the label "auto" looks for, its value the
 // conversation's id.

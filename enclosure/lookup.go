@@ -2,6 +2,7 @@ package enclosure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -87,10 +88,14 @@ func (l *Lookup) auto(ctx context.Context, conversationID string) (Enclosure, er
 		}
 		ids, err := d.Find(ctx, conversationID)
 		if err != nil {
-			if l.Log != nil {
-				l.Log.Warn("enclosure auto: skipping a driver whose engine did not answer", "driver", name, "err", err)
+			why := "did not answer"
+			if errors.Is(err, ErrRefused) {
+				why = "refused Berth"
 			}
-			tried = append(tried, name+" (did not answer)")
+			if l.Log != nil {
+				l.Log.Warn("enclosure auto: skipping a driver whose engine "+why, "driver", name, "err", err)
+			}
+			tried = append(tried, name+" ("+why+")")
 			continue
 		}
 		tried = append(tried, name)

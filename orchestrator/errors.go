@@ -1,12 +1,17 @@
 package orchestrator
 
-import "errors"
+import "github.com/berth-dev/berth/internal/errclass"
 
-// Sentinel error classes; wrap them with %w so callers (the protocol
-// layer) can map them to error codes.
+// The core's kinds of the error classes (internal/errclass); wrap them
+// with %w so that the protocol layer maps them to codes.
 var (
-	ErrUnknownRun  = errors.New("unknown run")
-	ErrInvalid     = errors.New("invalid argument")
-	ErrRunEnded    = errors.New("run ended")
-	ErrUnavailable = errors.New("unavailable")
+	// ErrUnknownRun: no live run with that id on this connection; a
+	// case of not found.
+	ErrUnknownRun = errclass.Kind("unknown run", errclass.ErrNotFound)
+	// ErrInvalid: a bad argument or parameter.
+	ErrInvalid = errclass.ErrInvalid
+	// ErrRunEnded: the run ended; a case of gone.
+	ErrRunEnded = errclass.Kind("run ended", errclass.ErrGone)
+	// ErrUnavailable: a resource the request needs cannot serve now.
+	ErrUnavailable = errclass.ErrUnavailable
 )

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
@@ -157,7 +158,7 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	tier := spec.Tier.String()
 	if spec.Tier > s.MaxTier() {
 		g.count(name, tier, "refused")
-		return Errorf("tool %s (tier %s) is not allowed on the %s surface, which may only use read-tier tools; ask the full agent to run it", name, spec.Tier, s), nil
+		return Errorf("tool %s (tier %s) is not allowed on the %s surface, which may only use read-tier tools; ask the full agent to run it", name, spec.Tier, s).Classed(errclass.ErrPermission), nil
 	}
 	sch, err := g.schema(spec)
 	if err != nil {
@@ -166,7 +167,7 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	args = ArgsOrEmpty(args)
 	if msg := validateArgs(name, sch, args); msg != "" {
 		g.count(name, tier, "invalid")
-		return Errorf("invalid arguments for %s: %s. Fix the arguments and call again.", name, msg), nil
+		return Errorf("invalid arguments for %s: %s. Fix the arguments and call again.", name, msg).Classed(errclass.ErrInvalid), nil
 	}
 
 	timeout := spec.Timeout
@@ -186,15 +187,28 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 		case lock <- struct{}{}:
 		case <-ctx.Done():
 			g.count(name, tier, "canceled")
-			return Errorf("%s was not started: an earlier %s call on this run is still running and this call was cancelled or timed out while waiting", name, name), nil
+			return Errorf("%s was not started: an earlier %s call on this run is still running and this call was cancelled or timed out while waiting", name, name).Classed(ctx.Err()), nil
 		}
 	}
 
 	start := time.Now()
 	out := g.start(ctx, run, tool, name, args, lock)
+	downs, stopWatch := watchDown(ctx, run)
+	defer stopWatch()
 	var o outcome
+	var down error
 	select {
 	case o = <-out.done:
+	case down = <-downs:
+		// The run's container was paused, stopped or removed under the
+		// call: the call cannot end well, and a paused one would wait
+		// out its timeout. The tool is cancelled and gets a short grace
+		// to answer for itself (a cell's output so far).
+		cancel()
+		var ok bool
+		if o, ok = g.await(out, DownGrace); !ok {
+			o = outcome{abandoned: true}
+		}
 	case <-ctx.Done():
 		// The tool's own answer to its cancellation (what an interrupted
 		// cell printed) is worth its grace.
@@ -210,6 +224,9 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 	g.metrics.ToolCallDuration.WithLabelValues(name, tier).Observe(time.Since(start).Seconds())
 	res, err = o.res, o.err
 	switch {
+	case down != nil:
+		g.count(name, tier, "error")
+		return enclosureDown(name, down, res, err), nil
 	case o.panicked != nil:
 		g.count(name, tier, "panic")
 		slog.Error("tool panicked", "tool", name, "run", run.ID, "panic", o.panicked, "stack", string(o.stack))
@@ -238,9 +255,68 @@ func (g *Registry) Call(ctx context.Context, run *Run, s Surface, name string, a
 		}
 	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return Errorf("%s timed out after %s: %v", name, timeout, err), nil
+		return Errorf("%s timed out after %s: %v", name, timeout, err).Classed(errclass.ErrTimeout), nil
+	}
+	if err != nil && !errors.Is(err, ErrRunEnded) {
+		// A tool's failure is the model's to act on: an error result
+		// carrying the class, never a protocol error. Only a run that
+		// ended under the call is the protocol's (-32002).
+		return Failed(fmt.Errorf("%s: %w", name, err)), nil
 	}
 	return res, err
+}
+
+// DownFirst and DownEvery pace watchDown: a call still running after
+// DownFirst asks its run's enclosure whether it still serves, and again
+// every DownEvery. A call that ends sooner asks nothing.
+const (
+	DownFirst = 500 * time.Millisecond
+	DownEvery = 2 * time.Second
+)
+
+// DownGrace is how long a tool whose enclosure went down under its call
+// has, once cancelled, to answer for itself before the enclosure's error
+// answers for it.
+const DownGrace = 500 * time.Millisecond
+
+// watchDown watches the run's enclosure while a call runs, until ctx
+// ends or stop is called, and sends its error once it is paused, stopped
+// or removed (enclosure.ErrPaused, ErrGone): a paused container's
+// processes answer nothing and no call in it would end before its
+// timeout (issue 27 item 3). An engine that does not answer is not sent:
+// the processes already running may still answer. Nothing runs before
+// DownFirst; an enclosure that cannot say (the host) says nil.
+func watchDown(ctx context.Context, run *Run) (down <-chan error, stop func()) {
+	if run.Enclosure == nil {
+		return nil, func() {}
+	}
+	ch := make(chan error, 1)
+	var mu sync.Mutex
+	var t *time.Timer
+	stopped := false
+	look := func() {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := enclosure.Check(ctx, run.Enclosure); errors.Is(err, enclosure.ErrPaused) || errors.Is(err, enclosure.ErrGone) {
+			ch <- err
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped && ctx.Err() == nil {
+			t.Reset(DownEvery)
+		}
+	}
+	mu.Lock()
+	t = time.AfterFunc(DownFirst, look)
+	mu.Unlock()
+	return ch, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
 }
 
 // checkEnclosure asks the run's enclosure, once a call failed or hung,
@@ -270,10 +346,10 @@ func enclosureDown(name string, down error, res *Result, err error) *Result {
 	}
 	if res != nil && err == nil && strings.Contains(said, enclosure.Say(down)) {
 		res.IsError = true
-		return res
+		return res.Classed(down)
 	}
 	slog.Debug("a call failed in an enclosure that is down; its own answer is replaced", "tool", name, "answer", said, "enclosure", down)
-	return Errorf("%s could not do its work: %s.", name, enclosure.Say(down))
+	return Errorf("%s could not do its work: %s.", name, enclosure.Say(down)).Classed(down)
 }
 
 // DefaultCancelGrace is how long a tool whose Spec names no CancelGrace
@@ -364,12 +440,12 @@ func abandoned(caller, ctx context.Context, run *Run, name string, timeout time.
 	o := outcome{abandoned: true}
 	switch {
 	case caller.Err() != nil:
-		o.res = Errorf("%s was cancelled and did not stop when asked; %s", name, left)
+		o.res = Errorf("%s was cancelled and did not stop when asked; %s", name, left).Classed(errclass.ErrCanceled)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		o.res = Errorf("%s timed out after %s and did not stop when asked; %s. Do not repeat the call as it was: check what it was given (a path that names a FIFO or a device, an input that never ends)", name, timeout, left)
+		o.res = Errorf("%s timed out after %s and did not stop when asked; %s. Do not repeat the call as it was: check what it was given (a path that names a FIFO or a device, an input that never ends)", name, timeout, left).Classed(errclass.ErrTimeout)
 	default: // the run ended
 		_, why := run.Ended()
-		o.res = Errorf("%s did not stop when its run ended (%s); %s", name, why, left)
+		o.res = Errorf("%s did not stop when its run ended (%s); %s", name, why, left).Classed(ErrRunEnded)
 	}
 	return o
 }
@@ -384,7 +460,7 @@ func (g *Registry) unknownTool(run *Run, s Surface, name string) *Result {
 		}
 		for _, t := range p.Tools(run) {
 			if t.Spec().Name == name {
-				return Errorf("tool %s is not available for this run: its feature %q is off (turn it on with run/start or run/update)", name, p.Feature())
+				return Errorf("tool %s is not available for this run: its feature %q is off (turn it on with run/start or run/update)", name, p.Feature()).Classed(errclass.ErrInvalid)
 			}
 		}
 	}
@@ -392,7 +468,7 @@ func (g *Registry) unknownTool(run *Run, s Surface, name string) *Result {
 	for _, sp := range g.List(run, s) {
 		names = append(names, sp.Name)
 	}
-	return Errorf("unknown tool %q: this run offers %s", name, strings.Join(names, ", "))
+	return Errorf("unknown tool %q: this run offers %s", name, strings.Join(names, ", ")).Classed(errclass.ErrNotFound)
 }
 
 func (g *Registry) schema(spec Spec) (*inputSchema, error) {

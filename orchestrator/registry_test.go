@@ -3,6 +3,8 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/berth-dev/berth/enclosure/host"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -363,5 +366,53 @@ func TestNoArgumentsReachTheToolAsEmptyObject(t *testing.T) {
 	}
 	if s := (orchestrator.Spec{}).Schema(); string(s) != `{"type":"object"}` {
 		t.Errorf("a tool with no schema takes %s, want any object", s)
+	}
+}
+
+// Every refusal and failure of a call is an error result whose
+// ErrorClass says its class; only a run that has ended is a Go error
+// (the protocol's -32002).
+//
+// Issue 27 item 3.
+func TestCallResultsCarryTheirClass(t *testing.T) {
+	failing := fakeTool{spec: orchestrator.Spec{Name: "failing", ParallelSafe: true},
+		call: func(context.Context, json.RawMessage) (*orchestrator.Result, error) {
+			return nil, fmt.Errorf("the socket is gone: start a new run: %w", errclass.ErrGone)
+		}}
+	plain := fakeTool{spec: orchestrator.Spec{Name: "plain", ParallelSafe: true},
+		call: func(context.Context, json.RawMessage) (*orchestrator.Result, error) {
+			return nil, errors.New("disk on fire")
+		}}
+	slow := fakeTool{spec: orchestrator.Spec{Name: "slow", ParallelSafe: true, Timeout: 30 * time.Millisecond},
+		call: func(ctx context.Context, _ json.RawMessage) (*orchestrator.Result, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}
+	reg, run := newRegistry(t, provider{orchestrator.FeatureStructural, []orchestrator.Tool{
+		echo("w", orchestrator.Write), failing, plain, slow,
+	}})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		what, tool string
+		surface    orchestrator.Surface
+		args       string
+		class      errclass.Class
+		text       string
+	}{
+		{"a refused tier", "w", orchestrator.SurfacePlan, `{"text":"x"}`, errclass.Permission, "not allowed on the plan surface"},
+		{"bad arguments", "w", orchestrator.SurfaceFull, `{"txt":"x"}`, errclass.Invalid, "invalid arguments for w"},
+		{"an unknown tool", "nope", orchestrator.SurfaceFull, `{}`, errclass.NotFound, `unknown tool "nope"`},
+		{"a tool's classed error", "failing", orchestrator.SurfaceFull, `{}`, errclass.Gone, "failing: the socket is gone: start a new run"},
+		{"a tool's error of no class", "plain", orchestrator.SurfaceFull, `{}`, "", "plain: disk on fire"},
+		{"a timeout", "slow", orchestrator.SurfaceFull, `{}`, errclass.Timeout, "slow timed out after 30ms"},
+	} {
+		res, err := reg.Call(ctx, run, tc.surface, tc.tool, json.RawMessage(tc.args))
+		if err != nil || res == nil || !res.IsError || res.ErrorClass != tc.class || !strings.Contains(res.FirstText(), tc.text) || strings.HasSuffix(res.FirstText(), ": gone") {
+			t.Errorf("%s: %+v %v; want an error result of class %q saying %q", tc.what, res, err, tc.class, tc.text)
+		}
+	}
+	run.End("test")
+	if _, err := reg.Call(ctx, run, orchestrator.SurfaceFull, "failing", nil); !errors.Is(err, orchestrator.ErrRunEnded) || errclass.Of(err) != errclass.Gone {
+		t.Errorf("a call on an ended run: %v; want ErrRunEnded, of class gone", err)
 	}
 }

@@ -1,6 +1,11 @@
 package orchestrator
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/berth-dev/berth/internal/errclass"
+)
 
 // Block is one content block of a result. Type is "text", "image" or
 // "table"; only the fields of that type are set.
@@ -22,6 +27,12 @@ type Block struct {
 type Result struct {
 	Content []Block `json:"content"`
 	IsError bool    `json:"isError"`
+	// ErrorClass is an error result's class (internal/errclass: gone,
+	// unavailable, not_found, invalid, ...), so that a harness can tell
+	// a stopped container from a bad argument without reading the text.
+	// It is absent when the failure has no class: the work itself
+	// failed (a cell raised, an edit does not parse) or Berth did.
+	ErrorClass errclass.Class `json:"errorClass,omitempty"`
 }
 
 // Text is a successful result of one text block.
@@ -31,9 +42,42 @@ func Text(s string) *Result { return &Result{Content: []Block{{Type: "text", Tex
 func Textf(format string, a ...any) *Result { return Text(fmt.Sprintf(format, a...)) }
 
 // Errorf is an error result: one text block that says what was wrong and
-// what to do instead.
+// what to do instead. Its class is that of the first error among a that
+// has one (a driver's gone container said with %v keeps its class); set
+// another with Classed. An error of a class is said without the class
+// words its %w chain appended (": gone"): errorClass says them.
 func Errorf(format string, a ...any) *Result {
-	return &Result{Content: []Block{{Type: "text", Text: fmt.Sprintf(format, a...)}}, IsError: true}
+	r := &Result{IsError: true}
+	if len(a) > 0 {
+		a = slices.Clone(a)
+	}
+	for i, v := range a {
+		if err, ok := v.(error); ok {
+			if c := errclass.Of(err); c != "" {
+				if r.ErrorClass == "" {
+					r.ErrorClass = c
+				}
+				a[i] = errclass.Say(err)
+			}
+		}
+	}
+	r.Content = []Block{{Type: "text", Text: fmt.Sprintf(format, a...)}}
+	return r
+}
+
+// Classed sets an error result's class to class's (a sentinel of
+// internal/errclass, or an error wrapping one) and returns it.
+func (r *Result) Classed(class error) *Result {
+	r.ErrorClass = errclass.Of(class)
+	return r
+}
+
+// Failed is the error result of a tool's error: its message without the
+// class words, and its class.
+func Failed(err error) *Result {
+	r := Errorf("%s", errclass.Say(err))
+	r.ErrorClass = errclass.Of(err)
+	return r
 }
 
 // TextBlock, ImageBlock and TableBlock build blocks.

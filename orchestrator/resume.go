@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 	"github.com/berth-dev/berth/orchestrator/state"
 )
@@ -153,7 +154,7 @@ func (rs *Runs) claim(id, conversation, workdir string, enc enclosure.Enclosure)
 		differ = append(differ, fmt.Sprintf("enclosure %s %s, not %s %s", rec.Enclosure.Driver, rec.Enclosure.ID, enc.Driver(), enc.ID()))
 	}
 	if len(differ) > 0 {
-		return nil, fmt.Errorf("run %q is being resumed from before Berth restarted, with %s: start it with the same to get it back, or use another runId: %w", id, strings.Join(differ, ", "), ErrInvalid)
+		return nil, fmt.Errorf("run %q is being resumed from before Berth restarted, with %s: start it with the same to get it back, or use another runId: %w", id, strings.Join(differ, ", "), errclass.ErrConflict)
 	}
 	delete(rs.pending, id)
 	p.timer.Stop()

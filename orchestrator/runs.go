@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
@@ -90,19 +90,23 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	enc, err := rs.lookup.Find(ctx, p.Enclosure, p.ConversationID)
 	if err != nil {
 		rs.metrics.AttachFailed(p.Enclosure.Driver, err)
-		if errors.Is(err, enclosure.ErrUnavailable) {
-			// An engine that did not answer, or a paused container:
-			// nothing is wrong with the parameters, and the same call
-			// can succeed later.
-			return nil, fmt.Errorf("enclosure: %s: %w", enclosure.Say(err), ErrUnavailable)
+		if errclass.Of(err) == "" {
+			// A driver's error that lost its class: the parameters
+			// named an enclosure that cannot be used.
+			return nil, fmt.Errorf("enclosure: %v: %w", err, ErrInvalid)
 		}
-		return nil, fmt.Errorf("enclosure: %v: %w", err, ErrInvalid)
+		// The driver's class travels: a stopped or removed container is
+		// gone, an engine that did not answer or a paused container is
+		// unavailable, an unknown driver or a missing id is invalid.
+		return nil, fmt.Errorf("enclosure: %w", err)
 	}
 	// Every tool works on the workdir through the enclosure's view of it:
 	// a container that does not mount it is refused now, with the mounts
 	// it has, not at the first tool call.
 	if _, err := enc.MapPath(wd); err != nil {
-		return nil, fmt.Errorf("enclosure %s %s cannot see the workdir: %v: %w", enc.Driver(), enc.ID(), err, ErrInvalid)
+		// The path lookup's not found is a bad run/start here: the
+		// workdir names what the container does not mount.
+		return nil, fmt.Errorf("enclosure %s %s cannot see the workdir: %w", enc.Driver(), enc.ID(), errclass.Reclass(err, ErrInvalid))
 	}
 	enc = rs.metrics.Enclosure(enc) // timed and counted for every driver
 	id := p.RunID
@@ -131,7 +135,7 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 		if back != nil {
 			rs.endPendingOf(back)
 		}
-		return nil, fmt.Errorf("run %q already exists: stop it first or omit runId to get a fresh one: %w", id, ErrInvalid)
+		return nil, fmt.Errorf("run %q already exists: stop it first or omit runId to get a fresh one: %w", id, errclass.ErrConflict)
 	}
 	rs.runs[id] = run
 	rs.mu.Unlock()

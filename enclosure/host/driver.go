@@ -11,7 +11,9 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // ID is the ID of the host enclosure.
@@ -199,6 +202,15 @@ func executable(path, dir string) error {
 		path = filepath.Join(dir, path)
 	}
 	_, err := exec.LookPath(path)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		// Not executable: the path names a file Berth may not run.
+		return errclass.Reclass(err, enclosure.ErrPermission)
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, exec.ErrNotFound):
+		return errclass.Reclass(err, enclosure.ErrNotFound)
+	}
 	return err
 }
 

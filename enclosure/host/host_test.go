@@ -19,6 +19,7 @@ import (
 	"github.com/berth-dev/berth/enclosure/enclosuretest"
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/enclosure/relay/relaytest"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/internal/procfs"
 )
 
@@ -131,6 +132,20 @@ func TestHostLookPathAndDial(t *testing.T) {
 	}
 	if _, err := New().Dial(context.Background(), 70000); err == nil {
 		t.Fatal("Dial accepted port 70000")
+	}
+	// A path that names no file is not found, one that names a file
+	// Berth may not run is permission, and the system's words stay
+	// (issue 27 item 3).
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, class := range map[string]errclass.Class{filepath.Join(dir, "missing"): errclass.NotFound, plain: errclass.Permission} {
+		_, err := New().Start(context.Background(), enclosure.Cmd{Path: path})
+		if errclass.Of(err) != class || !strings.Contains(errclass.Say(err), path) {
+			t.Errorf("Start %s = %v (class %q); want class %q naming the path", path, err, errclass.Of(err), class)
+		}
 	}
 }
 

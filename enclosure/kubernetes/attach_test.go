@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/kubernetes/kubetest"
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // The configuration comes from kubernetes.kubeconfig or $KUBECONFIG,
@@ -56,14 +57,15 @@ func TestConfigurationFromKubeconfigOrEnvironment(t *testing.T) {
 	}
 }
 
-// An API server that does not answer, refuses Berth, or does not accept
-// its credentials is ErrUnavailable with what to do: check the cluster
+// An API server that does not answer is ErrUnavailable; one that
+// refuses Berth, or does not accept its credentials, is ErrPermission;
+// each says what to do: check the cluster
 // and the configuration, grant the service account the Role in the pod's
 // namespace or move the pod to Berth's, or renew the token. (A real
 // cluster's refusal: TestClusterRBACPodOutsideTheRolesNamespaceIsRefused.)
 //
 // Issue 16 item 1; issue 26 item 3 (the refusal names the namespace and
-// both ways out).
+// both ways out); issue 27 item 3 (the refusal's class is permission).
 func TestUnreachableOrRefusingAPIServerSaysWhatToDo(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -93,15 +95,21 @@ func TestUnreachableOrRefusingAPIServerSaysWhatToDo(t *testing.T) {
 		plain.URL:     {plain.URL, "refused Berth", "RoleBinding in namespace sandboxes"},
 		rejecting.URL: {rejecting.URL, "did not accept Berth's credentials", "renew it"},
 	} {
+		// A cluster that does not answer is unavailable; one that refuses
+		// Berth (403, or 401) is permission (issue 27 item 3).
+		class := errclass.Permission
+		if host == closed {
+			class = errclass.Unavailable
+		}
 		_, err := newDriver(t, nil, Options{Rest: &rest.Config{Host: host}, Config: Config{Namespace: "berth"}}).Attach(context.Background(), "sandboxes/p")
-		if !errors.Is(err, enclosure.ErrUnavailable) || slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(err.Error(), w) }) {
-			t.Errorf("%s: %v; want ErrUnavailable saying %q", host, err, wants)
+		if errclass.Of(err) != class || slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(err.Error(), w) }) {
+			t.Errorf("%s: %v (class %q); want class %q saying %q", host, err, errclass.Of(err), class, wants)
 		}
 	}
 	// "auto" lists in Berth's own namespace: the Role is missing there.
 	_, err = newDriver(t, nil, Options{Rest: &rest.Config{Host: forbidding.URL}, Config: Config{Namespace: "berth"}}).Find(context.Background(), "c1")
-	if !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), "RoleBinding in namespace berth") {
-		t.Errorf("auto refused: %v; want ErrUnavailable saying to bind the Role in namespace berth", err)
+	if !errors.Is(err, enclosure.ErrPermission) || !strings.Contains(err.Error(), "RoleBinding in namespace berth") {
+		t.Errorf("auto refused: %v; want ErrPermission saying to bind the Role in namespace berth", err)
 	}
 }
 

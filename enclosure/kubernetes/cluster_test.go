@@ -213,16 +213,16 @@ func TestClusterRBACPodOutsideTheRolesNamespaceIsRefused(t *testing.T) {
 	t.Logf("attach: %v", err)
 	wants := []string{"forbidden", id.User, `namespace "` + other + `"`, "RoleBinding in namespace " + other, "namespace " + id.Namespace}
 	for _, w := range wants {
-		if !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), w) {
-			t.Errorf("attach to %s outside the Role's namespace %s: %v; want ErrUnavailable saying %q", k.ID(), id.Namespace, err, w)
+		if !errors.Is(err, enclosure.ErrRefused) || !strings.Contains(err.Error(), w) {
+			t.Errorf("attach to %s outside the Role's namespace %s: %v; want ErrRefused (permission) saying %q", k.ID(), id.Namespace, err, w)
 		}
 	}
 	od := newDriver(t, nil, Options{Config: Config{Kubeconfig: id.Kubeconfig, Namespace: other}})
 	_, err = od.Find(context.Background(), "conv-elsewhere")
 	t.Logf("auto: %v", err)
 	for _, w := range append(wants[:3], "list") {
-		if !errors.Is(err, enclosure.ErrUnavailable) || !strings.Contains(err.Error(), w) {
-			t.Errorf("auto in namespace %s: %v; want ErrUnavailable saying %q", other, err, w)
+		if !errors.Is(err, enclosure.ErrRefused) || !strings.Contains(err.Error(), w) {
+			t.Errorf("auto in namespace %s: %v; want ErrRefused (permission) saying %q", other, err, w)
 		}
 	}
 }

@@ -231,15 +231,16 @@ func (d *Driver) connect() (*api, error) {
 const apiTimeout = 10 * time.Second
 
 // unavailable explains an error of a call on namespace ns that got no
-// answer from the API server, or one that refuses Berth: what was
-// refused (the API server's own words name the identity and the
+// answer from the API server (unavailable), or one that refuses Berth
+// (permission: a 403, or a 401 for credentials it does not accept): what
+// was refused (the API server's own words name the identity and the
 // namespace) and what to do, grant the Role there or move the pod.
 func (a *api) unavailable(what, ns string, err error) error {
 	switch {
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("kubernetes: %s: %s refused Berth: %v: Berth's identity may not do this in namespace %s. deploy/kubernetes's Role (get and list on pods; get and create on pods/exec and pods/portforward) covers only the namespace it is bound in: bind it to Berth's service account with a RoleBinding in namespace %s, or run the conversation's pods in Berth's namespace %s (kubernetes.namespace): %w", what, a.where, err, ns, ns, a.namespace, enclosure.ErrUnavailable)
+		return fmt.Errorf("kubernetes: %s: %s refused Berth: %v: Berth's identity may not do this in namespace %s. deploy/kubernetes's Role (get and list on pods; get and create on pods/exec and pods/portforward) covers only the namespace it is bound in: bind it to Berth's service account with a RoleBinding in namespace %s, or run the conversation's pods in Berth's namespace %s (kubernetes.namespace): %w", what, a.where, err, ns, ns, a.namespace, enclosure.ErrRefused)
 	case apierrors.IsUnauthorized(err):
-		return fmt.Errorf("kubernetes: %s: %s did not accept Berth's credentials: %v: the token or certificate of the configuration Berth loads (kubernetes.kubeconfig, $KUBECONFIG, ~/.kube/config, else in-cluster) is expired, revoked or for another cluster: renew it: %w", what, a.where, err, enclosure.ErrUnavailable)
+		return fmt.Errorf("kubernetes: %s: %s did not accept Berth's credentials: %v: the token or certificate of the configuration Berth loads (kubernetes.kubeconfig, $KUBECONFIG, ~/.kube/config, else in-cluster) is expired, revoked or for another cluster: renew it: %w", what, a.where, err, enclosure.ErrRefused)
 	}
 	return fmt.Errorf("kubernetes: %s: %s did not answer: %v: check that the cluster runs and that the configuration Berth loads (kubernetes.kubeconfig, $KUBECONFIG, ~/.kube/config, else in-cluster) points at it: %w", what, a.where, err, enclosure.ErrUnavailable)
 }

@@ -7,13 +7,14 @@ package mounts
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/berth-dev/berth/enclosure"
+
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // Mount is one mount: Source is the path outside (on the host), and
@@ -223,7 +224,8 @@ func (c Crossing) Writable(berthPath string) error {
 
 // ErrReadOnly is wrapped by Writable's error for a path on a read-only
 // mount.
-var ErrReadOnly = errors.New("read-only mount")
+// A case of permission.
+var ErrReadOnly = errclass.Case("read-only mount", errclass.ErrPermission)
 
 // Outside is Inside's inverse: a path as the container sees it turned
 // into Berth's.

@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/berth-dev/berth/enclosure/relay/wire"
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // FrameWriter is the stdin of a program run with --stdin framed: each
@@ -112,7 +112,7 @@ func SendSignal(ctx context.Context, stdin *FrameWriter, run Runner, relayPath, 
 
 // ErrNotFramed is Signal's error for a signal the relay does not take in
 // its stdin.
-var ErrNotFramed = errors.New("the relay takes only SIGINT, SIGTERM, SIGHUP and SIGQUIT in its stdin")
+var ErrNotFramed = errclass.Case("the relay takes only SIGINT, SIGTERM, SIGHUP and SIGQUIT in its stdin", errclass.ErrInvalid)
 
 // Close closes the program's stdin. Safe to call more than once.
 func (f *FrameWriter) Close() error {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/berth-dev/berth/enclosure/relay/wire"
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // A relay run with RunOptions.Hold keeps its program when Berth goes
@@ -63,7 +64,7 @@ func (h *Handover) Close() {
 }
 
 // ErrRefused wraps a relay's refusal of a Berth that came back.
-var ErrRefused = errors.New("the relay refused")
+var ErrRefused = errclass.Case("the relay refused", errclass.ErrPermission)
 
 // ReadHandover reads a relay's Hello and the descriptors it sends with
 // it from conn, within d. A Hello that is a refusal is an error wrapping

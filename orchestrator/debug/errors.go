@@ -1,13 +1,18 @@
 package debug
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/berth-dev/berth/internal/errclass"
+)
 
 // Sentinel error classes; wrap them with %w.
 var (
 	// ErrEnded: the session ended while a request or a wait was pending.
 	ErrEnded = errors.New("debug session ended")
-	// ErrTimeout: the adapter did not answer within the wait.
-	ErrTimeout = errors.New("adapter did not answer in time")
+	// ErrTimeout: the adapter did not answer within the wait; a case of
+	// timeout.
+	ErrTimeout = errclass.Case("adapter did not answer in time", errclass.ErrTimeout)
 )
 
 // adapterError is an error response from the adapter: the request was

@@ -11,6 +11,8 @@ import (
 
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
+
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // Provider serves the debug tool. It keeps one conversation entry per
@@ -136,8 +138,8 @@ func (p *Provider) dropIfUnused(c *conversation) {
 // errOtherConnection refuses a run whose connection is not the one that
 // holds the conversation's debugging: a conversation id alone must not
 // let one connection read or end another's program.
-var errOtherConnection = errors.New("a debug session of this conversation belongs to another connection: " +
-	"debug from a run started on that connection, or start this run with a conversation id of its own")
+var errOtherConnection = fmt.Errorf("a debug session of this conversation belongs to another connection: "+
+	"debug from a run started on that connection, or start this run with a conversation id of its own: %w", errclass.ErrConflict)
 
 // join returns the run's conversation entry, creating it on first use.
 // The entry belongs to the connection (run.Owner) of the run that made
@@ -158,7 +160,7 @@ func (p *Provider) join(run *orchestrator.Run) (*conversation, error) {
 		return m.c, nil
 	}
 	if m.closed {
-		return nil, errors.New("the run has ended: start a new run")
+		return nil, fmt.Errorf("the run has ended: start a new run: %w", orchestrator.ErrRunEnded)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/internal/procfs"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 
@@ -62,6 +63,10 @@ func TestSessionBelongsToItsConnection(t *testing.T) {
 			t.Fatalf("debug %s from another connection succeeded: %s", op, res.FirstText())
 		}
 		has(t, res.FirstText(), "a debug session of this conversation belongs to another connection")
+		// Issue 27 item 3: a clash with the state, of class conflict.
+		if res.ErrorClass != errclass.Conflict || strings.HasSuffix(res.FirstText(), "conflict") {
+			t.Errorf("debug %s from another connection: errorClass %q, text %q; want conflict, not said in the text", op, res.ErrorClass, res.FirstText())
+		}
 	}
 	// Detection touches nothing of the conversation.
 	if res := e.callAs(other, `{"operation":"adapters"}`); res.IsError {

@@ -26,9 +26,10 @@ func (m *Metrics) Enclosure(enc enclosure.Enclosure) enclosure.Enclosure {
 
 // AttachFailed counts a run/start whose enclosure could not be attached.
 // Errors the caller made (an unknown driver, a missing id: ErrInvalidConfig)
-// are not enclosure failures and are not counted.
+// are not enclosure failures and are not counted; an enclosure that cannot
+// host Berth's processes (ErrNotSupported, also of the invalid class) is.
 func (m *Metrics) AttachFailed(driver string, err error) {
-	if err == nil || errors.Is(err, enclosure.ErrInvalidConfig) || !slices.Contains(Drivers, driver) {
+	if err == nil || errors.Is(err, enclosure.ErrInvalidConfig) && !errors.Is(err, enclosure.ErrNotSupported) || !slices.Contains(Drivers, driver) {
 		return
 	}
 	m.EnclosureErrors.WithLabelValues(driver, OpAttach).Inc()

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -129,10 +130,10 @@ type HarnessCallToolParams struct {
 func decodeParams(method string, raw []byte, v any) error {
 	raw = orchestrator.ArgsOrEmpty(raw)
 	if msg := paramSchemas[method].Check(raw); msg != "" {
-		return Errorf(CodeInvalidParams, "invalid params for %s: %s. Fix the params and send the request again.", method, msg)
+		return failf(errclass.ErrInvalid, "invalid params for %s: %s. Fix the params and send the request again.", method, msg)
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return Errorf(CodeInvalidParams, "invalid params for %s: %v", method, err)
+		return failf(errclass.ErrInvalid, "invalid params for %s: %v", method, err)
 	}
 	return nil
 }

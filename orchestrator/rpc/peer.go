@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // handlerFunc answers one inbound request. A returned *Error is sent as it
@@ -213,7 +215,7 @@ func (p *peer) dispatch(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		switch {
 		case errors.As(err, &e):
 		case ctx.Err() != nil && p.ctx.Err() == nil:
-			e = Errorf(CodeRequestCancelled, "request cancelled: %v", err)
+			e = failf(errclass.ErrCanceled, "request cancelled: %v", err)
 		default:
 			e = Errorf(CodeInternalError, "internal error: %v", err)
 		}

@@ -1,14 +1,11 @@
 package rpc
 
 import (
-	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -138,34 +135,4 @@ func (s *Server) maxMessageSize() int64 {
 		return DefaultMaxMessageSize
 	}
 	return s.MaxMessageSize
-}
-
-// toError maps the core's error classes to protocol codes. The class's
-// own word, which the core appends with %w, is dropped from the message:
-// the code already says it.
-func toError(err error) error {
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	for _, c := range []struct {
-		class error
-		code  int64
-	}{
-		{orchestrator.ErrUnknownRun, CodeUnknownRun},
-		{orchestrator.ErrInvalid, CodeInvalidParams},
-		{orchestrator.ErrRunEnded, CodeRunEnded},
-		{orchestrator.ErrUnavailable, CodeUnavailable},
-		// An enclosure's engine that did not answer, or a paused
-		// container, wherever it reaches the protocol unwrapped.
-		{enclosure.ErrUnavailable, CodeUnavailable},
-	} {
-		if errors.Is(err, c.class) {
-			return &Error{Code: c.code, Message: strings.TrimSuffix(err.Error(), ": "+c.class.Error())}
-		}
-	}
-	return Errorf(CodeInternalError, "internal error: %v", err)
 }

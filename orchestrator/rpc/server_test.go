@@ -17,6 +17,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 )
@@ -241,22 +242,54 @@ func TestWebSocketNeedsTheTokenAndSkipsOversizedMessages(t *testing.T) {
 
 func TestCoreErrorsMapToCodes(t *testing.T) {
 	cases := []struct {
-		err  error
-		code int64
-		msg  string
+		err   error
+		code  int64
+		msg   string
+		class errclass.Class
 	}{
-		{fmt.Errorf("unknown run %q: start one: %w", "r1", orchestrator.ErrUnknownRun), CodeUnknownRun, `unknown run "r1": start one`},
-		{fmt.Errorf("workdir is required: %w", orchestrator.ErrInvalid), CodeInvalidParams, "workdir is required"},
-		{fmt.Errorf("run r1 has ended: %w", orchestrator.ErrRunEnded), CodeRunEnded, "run r1 has ended"},
-		{fmt.Errorf("no docker: %w", orchestrator.ErrUnavailable), CodeUnavailable, "no docker"},
+		{fmt.Errorf("unknown run %q: start one: %w", "r1", orchestrator.ErrUnknownRun), CodeUnknownRun, `unknown run "r1": start one`, errclass.NotFound},
+		{fmt.Errorf("workdir is required: %w", orchestrator.ErrInvalid), CodeInvalidParams, "workdir is required", errclass.Invalid},
+		{fmt.Errorf("run r1 has ended: %w", orchestrator.ErrRunEnded), CodeRunEnded, "run r1 has ended", errclass.Gone},
+		{fmt.Errorf("no docker: %w", orchestrator.ErrUnavailable), CodeUnavailable, "no docker", errclass.Unavailable},
 		// issue 24 item 13: an engine that did not answer is unavailable.
-		{fmt.Errorf("docker engine did not answer: %w", enclosure.ErrUnavailable), CodeUnavailable, "docker engine did not answer"},
-		{errors.New("disk on fire"), CodeInternalError, "internal error: disk on fire"},
+		{fmt.Errorf("docker engine did not answer: %w", enclosure.ErrUnavailable), CodeUnavailable, "docker engine did not answer", errclass.Unavailable},
+		// issue 27 item 3: a stopped or removed container at run/start
+		// is gone (it was invalid params), a paused one unavailable.
+		{fmt.Errorf("enclosure: %w", fmt.Errorf("docker container web is exited, not running: start it (docker start web) and start a new run: %w", enclosure.ErrGone)), CodeGone, "enclosure: docker container web is exited, not running: start it (docker start web) and start a new run", errclass.Gone},
+		{fmt.Errorf("enclosure: %w", fmt.Errorf("docker container web is paused: unpause it: %w", enclosure.ErrPaused)), CodeUnavailable, "enclosure: docker container web is paused: unpause it", errclass.Unavailable},
+		{fmt.Errorf("run \"a\" already exists: stop it first: %w", errclass.ErrConflict), CodeConflict, `run "a" already exists: stop it first`, errclass.Conflict},
+		// A bare class says what to do.
+		{orchestrator.ErrRunEnded, CodeGone, "run ended: " + Advice(errclass.Gone), errclass.Gone},
+		{fmt.Errorf("waiting: %w", context.DeadlineExceeded), CodeTimeout, "waiting: context deadline exceeded", errclass.Timeout},
+		{errors.New("disk on fire"), CodeInternalError, "internal error: disk on fire", ""},
 	}
 	for _, c := range cases {
 		var e *Error
 		if !errors.As(toError(c.err), &e) || e.Code != c.code || e.Message != c.msg {
 			t.Errorf("%v: got %+v, want %d %q", c.err, e, c.code, c.msg)
+			continue
+		}
+		var d ErrorData
+		if err := json.Unmarshal(e.Data, &d); err != nil || d.Class != c.class || d.Advice != Advice(c.class) || e.ClassOf() != c.class {
+			t.Errorf("%v: data %s, want class %q and its advice", c.err, e.Data, c.class)
+		}
+	}
+}
+
+// Every class has its own code and a next step; no two share a code.
+func TestEveryClassHasACodeAndAdvice(t *testing.T) {
+	seen := map[int64]errclass.Class{}
+	for _, c := range errclass.All {
+		code := codeOf(c)
+		if code == CodeInternalError || Advice(c) == internalAdvice || Advice(c) == "" {
+			t.Errorf("class %q has no code or no advice", c)
+		}
+		if other, dup := seen[code]; dup {
+			t.Errorf("classes %q and %q share code %d", c, other, code)
+		}
+		seen[code] = c
+		if e := toError(fmt.Errorf("x: %w", c.Sentinel())).(*Error); e.Code != code {
+			t.Errorf("class %q maps to %d, want %d", c, e.Code, code)
 		}
 	}
 }
@@ -302,6 +335,98 @@ func TestDidWriteWithNoReportIsUnknown(t *testing.T) {
 	rep, err := c.DidWrite(context.Background(), run.RunID, []string{"a.go"})
 	if err != nil || rep.State != orchestrator.WriteUnknown || rep.Diagnostics == nil || rep.Text == "" {
 		t.Fatalf("got %+v, %v", rep, err)
+	}
+}
+
+// failTool fails with the class its arguments name: as a Go error
+// ("error") or as an error result built from one ("result").
+type failTool struct{}
+
+func (failTool) Spec() orchestrator.Spec {
+	return orchestrator.Spec{Name: "fail", Tier: orchestrator.Read, ParallelSafe: true,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"class":{"type":"string"},"as":{"type":"string"}},"required":["class","as"],"additionalProperties":false}`)}
+}
+
+func (failTool) Call(_ context.Context, _ *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
+	var a struct{ Class, As string }
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, err
+	}
+	err := fmt.Errorf("the widget failed: fix the widget: %w", errclass.Class(a.Class).Sentinel())
+	if a.As == "result" {
+		return orchestrator.Errorf("fail: %v", err), nil
+	}
+	return nil, err
+}
+
+type failProvider struct{}
+
+func (failProvider) Feature() string { return orchestrator.FeatureStructural }
+func (failProvider) Tools(*orchestrator.Run) []orchestrator.Tool {
+	return []orchestrator.Tool{failTool{}}
+}
+
+// The one mapping, class by class, on the wire: a core error of the class
+// is a JSON-RPC error with the class's code and {class, advice} as data;
+// a tool's failure of the class is an isError result whose errorClass
+// names it, never a JSON-RPC error, and whose text lacks the class words.
+//
+// Issue 27 item 3.
+func TestEachClassMapsToItsCodeAndErrorClass(t *testing.T) {
+	table := []struct {
+		class errclass.Class
+		code  int64
+	}{
+		{errclass.Invalid, -32602},
+		{errclass.NotFound, -32001},
+		{errclass.Gone, -32002},
+		{errclass.Unavailable, -32003},
+		{errclass.Conflict, -32004},
+		{errclass.Permission, -32005},
+		{errclass.Timeout, -32006},
+		{errclass.Restarting, -32007},
+		{errclass.OutcomeUnknown, -32008},
+		{errclass.Canceled, -32800},
+	}
+	if len(table) != len(errclass.All) {
+		t.Fatalf("the table has %d classes, errclass.All %d: add the new class here and to docs/protocol.md", len(table), len(errclass.All))
+	}
+	s := newServer(t, 0)
+	s.Registry.Add(failProvider{})
+	c := connect(t, s)
+	ctx := context.Background()
+	run := startRun(t, c)
+	for _, tc := range table {
+		e := toError(fmt.Errorf("the widget failed: %w", tc.class.Sentinel())).(*Error)
+		var d ErrorData
+		if e.Code != tc.code || json.Unmarshal(e.Data, &d) != nil || d.Class != tc.class || d.Advice == "" || e.Message != "the widget failed" {
+			t.Errorf("%s: JSON-RPC error %d %q data %s; want %d \"the widget failed\" with class %q and advice", tc.class, e.Code, e.Message, e.Data, tc.code, tc.class)
+		}
+		for _, as := range []string{"error", "result"} {
+			res, err := c.CallTool(ctx, run.RunID, orchestrator.SurfaceFull, "fail", map[string]string{"class": string(tc.class), "as": as})
+			if err != nil {
+				t.Errorf("%s as %s: a JSON-RPC error instead of an isError result: %v", tc.class, as, err)
+				continue
+			}
+			if !res.IsError || res.ErrorClass != tc.class || !strings.HasSuffix(res.FirstText(), "fix the widget") {
+				t.Errorf("%s as %s: isError %v errorClass %q text %q; want isError, errorClass %q, text ending \"fix the widget\"", tc.class, as, res.IsError, res.ErrorClass, res.FirstText(), tc.class)
+			}
+		}
+	}
+	// A failure of no class has no errorClass: the field is left out.
+	raw, err := json.Marshal(orchestrator.Errorf("the cell raised"))
+	if err != nil || strings.Contains(string(raw), "errorClass") {
+		t.Errorf("an error result of no class: %s (%v); want no errorClass", raw, err)
+	}
+	// Protocol-level refusals stay JSON-RPC errors, with their class.
+	_, err = c.ListTools(ctx, "run_nope", orchestrator.SurfaceFull)
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Code != CodeUnknownRun || pe.ClassOf() != errclass.NotFound {
+		t.Errorf("an unknown run: %v; want %d with class not_found", err, CodeUnknownRun)
+	}
+	_, err = c.CallTool(ctx, run.RunID, orchestrator.Surface("admin"), "fail", map[string]string{})
+	if !errors.As(err, &pe) || pe.Code != CodeInvalidParams || pe.ClassOf() != errclass.Invalid {
+		t.Errorf("a bad surface: %v; want %d with class invalid", err, CodeInvalidParams)
 	}
 }
 

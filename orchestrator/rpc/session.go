@@ -12,6 +12,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -142,7 +143,7 @@ func (s *session) callTool(ctx context.Context, req *jsonrpc2.Request) (any, err
 	if ctx.Err() != nil {
 		// The harness cancelled the call (or went away): whatever the tool
 		// returned, the answer is that it was cancelled.
-		return nil, Errorf(CodeRequestCancelled, "tools/call %s was cancelled by the harness", p.Name)
+		return nil, failf(errclass.ErrCanceled, "tools/call %s was cancelled by the harness", p.Name)
 	}
 	if err != nil {
 		return nil, toError(err)
@@ -155,7 +156,7 @@ func (s *session) callTool(ctx context.Context, req *jsonrpc2.Request) (any, err
 func (s *session) runOn(method, runID, surface string) (*orchestrator.Run, orchestrator.Surface, error) {
 	sf, err := orchestrator.ParseSurface(surface)
 	if err != nil {
-		return nil, "", Errorf(CodeInvalidParams, "invalid params for %s: field \"surface\": %v", method, err)
+		return nil, "", failf(errclass.ErrInvalid, "invalid params for %s: field \"surface\": %v", method, err)
 	}
 	run, err := s.srv.Runs.Get(runID, s)
 	if err != nil {

@@ -29,6 +29,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // The directory's parts.
@@ -38,12 +40,14 @@ const (
 	relaysName  = "relays"
 )
 
-// ErrInUse is Open's error when another live Berth holds the directory.
-var ErrInUse = errors.New("state directory in use")
+// ErrInUse is Open's error when another live Berth holds the directory
+// (class conflict).
+var ErrInUse = errclass.Case("state directory in use", errclass.ErrConflict)
 
 // ErrUnsafe is Open's error for a directory Berth must not trust: not a
-// directory, another user's, or open to others (its mode is not 0700).
-var ErrUnsafe = errors.New("state directory unsafe")
+// directory, another user's, or open to others, its mode not 0700
+// (class permission).
+var ErrUnsafe = errclass.Case("state directory unsafe", errclass.ErrPermission)
 
 // Store is one state directory, locked by this Berth.
 type Store struct {

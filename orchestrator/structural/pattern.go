@@ -2,14 +2,16 @@ package structural
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // ErrPattern is wrapped by every error about a pattern the model wrote.
-var ErrPattern = errors.New("bad pattern")
+// A case of invalid.
+var ErrPattern = errclass.Case("bad pattern", errclass.ErrInvalid)
 
 // pattern is a compiled pattern: a subtree of the snippet's parse inside
 // the scaffold that accepted it, or a run of sibling subtrees (statements

@@ -2,15 +2,17 @@ package structural
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // ErrRewrite is wrapped by every error about a rewrite template the
 // model wrote.
-var ErrRewrite = errors.New("bad rewrite")
+// A case of invalid.
+var ErrRewrite = errclass.Case("bad rewrite", errclass.ErrInvalid)
 
 // segment is a piece of a rewrite template: literal text, or a variable.
 type segment struct {

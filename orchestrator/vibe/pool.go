@@ -2,7 +2,6 @@ package vibe
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -24,7 +23,7 @@ const outputGrace = 2 * time.Second
 const stopGrace = 2 * time.Second
 
 // errRunEnded refuses work on a pool whose run has ended.
-var errRunEnded = errors.New("the run has ended, and its workers with it: start a new run")
+var errRunEnded = fmt.Errorf("the run has ended, and its workers with it: start a new run: %w", orchestrator.ErrRunEnded)
 
 // pool is one run's workers. Its mutex guards the worker table and every
 // worker's and attempt's mutable fields; no process is started or waited

@@ -3,10 +3,12 @@ package vibe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -155,15 +157,36 @@ func (t waitTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawM
 	if a.TimeoutSeconds > 0 {
 		timeout = time.Duration(a.TimeoutSeconds) * time.Second
 	}
+	if v := pl.view(w); v.status == statusRunning {
+		if res := frozen(ctx, pl, v); res != nil {
+			return res, nil
+		}
+	}
 	settled, err := pl.wait(ctx, w, timeout)
 	v := pl.view(w)
 	switch {
 	case err != nil:
 		return orchestrator.Errorf("vibe_wait was cancelled before %s settled (%v); %s", w.id, err, v.report()), nil
 	case !settled:
+		if res := frozen(ctx, pl, v); res != nil {
+			return res, nil
+		}
 		return orchestrator.Textf("Still running: %s has not settled after waiting %s (this attempt has run %s). Call vibe_wait again, steer it with vibe_send, or stop it with vibe_kill.", v.name(), timeout, round(v.elapsed)), nil
 	}
 	return orchestrator.Text("Settled: " + v.report()), nil
+}
+
+// frozen is vibe_wait's answer for a running worker whose container is
+// paused (or stopped, or removed): it is not "still running", it cannot
+// settle until the container is unpaused, and waiting for it would only
+// wait out the timeout (issue 27 item 3). nil while the container runs,
+// or when its engine does not say (a worker may run on then).
+func frozen(ctx context.Context, pl *pool, v view) *orchestrator.Result {
+	down := enclosure.Check(ctx, pl.enc)
+	if !errors.Is(down, enclosure.ErrPaused) && !errors.Is(down, enclosure.ErrGone) {
+		return nil
+	}
+	return orchestrator.Errorf("vibe_wait: %s cannot settle: %s", v.name(), enclosure.Say(down)).Classed(down)
 }
 
 type killTool struct{ p *Provider }

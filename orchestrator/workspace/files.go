@@ -10,14 +10,18 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // ErrNotRegular is wrapped by errors for a path that is not a regular
 // file (a FIFO, a socket, a device, a folder where a file was wanted).
-var ErrNotRegular = errors.New("not a regular file")
+// A case of invalid.
+var ErrNotRegular = errclass.Case("not a regular file", errclass.ErrInvalid)
 
 // ErrTooLarge is wrapped by ReadRegular's error for a file over its limit.
-var ErrTooLarge = errors.New("file too large")
+// A case of invalid.
+var ErrTooLarge = errclass.Case("file too large", errclass.ErrInvalid)
 
 // fileWork bounds the file operations that may block in the kernel at
 // once: an open, a read, a rename on a slow or stuck file system each

@@ -1,12 +1,13 @@
 package workspace
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/berth-dev/berth/internal/text"
+
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
 // View is how the run's enclosure sees the host's paths: a container
@@ -197,5 +198,5 @@ func (r *Root) CheckWritable(abs string) error {
 	return nil
 }
 
-// ErrReadOnly is wrapped by CheckWritable's error.
-var ErrReadOnly = errors.New("read-only in the container")
+// ErrReadOnly is wrapped by CheckWritable's error: a case of permission.
+var ErrReadOnly = errclass.Case("read-only in the container", errclass.ErrPermission)

@@ -27,10 +27,13 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/berth-dev/berth/internal/errclass"
 )
 
-// ErrOutside is wrapped by errors for paths that leave the root.
-var ErrOutside = errors.New("outside the working directory")
+// ErrOutside is wrapped by errors for paths that leave the root: a case
+// of invalid (the request names a path it may not).
+var ErrOutside = errclass.Case("outside the working directory", errclass.ErrInvalid)
 
 // Root is a working directory.
 type Root struct {
