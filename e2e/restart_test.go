@@ -5,12 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/internal/procfs"
 	"github.com/berth-dev/berth/orchestrator/rpc"
@@ -298,4 +300,128 @@ func syscallKill(pid int) error {
 		return nil
 	}
 	return syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// Without state.dir, each Berth keeps its records in a directory of its
+// own under $XDG_RUNTIME_DIR/berth/state, removed when it stops in
+// order; where none can be made (a read-only place), Berth logs it once
+// and serves, keeping nothing. orchestrator call keeps no state.
+//
+// Issue 29 item 1.
+func TestDefaultStateDirectoriesAndTheirFailure(t *testing.T) {
+	runtime := t.TempDir()
+	env := []string{"XDG_RUNTIME_DIR=" + runtime, "HOME=" + t.TempDir()}
+	config := writeConfig(t, "kernels:\n  python: /usr/bin/python3\n")
+	start := func(env []string) (*rpc.Client, *exec.Cmd, *enclosure.Tail) {
+		cmd := command(env, "serve", "--stdio", "--config", config)
+		stderr := newStderr()
+		cmd.Stderr = stderr
+		c, err := rpc.DialCommand(cmd, rpc.ClientOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Initialize(testCtx(t), "berth-e2e", "test"); err != nil {
+			t.Fatal(err)
+		}
+		return c, cmd, stderr
+	}
+	base := filepath.Join(runtime, "berth", "state")
+	a, acmd, aerr := start(env)
+	b, bcmd, berr := start(env)
+	for _, c := range []*rpc.Client{a, b} {
+		run := newRun(t, c, "", nil)
+		if res := evalCell(t, c, run, "python", "1"); res.IsError {
+			t.Fatal(text(res))
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(base, "berth-*"))
+	if len(dirs) != 2 {
+		t.Fatalf("two Berths side by side made %v under %s", dirs, base)
+	}
+	for _, d := range dirs {
+		if n, _ := filepath.Glob(filepath.Join(d, "records", "*.json")); len(n) != 1 {
+			t.Errorf("%s holds %d records, want its own Berth's kernel", d, len(n))
+		}
+	}
+	awaitExit(t, acmd, aerr, a.Close)
+	awaitExit(t, bcmd, berr, b.Close)
+	if left, _ := filepath.Glob(filepath.Join(base, "berth-*")); len(left) != 0 {
+		t.Errorf("default state directories outlived their Berths' orderly stop: %v", left)
+	}
+
+	// A runtime directory that is a file: no state directory can be made.
+	blocked := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(blocked, nil, 0o600)
+	c, cmd, stderr := start([]string{"XDG_RUNTIME_DIR=" + blocked, "HOME=" + blocked})
+	run := newRun(t, c, "", nil)
+	if res := evalCell(t, c, run, "python", "6 * 7"); res.IsError || text(res) != "42" {
+		t.Fatalf("without a state directory: %s", text(res))
+	}
+	awaitExit(t, cmd, stderr, c.Close)
+	if n := strings.Count(stderr.String(), "no state directory"); n != 1 {
+		t.Errorf("the log says %d times that there is no state directory, want once:\n%s", n, stderr.String())
+	}
+
+	// orchestrator call keeps none.
+	callRuntime := t.TempDir()
+	if _, errOut, code := runCLI(t, []string{"XDG_RUNTIME_DIR=" + callRuntime}, "call", "--workdir", t.TempDir(), "--config", config, "eval", `{"code":"1","description":"one cell run by the call command"}`); code != 0 {
+		t.Fatalf("call: exit %d: %s", code, errOut)
+	}
+	if made, _ := os.ReadDir(callRuntime); len(made) != 0 {
+		t.Errorf("orchestrator call made %v in the runtime directory", made)
+	}
+}
+
+// A Python kernel in a Docker container outlives a kill -9 of Berth for
+// enclosure.reattach_grace, held by its relay in the container, and is
+// ended after it: docker top shows nothing of it. The record names the
+// container and the relay's socket in its /tmp/.berth-relays. A Berth
+// started on the state directory cannot take it back yet: it says so,
+// and the relay still ends it.
+//
+// Issue 29 items 1 and 2.
+func TestContainersDockerKernelOutlivesAKilledBerthForTheGrace(t *testing.T) {
+	s := inContainer(kernelImage).fresh(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	config := writeConfig(t, "kernels:\n  python: /usr/bin/python3\nenclosure:\n  reattach_grace: "+restartGrace.String()+"\n")
+	b := startBerth(t, config, dir)
+	r, err := b.c.StartRun(testCtx(t), s.params(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := evalCell(t, b.c, r.RunID, "python", "x = 41\nx"); res.IsError || text(res) != "41" {
+		t.Fatalf("the first cell: %s", text(res))
+	}
+	recs := records(t, dir)
+	if len(recs) != 1 || recs[0].Enclosure.Driver != "docker" || !strings.HasPrefix(recs[0].Relay.Socket, "/tmp/.berth-relays/berth-") {
+		t.Fatalf("records %+v, want the kernel's in the container", recs)
+	}
+	python := func() bool {
+		return slices.ContainsFunc(interpreters(t, s), func(p string) bool { return strings.Contains(p, "python") })
+	}
+	if !python() {
+		t.Fatalf("no kernel in the container: %v", s.processes(t))
+	}
+	b.kill(t)
+	killed := time.Now()
+	time.Sleep(restartGrace / 4)
+	if !python() {
+		t.Fatalf("the kernel ended with Berth, within the grace: %v", s.processes(t))
+	}
+	again := startBerth(t, config, dir)
+	for deadline := killed.Add(restartGrace + 30*time.Second); python(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the kernel outlived the grace: %v", s.processes(t))
+		}
+	}
+	if took := time.Since(killed); took < restartGrace*3/4 {
+		t.Errorf("the kernel ended %v after the kill, before the grace", took)
+	}
+	s.waitNoProcesses(t, "the grace")
+	if !strings.Contains(again.stderr.String(), "no Berth takes back a process in a docker enclosure yet") {
+		t.Errorf("the new Berth does not say it leaves the kernel to its relay:\n%s", again.stderr.String())
+	}
+	if left := records(t, dir); len(left) != 0 {
+		t.Errorf("records left: %+v", left)
+	}
 }
