@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -423,5 +426,66 @@ func TestContainersDockerKernelOutlivesAKilledBerthForTheGrace(t *testing.T) {
 	}
 	if left := records(t, dir); len(left) != 0 {
 		t.Errorf("records left: %+v", left)
+	}
+}
+
+// Twenty live kernels on the host are resumed within 2 s of a new
+// Berth's start (the process started, initialize answered, and a
+// run/start of each run answered resumed), each with its variables.
+//
+// Issue 29 item 3 (its closing note's figure).
+func TestTwentyKernelsAreResumedWithinTwoSeconds(t *testing.T) {
+	const n = 20
+	dir := filepath.Join(t.TempDir(), "state")
+	config := writeConfig(t, "kernels:\n  python: /usr/bin/python3\nenclosure:\n  reattach_grace: 2m\n")
+	a := startBerth(t, config, dir)
+	params := make([]rpc.StartRunParams, n)
+	for i := range params {
+		params[i] = rpc.StartRunParams{RunID: fmt.Sprintf("run-%02d", i), ConversationID: fmt.Sprintf("conv-%02d", i), Workdir: t.TempDir()}
+		if _, err := a.c.StartRun(testCtx(t), params[i]); err != nil {
+			t.Fatal(err)
+		}
+		if res := evalCell(t, a.c, params[i].RunID, "python", fmt.Sprintf("x = %d", i)); res.IsError {
+			t.Fatal(text(res))
+		}
+	}
+	var kernels []int
+	for _, r := range records(t, dir) {
+		kernels = append(kernels, r.Relay.Pid)
+	}
+	t.Cleanup(func() {
+		for _, pid := range kernels {
+			_ = syscallKill(pid)
+		}
+	})
+	a.kill(t)
+
+	start := time.Now()
+	b := startBerth(t, config, dir)
+	started := time.Since(start)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range params {
+		wg.Go(func() {
+			r, err := b.c.StartRun(testCtx(t), params[i])
+			if err == nil && !r.Resumed {
+				err = fmt.Errorf("%s: not resumed", params[i].RunID)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d kernels: %v from the new Berth's start to the last resumed run (its start and initialize: %v)", n, took, started)
+	if took > 2*time.Second {
+		t.Errorf("resuming %d kernels took %v, more than 2 s", n, took)
+	}
+	for i, p := range params {
+		if res := evalCell(t, b.c, p.RunID, "python", "x + 1"); res.IsError || text(res) != fmt.Sprint(i+1) {
+			t.Errorf("%s: x + 1 = %s, want %d", p.RunID, text(res), i+1)
+		}
 	}
 }
