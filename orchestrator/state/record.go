@@ -57,7 +57,10 @@ type Relay struct {
 	Socket string `json:"socket"`
 	// Token is what that Berth says first; the relay refuses any other.
 	Token string `json:"token"`
-	// Pid is the program's pid as its enclosure sees it (0: unknown).
+	// Pid is the process's pid as Berth saw it at its start (0:
+	// unknown): on the host the program's, in a container its relay's
+	// as the engine reports it. For an operator's eyes: a Berth that
+	// comes back finds the process by its socket and token alone.
 	Pid int `json:"pid,omitempty"`
 }
 
