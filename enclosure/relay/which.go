@@ -21,6 +21,10 @@ func Which(ctx context.Context, run Runner, relayPath, name, where string) (stri
 	case 0:
 		return strings.TrimSpace(r.Stdout), nil
 	case 1:
+		if strings.HasPrefix(name, "/") {
+			return "", fmt.Errorf("%s: no executable file there in %s (%s): install it in the image, or name the program where it is: %w",
+				name, where, strings.TrimSpace(strings.TrimPrefix(r.Stderr, "berth-relay: which: ")), enclosure.ErrNotFound)
+		}
 		return "", fmt.Errorf("%s: executable not found in %s (%s): install it in the image, or give its absolute path: %w",
 			name, where, strings.TrimSpace(strings.TrimPrefix(r.Stderr, "berth-relay: which: ")), enclosure.ErrNotFound)
 	}

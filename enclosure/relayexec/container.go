@@ -199,7 +199,10 @@ func (c *Container) Dial(ctx context.Context, port int) (net.Conn, error) {
 // stdio: socket), else in the exec's stream as well.
 func (c *Container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
 	path := cmd.Path
-	if !strings.Contains(path, "/") {
+	// A name is looked up on the PATH, an absolute path checked (once a
+	// container): a program that is not there is ErrNotFound here, not an
+	// exit 127 after the start.
+	if !strings.Contains(path, "/") || pathpkg.IsAbs(path) {
 		p, err := c.LookPath(ctx, path)
 		if err != nil {
 			return nil, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -236,7 +237,7 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 	}
 	f := p.detect(ctx, run, a, dir)
 	if !f.usable() {
-		return "", fmt.Errorf("%s cannot debug %s here: %s (the adapters operation shows every adapter)", a.ID, program, f.why())
+		return "", fmt.Errorf("%s cannot debug %s here: %s (the adapters operation shows every adapter): %w", a.ID, program, f.why(), errclass.ErrNotFound)
 	}
 	mappedProgram, err := run.Enclosure.MapPath(abs)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator"
 )
 
@@ -156,7 +157,7 @@ func (t tool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessa
 	}
 	text, err := t.p.operate(ctx, run, c, a)
 	if err != nil {
-		return orchestrator.Errorf("debug %s: %s", a.Operation, t.p.explain(c, err)), nil
+		return orchestrator.Errorf("debug %s: %s", a.Operation, t.p.explain(c, err)).Classed(err), nil
 	}
 	return orchestrator.Text(text), nil
 }
@@ -172,7 +173,7 @@ func (p *Provider) explain(c *conversation, err error) string {
 			return last.endText()
 		}
 	case errors.Is(err, ErrTimeout):
-		return err.Error() + ": the adapter may be busy or stuck; call status, or terminate and launch again"
+		return errclass.Say(err) + ": the adapter may be busy or stuck; call status, or terminate and launch again"
 	}
-	return err.Error()
+	return errclass.Say(err)
 }

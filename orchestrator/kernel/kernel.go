@@ -45,6 +45,15 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 	if err != nil {
 		return nil, err
 	}
+	if l.path != interp {
+		// A launcher (node's shell) would say a missing interpreter only
+		// once it ran, without its class: the interpreter is looked up
+		// first (kept by the enclosure, so once a container).
+		if _, err := run.Enclosure.LookPath(ctx, interp); err != nil {
+			m.SessionFailed(metrics.KindKernel)
+			return nil, fmt.Errorf("start %s: %w", interp, err)
+		}
+	}
 	dir, err := run.Enclosure.MapPath(run.Workdir)
 	if err != nil {
 		return nil, err

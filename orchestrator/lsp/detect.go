@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/internal/errclass"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
@@ -55,7 +56,7 @@ func detect(ctx context.Context, run *orchestrator.Run, cfg Config, abs string, 
 		why = append(why, fmt.Sprintf("%s: %s", m.cfg.Name, m.missing))
 	}
 	return match{}, orchestrator.Errorf("no language server can serve %s:\n  %s\nA server starts only when a root marker exists at or above the file inside the workdir and its executable is installed in the run's enclosure.",
-		rel, strings.Join(why, "\n  "))
+		rel, strings.Join(why, "\n  ")).Classed(errclass.ErrNotFound)
 }
 
 // probe checks one entry for a directory: root marker at or above dir

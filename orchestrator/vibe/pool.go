@@ -82,7 +82,7 @@ func (p *pool) spawn(tier, label, brief string, surface orchestrator.Surface) (*
 			// item 11): its error says what to do.
 			return nil, fmt.Errorf("could not start the %s runner: %s", tier, enclosure.Say(err))
 		}
-		return nil, fmt.Errorf("could not start the %s runner %q: %v; fix vibe.runners.%s in Berth's configuration", tier, argv, err, tier)
+		return nil, fmt.Errorf("could not start the %s runner %q: %w; fix vibe.runners.%s in Berth's configuration", tier, argv, err, tier)
 	}
 	p.next++
 	p.workers = append(p.workers, w)
