@@ -524,6 +524,15 @@ func testHold(t *testing.T, h Harness) {
 		t.Errorf("the kept process ended %v after the drop, before the grace of %v", took, HoldGrace)
 	}
 
+	// A kept start that fails says why, with its class.
+	if p, err := f.enc.Start(ctx(t), enclosure.Cmd{Path: "sh", Dir: path.Join(f.inside, "berth-no-such-dir"), Keep: keep, Args: []string{"-c", "true"}}); err == nil {
+		if code, _ := p.Wait(); code == 0 {
+			t.Error("a kept start in a missing directory ran")
+		}
+	} else {
+		t.Logf("a kept start in a missing directory: %v", err)
+	}
+
 	// An orderly stop never holds.
 	mark = fmt.Sprintf("sleep %d", n+1)
 	p = f.start(t, enclosure.Cmd{Path: "sh", Dir: f.inside, Keep: keep, Stderr: io.Discard,

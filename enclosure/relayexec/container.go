@@ -273,7 +273,10 @@ func (c *Container) StartOn(ctx context.Context, path, tag string, cmd enclosure
 		return h.Wait()
 	})
 	if err == nil && keep {
-		err = h.handOver(conn, cmd.Stderr)
+		if err = h.handOver(conn, cmd.Stderr); err != nil {
+			h.attach(nil)
+			err = h.notHandedOver(err)
+		}
 		conn = nil
 	}
 	h.attach(conn)

@@ -2,6 +2,7 @@ package relayexec
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relay/wire"
 )
 
 // handle is one process started under the relay, whatever engine carries
@@ -131,6 +133,30 @@ func (h *handle) handOver(conn *net.UnixConn, dst io.Writer) error {
 	r, wait := relay.MergeStderr(dst, own, handed.Stderr)
 	h.stderr, h.waitStderr = r, wait
 	return nil
+}
+
+// notHandedOver explains a handover that did not come: the relay
+// connected, then ended before the program ran (a directory or a program
+// it could not use), which its exit code says, or the handover itself
+// failed (err).
+func (h *handle) notHandedOver(err error) error {
+	// A relay that ended closed the socket as it exited: its exec ends
+	// at once.
+	select {
+	case <-h.done:
+	case <-time.After(copyWait):
+		return err
+	}
+	code, werr := h.Wait()
+	switch {
+	case werr != nil:
+		return werr // the container stopped, or its engine went
+	case code == wire.ExitNotFound:
+		return fmt.Errorf("the relay ended before it ran the program (exit %d: not found; its stderr says more): %w", code, enclosure.ErrNotFound)
+	case code == wire.ExitNotExec || code == wire.ExitRelayFailed:
+		return fmt.Errorf("the relay ended before it ran the program (exit %d: the program or its directory could not be used; its stderr says why): %w", code, err)
+	}
+	return err
 }
 
 // handoverWait bounds the wait for a held program's stdio, which its
