@@ -27,7 +27,8 @@ import (
 // liveConfig gives every timeout the workload waits for a second scale:
 // the eval cell's idle budget, the kernel's idle timeout, the debug
 // session's TTL, the grace a closed connection's runs get, and the
-// reaper's interval.
+// reaper's interval. No prewarm: the workload starts each server it
+// counts (a prewarmed pylsp would end as a second disconnected session).
 const liveConfig = `runs:
   reaper_interval: 1s
   disconnect_grace: 1s
@@ -39,6 +40,8 @@ kernels:
 debug:
   python: /usr/bin/python3
   session_ttl: 3s
+lsp:
+  prewarm_max: 0
 `
 
 // liveTree is the run's workdir: a Go module for gopls, a Python program

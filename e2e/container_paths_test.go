@@ -163,7 +163,7 @@ func readOnlySite(t *testing.T, p place) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &site{place: p, Dir: dir, Inside: "/workspace", Conversation: fmt.Sprintf("e2e-%s-%d", sanitize(t.Name()), rand.Uint32())}
+	s := &site{place: p, Dir: dir, Inside: "/workspace", Conversation: fmt.Sprintf("e2e-%s-%d", sanitize(t.Name()), rand.Uint32()), asker: &asker{}}
 	if p.engine == engineContainerd {
 		s.Container = containerdtest.Run(t, e2eLabel, s.Conversation, p.image, "",
 			"--mount", "type=bind,src="+dir+",dst=/workspace,options=rbind:ro")

@@ -45,7 +45,9 @@ var downProject = map[string]string{
 var downConfig = family{name: "down", config: map[string]any{
 	"kernels": map[string]any{"python": "/usr/bin/python3", "cell_idle_budget": "3s", "interrupt_grace": "2s"},
 	"debug":   map[string]any{"python": "/usr/bin/python3", "request_wait": "15s"},
-	"lsp":     map[string]any{"request_timeout": "20s"},
+	// No prewarm: the calls that must start a server (pyright) start it
+	// after the container changed.
+	"lsp": map[string]any{"request_timeout": "20s", "prewarm_max": 0},
 	"vibe": map[string]any{"runners": map[string][]string{
 		"fast": {"/bin/sh", "-c", "cat >/dev/null; sleep 600"},
 		"good": {"/bin/sh", "-c", "cat >/dev/null; sleep 600"},

@@ -28,7 +28,8 @@ func evalCell(t *testing.T, c *rpc.Client, run, lang, code string) *orchestrator
 // interpreters lists the site's python and node processes (not the
 // relays that run them).
 func interpreters(t *testing.T, s *site) []string {
-	return slices.DeleteFunc(s.processes(t), func(p string) bool {
+	// A parked language server may be one (pyright is node): not a kernel.
+	return slices.DeleteFunc(s.unparked(t), func(p string) bool {
 		return strings.Contains(p, "berth-relay") || !strings.Contains(p, "python") && !strings.Contains(p, "node")
 	})
 }

@@ -110,7 +110,11 @@ func TestContainersKubernetesStandInSPDYFallback(t *testing.T) {
 	p.kube.RefuseWebSockets(true)
 	s := p.fresh(t)
 	families := []family{eval, debugAttach}
-	c := startFamilies(t, append(families, kubernetesSection(t, p))...)
+	// Known issue (issue 28): a server prewarmed over SPDY keeps debugpy's
+	// port-forward from answering its initialize within the adapter's
+	// wait; this test is of the fallback, so it starts no server.
+	noPrewarm := family{name: "no-prewarm", config: map[string]any{"lsp": map[string]any{"prewarm_max": 0}}}
+	c := startFamilies(t, append(families, kubernetesSection(t, p), noPrewarm)...)
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) { f.check(t, c, s.sub(t, f.name)) })
 	}

@@ -85,6 +85,9 @@ type site struct {
 	// pid1 is the host's pid of the container's pid 1, looked up once:
 	// processes polls every 50ms, and a container is never restarted.
 	pid1 int
+	// asker is shared by the site and its subs: the client that started
+	// their runs, which waitNoProcesses asks which servers are parked.
+	asker *asker
 }
 
 // at returns the site for dir (symlinks resolved), starting its container
@@ -102,7 +105,7 @@ func (p place) at(t *testing.T, dir string) *site {
 	if len(name) > 40 {
 		name = name[len(name)-40:]
 	}
-	s := &site{place: p, Dir: dir, Conversation: fmt.Sprintf("e2e-%s-%d", name, rand.Uint32())}
+	s := &site{place: p, Dir: dir, Conversation: fmt.Sprintf("e2e-%s-%d", name, rand.Uint32()), asker: &asker{}}
 	switch {
 	case p.image == "":
 	case p.engine == engineContainerd:
@@ -254,6 +257,7 @@ func (s *site) start(t *testing.T, c *rpc.Client, features map[string]bool) stri
 	if err != nil {
 		t.Fatalf("run/start in %s (%s): %v", s.Dir, s.place, err)
 	}
+	s.asker.set(c)
 	want := "host"
 	if s.Container != "" {
 		want = s.driver()
@@ -277,9 +281,13 @@ func (s *site) processes(t *testing.T) []string {
 }
 
 // waitNoProcesses waits up to 30s for the site to have no process of
-// Berth's left: run/stop, a TTL or an idle timeout ended them all.
+// Berth's left but the language servers Berth reports parked for the
+// next run (lsp status, asked through the client that started the site's
+// runs; each parked server must be running): run/stop, a TTL or an idle
+// timeout ended the rest.
 func (s *site) waitNoProcesses(t *testing.T, after string) {
 	t.Helper()
+	var asked time.Time
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		left := s.processes(t)
 		if len(left) == 0 {
@@ -288,8 +296,17 @@ func (s *site) waitNoProcesses(t *testing.T, after string) {
 			}
 			return
 		}
+		if time.Since(asked) > time.Second {
+			asked = time.Now()
+			if parked := s.parked(t); len(parked) > 0 {
+				if stray := s.notParked(t, parked); len(stray) == 0 {
+					t.Logf("after %s only the language servers Berth parked are left: %v", after, parked)
+					return
+				}
+			}
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("processes left in %s after %s: %v", s.place, after, left)
+			t.Fatalf("processes left in %s after %s: %v (parked, as Berth reports: %v)", s.place, after, left, s.parked(t))
 		}
 	}
 }

@@ -66,6 +66,23 @@ type Capabilities struct {
 	// a path outside the workdir is theirs as well, and a file they write
 	// anywhere is one Berth can read and remove.
 	SharedFiles bool
+	// User is who the enclosure runs processes as, as Berth set it (a
+	// name or uid); "" for a container's own user.
+	User string
+	// Relay names the relay that carries the enclosure's processes: its
+	// path, which holds its version; "" when none does. Two processes
+	// started with the same Cmd under equal Capabilities in one enclosure
+	// run alike, so one may stand for the other (a parked language
+	// server, orchestrator/lsp).
+	Relay string
+}
+
+// Resident is a process whose resident memory can be read: the host's
+// through /proc, a container's through the relay that runs it.
+type Resident interface {
+	// RSS is the resident memory, in bytes, of the process and of
+	// everything it started.
+	RSS(ctx context.Context) (int64, error)
 }
 
 // Cmd is a process to start.

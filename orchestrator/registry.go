@@ -83,6 +83,35 @@ func (g *Registry) WriteObserver() WriteObserver {
 	return g.observer
 }
 
+// RunStarted tells the providers whose feature is on for the run that it
+// has started (RunStarter). Runs.OnStart calls it.
+func (g *Registry) RunStarted(run *Run) {
+	g.mu.Lock()
+	ps := append([]Provider(nil), g.providers...)
+	g.mu.Unlock()
+	for _, p := range ps {
+		if s, ok := p.(RunStarter); ok && run.Feature(p.Feature()) {
+			s.RunStarted(run)
+		}
+	}
+}
+
+// Shutdown ends what the providers keep beyond their runs (Shutdowner),
+// all at once, and waits for them. Berth calls it when it stops, after
+// ending every run.
+func (g *Registry) Shutdown() {
+	g.mu.Lock()
+	ps := append([]Provider(nil), g.providers...)
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		if s, ok := p.(Shutdowner); ok {
+			wg.Go(s.Shutdown)
+		}
+	}
+	wg.Wait()
+}
+
 // Features lists the features some provider serves.
 func (g *Registry) Features() []string {
 	g.mu.Lock()

@@ -369,6 +369,44 @@ func TestNoArgumentsReachTheToolAsEmptyObject(t *testing.T) {
 	}
 }
 
+// starter is a provider that records the runs it heard start and its
+// shutdown.
+type starter struct {
+	provider
+	started  []string
+	shutdown atomic.Int32
+}
+
+func (s *starter) RunStarted(run *orchestrator.Run) { s.started = append(s.started, run.ID) }
+func (s *starter) Shutdown()                        { s.shutdown.Add(1) }
+
+// Runs.OnStart wired to the registry tells a provider a run started only
+// when the provider's feature is on for it (lsp's prewarm, issue 28 item
+// 1), and the registry's Shutdown reaches every provider that keeps
+// something beyond its runs (parked servers, item 2).
+func TestRunStartedAndShutdownReachTheProviders(t *testing.T) {
+	lsp := &starter{provider: provider{feature: orchestrator.FeatureLSP}}
+	reg, _ := newRegistry(t, lsp, provider{feature: orchestrator.FeatureStructural})
+	rs := orchestrator.NewRuns(metrics.NewForTest(), time.Hour, hostOnly())
+	rs.OnStart = reg.RunStarted
+	t.Cleanup(rs.StopAll)
+	for _, c := range []struct {
+		id       string
+		features map[string]bool
+	}{{"on", nil}, {"off", map[string]bool{orchestrator.FeatureLSP: false}}} {
+		if _, err := rs.Start(context.Background(), orchestrator.StartParams{RunID: c.id, Workdir: t.TempDir(), Features: c.features}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(lsp.started, ",") != "on" {
+		t.Errorf("the lsp provider heard %v start, want only the run with lsp on", lsp.started)
+	}
+	reg.Shutdown()
+	if n := lsp.shutdown.Load(); n != 1 {
+		t.Errorf("shutdowns: %d, want 1", n)
+	}
+}
+
 // Every refusal and failure of a call is an error result whose
 // ErrorClass says its class; only a run that has ended is a Go error
 // (the protocol's -32002).

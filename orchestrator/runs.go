@@ -51,6 +51,10 @@ type Runs struct {
 	// Resumers give the processes taken back after a restart (Reattach)
 	// to their runs, by kind; set them before serving.
 	Resumers map[string]Resumer
+	// OnStart, when set, is called with each run Start made, once it is
+	// in the table and before Start returns (Registry.RunStarted: the
+	// providers' background work). It must return at once.
+	OnStart func(run *Run)
 
 	metrics     *metrics.Metrics
 	idleTimeout time.Duration
@@ -143,6 +147,9 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	if back != nil {
 		run.Resumed = true
 		rs.resume(run, back)
+	}
+	if rs.OnStart != nil {
+		rs.OnStart(run)
 	}
 	return run, nil
 }

@@ -143,6 +143,21 @@ type Provider interface {
 	Tools(run *Run) []Tool
 }
 
+// RunStarter is a Provider that begins work for a run as soon as the run
+// starts, in the background (lsp starts the run's language servers):
+// RunStarted is called only when the provider's feature is on for the
+// run, must return at once, and the work must end with the run.
+type RunStarter interface {
+	RunStarted(run *Run)
+}
+
+// Shutdowner is a Provider that keeps resources beyond the runs that made
+// them (lsp's parked language servers): Shutdown ends them all, once
+// Berth has ended every run and before it exits.
+type Shutdowner interface {
+	Shutdown()
+}
+
 // Features named by DESIGN.md. The first four are Berth's own and on unless
 // run/start turns them off; questions and vibe are off unless the harness
 // turns them on.

@@ -10,6 +10,7 @@
 //
 //	berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... [--connect SOCKET | --connect-fd N] [--hold D --hold-socket PATH] [--token-stdin] -- PROG ARGS...
 //	berth-relay signal PGID|tag=T SIGNAL
+//	berth-relay mem tag=T
 //	berth-relay dial [--ready] [127.0.0.1:]PORT
 //	berth-relay which NAME
 //	berth-relay version
@@ -50,7 +51,9 @@
 // same machine.
 //
 // --tag T names the run so that "signal tag=T" can find the relay without
-// knowing its pid (a container's pids are not the engine's).
+// knowing its pid (a container's pids are not the engine's), and "mem
+// tag=T" too: it prints the resident memory, in bytes, of everything that
+// relay runs (its program and what that started), read in /proc.
 //
 // --dir D and --env K=V (repeated) give PROG a working directory and
 // variables, for an exec API that takes neither (Kubernetes'): no shell
@@ -104,6 +107,7 @@ import (
 const usage = `usage:
   berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... [--connect SOCKET | --connect-fd N] [--hold D --hold-socket PATH] [--token-stdin] -- PROG ARGS...
   berth-relay signal PGID|tag=T SIGNAL
+  berth-relay mem tag=T
   berth-relay dial [--ready] [127.0.0.1:]PORT
   berth-relay which NAME
   berth-relay version`
@@ -121,6 +125,8 @@ func relay(args []string) int {
 		return runMode(args[1:])
 	case "signal":
 		return signalMode(args[1:])
+	case "mem":
+		return memMode(args[1:])
 	case "dial":
 		return dialMode(args[1:])
 	case "which":

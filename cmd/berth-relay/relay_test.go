@@ -786,3 +786,39 @@ func TestRelayIsStatic(t *testing.T) {
 		}
 	}
 }
+
+// mem tag=T prints the resident memory of what the tagged relay runs:
+// its program and the program's children, whatever their group, read in
+// /proc; an unknown tag is the relay's own failure.
+func TestMemSumsWhatTheTaggedRelayRuns(t *testing.T) {
+	p := startRelay(t, "run", "--tag", "mem1", "--", "sh", "-c", tree)
+	pids := p.pids(t)
+	out, err := exec.Command(relayBin, "mem", "tag=mem1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("mem tag=mem1: %v: %s", err, out)
+	}
+	got, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		t.Fatalf("mem printed %q, not a number", out)
+	}
+	var want int64
+	for _, pid := range pids {
+		n, ok := procfs.RSS(pid)
+		if !ok {
+			t.Fatalf("the memory of %d cannot be read", pid)
+		}
+		want += n
+	}
+	// Each process's memory moves a little between the two reads.
+	if got < want/2 || got > want*2 {
+		t.Errorf("mem says %d bytes; the three processes hold %d", got, want)
+	}
+	for _, args := range [][]string{{"mem", "tag=nope"}, {"mem"}, {"mem", "1"}} {
+		out, err := exec.Command(relayBin, args...).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 {
+			t.Errorf("%v: %v %q; want exit 125", args, err, out)
+		}
+	}
+	_ = p.stdin.Close()
+	p.wait(t)
+}

@@ -47,6 +47,30 @@ func signalMode(args []string) int {
 	return 0
 }
 
+// memMode prints the resident memory, in bytes, of what the relay
+// started with --tag T runs: its descendants (the program, and what it
+// started, which the relay reaps as a subreaper).
+func memMode(args []string) int {
+	target, ok := "", len(args) == 1
+	if ok {
+		target, ok = strings.CutPrefix(args[0], "tag=")
+	}
+	if !ok {
+		return fail("mem: want tag=T\n%s", usage)
+	}
+	pid, err := findTagged(target)
+	if err != nil {
+		return fail("mem: %v", err)
+	}
+	var n int64
+	for _, d := range procfs.Descendants(pid) {
+		m, _ := procfs.RSS(d)
+		n += m
+	}
+	fmt.Println(n)
+	return 0
+}
+
 // parseSignal reads TERM, SIGTERM or 15.
 func parseSignal(s string) (syscall.Signal, error) {
 	if n, err := strconv.Atoi(s); err == nil && n > 0 && n < 65 {

@@ -80,7 +80,9 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (*orchestrator.Re
 		// means nothing on a command line.
 		return nil, nil, "", nil, errors.New(strings.TrimSuffix(err.Error(), ": "+orchestrator.ErrInvalid.Error()))
 	}
-	return reg, run, surface, runs.StopAll, nil
+	// No OnStart: a one-shot command's call starts what it needs itself.
+	// Its run ends with Berth, so nothing is parked; Shutdown all the same.
+	return reg, run, surface, func() { runs.StopAll(); reg.Shutdown() }, nil
 }
 
 func toolsCmd(args []string, stdout, stderr io.Writer) error {

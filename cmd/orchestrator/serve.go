@@ -71,6 +71,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 		// runs' processes pending.
 		runs.Reattach(context.Background(), records, cfg.Runs.DisconnectGrace)
 	}
+	runs.OnStart = reg.RunStarted // the providers' background work: lsp's prewarm
 	o := serve.Options{
 		Server: &rpc.Server{
 			Registry: reg, Runs: runs, Metrics: m, Version: buildVersion(),

@@ -221,7 +221,7 @@ func (d *Driver) Attach(ctx context.Context, id string) (enclosure.Enclosure, er
 	c := &container{cli: cli, id: info.ID, name: strings.TrimPrefix(info.Name, "/"), user: d.opts.User}
 	where := "docker container " + c.name
 	c.Container = &relayexec.Container{
-		Engine: c, Name: Name, Id: c.id, Where: where,
+		Engine: c, Name: Name, Id: c.id, Where: where, User: c.user,
 		Paths:   mounts.Crossing{Self: self, Container: mountTable(info), Name: where, Mount: "docker run -v %s:/workspace ..."},
 		Sockets: relayexec.NewSockets(d.opts.Stdio, "docker.stdio", where, d.opts.Log),
 		Netns:   d.opts.Dial == DialNetns,

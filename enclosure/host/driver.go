@@ -79,9 +79,10 @@ func (*Enclosure) Driver() string { return "host" }
 // ID is ID.
 func (*Enclosure) ID() string { return ID }
 
-// Capabilities: the host shares Berth's pids and its whole file system.
-func (*Enclosure) Capabilities() enclosure.Capabilities {
-	return enclosure.Capabilities{SharedPIDs: true, SharedFiles: true}
+// Capabilities: the host shares Berth's pids and its whole file system;
+// its processes run as Berth's user, under the relay Berth found.
+func (e *Enclosure) Capabilities() enclosure.Capabilities {
+	return enclosure.Capabilities{SharedPIDs: true, SharedFiles: true, User: strconv.Itoa(os.Getuid()), Relay: e.relayPath()}
 }
 
 // LookPath looks name up on Berth's own PATH.

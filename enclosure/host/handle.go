@@ -1,7 +1,9 @@
 package host
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -43,9 +45,10 @@ type handle struct {
 }
 
 var (
-	_ enclosure.Process = (*handle)(nil)
-	_ enclosure.Kept    = (*handle)(nil)
-	_ enclosure.Dropper = (*handle)(nil)
+	_ enclosure.Process  = (*handle)(nil)
+	_ enclosure.Kept     = (*handle)(nil)
+	_ enclosure.Dropper  = (*handle)(nil)
+	_ enclosure.Resident = (*handle)(nil)
 )
 
 // Pid is the program's pid: under the relay, the relay's child (found by
@@ -80,6 +83,20 @@ func (h *handle) findProg() {
 		case <-time.After(200 * time.Microsecond):
 		}
 	}
+}
+
+// RSS is the resident memory of the program and everything it started,
+// read in /proc.
+func (h *handle) RSS(context.Context) (int64, error) {
+	pid := h.Pid()
+	if pid <= 0 {
+		return 0, fmt.Errorf("the process has ended: %w", enclosure.ErrNotFound)
+	}
+	n, ok := procfs.TreeRSS(pid)
+	if !ok {
+		return 0, fmt.Errorf("process %d: its memory cannot be read in /proc: %w", pid, enclosure.ErrNotFound)
+	}
+	return n, nil
 }
 
 func (h *handle) Stdin() io.WriteCloser { return h.stdin }

@@ -205,6 +205,13 @@ func SignalArgs(relayPath, tag, sig string) []string {
 	return []string{relayPath, "signal", "tag=" + tag, sig}
 }
 
+// MemArgs is the command line that prints the resident memory, in bytes,
+// of everything the relay run with --tag tag runs (its program and what
+// that started).
+func MemArgs(relayPath, tag string) []string {
+	return []string{relayPath, "mem", "tag=" + tag}
+}
+
 // DialArgs is the command line that connects the relay's stdio to the
 // loopback TCP port. The relay writes wire.ReadyLine to its stderr once
 // connected; a refused connection ends it with exit code 1 and the

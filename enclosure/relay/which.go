@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/berth-dev/berth/enclosure"
@@ -29,4 +30,21 @@ func Which(ctx context.Context, run Runner, relayPath, name, where string) (stri
 			name, where, strings.TrimSpace(strings.TrimPrefix(r.Stderr, "berth-relay: which: ")), enclosure.ErrNotFound)
 	}
 	return "", fmt.Errorf("%s: relay which %s: exit %d: %s", where, name, r.Code, strings.TrimSpace(r.Stderr))
+}
+
+// Memory asks the relay, through run, for the resident memory in bytes of
+// what the relay tagged tag runs (MemArgs).
+func Memory(ctx context.Context, run Runner, relayPath, tag, where string) (int64, error) {
+	r, err := run(ctx, MemArgs(relayPath, tag), nil)
+	if err != nil {
+		return 0, err
+	}
+	if r.Code != 0 {
+		return 0, fmt.Errorf("%s: relay mem: exit %d: %s", where, r.Code, strings.TrimSpace(r.Stderr))
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(r.Stdout), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: relay mem printed %q, not a number of bytes", where, strings.TrimSpace(r.Stdout))
+	}
+	return n, nil
 }

@@ -120,6 +120,9 @@ type Container struct {
 	// Netns: Dial enters the container's network namespace (the engine
 	// must be a NetnsDialer).
 	Netns bool
+	// User is who the engine runs processes as, when the driver sets
+	// one; "" for the container's own user (Capabilities).
+	User string
 
 	found sync.Map // LookPath's answers: name -> path
 }
@@ -131,8 +134,10 @@ func (c *Container) Driver() string { return c.Name }
 func (c *Container) ID() string     { return c.Id }
 
 // Capabilities are a container's: nothing shared with Berth but its
-// mounts.
-func (*Container) Capabilities() enclosure.Capabilities { return enclosure.Capabilities{} }
+// mounts; its processes run as User under the relay at Relay.
+func (c *Container) Capabilities() enclosure.Capabilities {
+	return enclosure.Capabilities{User: c.User, Relay: c.Relay}
+}
 
 // MapPath turns a path as Berth sees it into the path the container's
 // processes see.

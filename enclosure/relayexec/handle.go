@@ -51,10 +51,11 @@ type handle struct {
 }
 
 var (
-	_ enclosure.Process = (*handle)(nil)
-	_ enclosure.Tagged  = (*handle)(nil)
-	_ enclosure.Kept    = (*handle)(nil)
-	_ enclosure.Dropper = (*handle)(nil)
+	_ enclosure.Process  = (*handle)(nil)
+	_ enclosure.Tagged   = (*handle)(nil)
+	_ enclosure.Kept     = (*handle)(nil)
+	_ enclosure.Dropper  = (*handle)(nil)
+	_ enclosure.Resident = (*handle)(nil)
 )
 
 // newHandle owns s from here. With socket set, stdin and stdout come
@@ -87,6 +88,12 @@ func (h *handle) Pid() int { return h.s.Pid() }
 func (h *handle) Tag() string { return h.tag }
 
 func (h *handle) Stdin() io.WriteCloser { return h.stdin }
+
+// RSS asks the relay, in an exec, for the resident memory of the program
+// and everything it started (the relay's mem mode finds itself by tag).
+func (h *handle) RSS(ctx context.Context) (int64, error) {
+	return relay.Memory(ctx, h.c.Engine.Run, h.c.Relay, h.tag, h.c.Where)
+}
 
 // Stdout is the program's stdout: the pipe its relay handed over, its
 // socket, or the exec's stream.

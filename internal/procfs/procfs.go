@@ -1,6 +1,6 @@
 // Package procfs reads Linux's process table under /proc: which processes
 // exist, their parent, group and state, working directory and command
-// line. The host enclosure uses it to find descendants that left a
+// line, resident memory. The host enclosure uses it to find descendants that left a
 // process group; tests use it to prove that nothing was left running.
 //
 // It only reads; it never signals or changes a process.
@@ -91,6 +91,39 @@ func All() []Process {
 		}
 	}
 	return out
+}
+
+// RSS is the resident memory of pid in bytes (/proc/PID/statm), and
+// false when it cannot be read (it exited, or belongs to someone else).
+func RSS(pid int) (int64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, false
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return pages * int64(os.Getpagesize()), true
+}
+
+// TreeRSS is the resident memory of pid and all its descendants in
+// bytes; those that exit meanwhile count nothing. ok is false when pid's
+// own cannot be read.
+func TreeRSS(pid int) (n int64, ok bool) {
+	n, ok = RSS(pid)
+	if !ok {
+		return 0, false
+	}
+	for _, d := range Descendants(pid) {
+		m, _ := RSS(d)
+		n += m
+	}
+	return n, true
 }
 
 // Children lists pid's children, zombies included, from the children

@@ -1,6 +1,8 @@
 package lsp
 
 import (
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator"
 	"runtime"
 	"strings"
 	"testing"
@@ -73,5 +75,30 @@ func TestLSPMaxMessageBytesIsConfigurable(t *testing.T) {
 	conf.MaxMessageBytes = 0
 	if _, err := New(conf, nil); err == nil || !strings.Contains(err.Error(), "lsp.max_message_bytes is 0: give the largest message a server may send, in bytes") {
 		t.Errorf("a limit of 0: %v", err)
+	}
+}
+
+// A server whose connection Berth ended (it broke a limit) is reaped by
+// the run's end even when the run ends before the server's watcher got to
+// it: once the run has ended its process is gone. The CI run of 4d762b8
+// leaked such a fakelsp past the package's tests (the watcher stood down
+// for the released slot, and the release passed over a server no longer
+// alive). Repeated, since the window is a goroutine's scheduling.
+func TestServerBrokenJustBeforeTheRunEndsIsReaped(t *testing.T) {
+	for i := range 20 {
+		conf := fakeConfig("-mode", []string{"endless-header-on-hover", "huge-on-hover"}[i%2])
+		conf.RequestTimeout = 20 * time.Second
+		f := newFixture(t, "fake", conf)
+		f.fails(t, fakeHover)
+		sl := f.p.state(f.run).sv.snapshot()[0]
+		f.p.state(f.run).sv.mu.Lock()
+		srv := sl.srv
+		f.p.state(f.run).sv.mu.Unlock()
+		f.run.End(orchestrator.EndStopped)
+		select {
+		case <-srv.proc.exited:
+		default:
+			t.Fatalf("round %d: the run has ended and its broken server's process still runs (%s)", i, enclosure.Describe(srv.proc.handle))
+		}
 	}
 }

@@ -144,7 +144,13 @@ func (p *Provider) runCheck(ctx context.Context, run *orchestrator.Run, sc Serve
 		return r
 	}
 	if _, err := run.Enclosure.LookPath(ctx, sc.Checker[0]); err != nil {
-		r.err = fmt.Errorf("cannot run: %q is not found in the %s enclosure", sc.Checker[0], run.Enclosure.Driver())
+		if enclosure.Down(err) {
+			// The container or its engine, not the checker: its error
+			// says what to do.
+			r.err = fmt.Errorf("cannot run %q: %s", sc.Checker[0], enclosure.Say(err))
+		} else {
+			r.err = fmt.Errorf("cannot run: %q is not found in the %s enclosure", sc.Checker[0], run.Enclosure.Driver())
+		}
 		return r
 	}
 	stderr := enclosure.NewTail(checkerOutputBytes)

@@ -27,7 +27,7 @@ func (c *client) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagno
 		v = -1
 	}
 	// Keyed like the files the model names.
-	abs, inside := c.s.paths.locate(p.URI, c.s.paths.ws.Resolve)
+	abs, inside := c.s.paths.locate(p.URI, c.s.paths.ws().Resolve)
 	c.s.diags.publish(abs, v, p.Diagnostics, !inside)
 	return nil
 }
@@ -87,6 +87,9 @@ func (c *client) UnregisterCapability(context.Context, *protocol.UnregistrationP
 func (c *client) ShowMessage(_ context.Context, p *protocol.ShowMessageParams) error {
 	if p.Type == protocol.MessageTypeError || p.Type == protocol.MessageTypeWarning {
 		fmt.Fprintf(c.s.proc.stderr, "[window/showMessage] %s\n", p.Message)
+	}
+	if p.Type == protocol.MessageTypeError {
+		c.s.complained.Store(true)
 	}
 	return nil
 }

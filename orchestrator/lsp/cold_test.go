@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/internal/procfs"
-	"github.com/berth-dev/berth/orchestrator"
 )
 
 // busyCPUs keeps n shell loops spinning until the test ends, so a cold
@@ -87,7 +86,7 @@ func TestColdTypeScriptRenameRenamesEveryUse(t *testing.T) {
 					t.Errorf("references in %s: %d, want %d:\n%s", file, got, n, refs)
 				}
 			}
-			f.run.End(orchestrator.EndStopped)
+			f.end(t)
 
 			g := newFixture(t, "tscold", DefaultConfig())
 			text, isErr := g.call(t, "lsp_rename", map[string]any{"file": "src/lib.ts", "line": 2, "symbol": "function scale", "new_name": "triple"})
@@ -100,10 +99,7 @@ func TestColdTypeScriptRenameRenamesEveryUse(t *testing.T) {
 					t.Errorf("%s still uses scale after the rename:\n%s", file, src)
 				}
 			}
-			g.run.End(orchestrator.EndStopped)
-			for _, dir := range []string{f.dir, g.dir} {
-				noProcessesIn(t, dir)
-			}
+			g.end(t)
 		})
 		if ok {
 			passed++

@@ -60,6 +60,32 @@ type Config struct {
 	MaxPerFile int `yaml:"max_per_file"`
 	// MaxTotal caps the diagnostics a report lists in all.
 	MaxTotal int `yaml:"max_total"`
+	// PrewarmMax caps how many language servers a run starts at
+	// run/start, before any call (only with the run's lsp feature on, and
+	// only for roots found in the workdir whose server's executable
+	// resolves, as for a call); 0 turns prewarm off. The shallowest
+	// roots come first.
+	PrewarmMax int `yaml:"prewarm_max"`
+	// PrewarmConcurrency is how many prewarmed servers start at once,
+	// across every run: each holds its place until it has loaded its
+	// project (or lsp.load_timeout passed), so a burst of run/starts
+	// does not start every server on the machine together.
+	PrewarmConcurrency int `yaml:"prewarm_concurrency"`
+	// KeepWarm is how long a language server is kept, parked, after its
+	// run ended, for the next run on the same enclosure, workdir and root
+	// (any conversation) to adopt instead of starting one; it ends at
+	// the deadline. 0 turns parking off: servers end with their run.
+	KeepWarm time.Duration `yaml:"keep_warm"`
+	// MaxParked caps the parked servers in all (1 or more); past it the
+	// oldest ends.
+	MaxParked int `yaml:"max_parked"`
+	// MaxParkedPerEnclosure caps the parked servers of one enclosure
+	// (one container, or the host; 1 or more); past it its oldest ends.
+	MaxParkedPerEnclosure int `yaml:"max_parked_per_enclosure"`
+	// MaxParkedRSSBytes caps the parked servers' resident memory in all,
+	// in bytes, read when each is parked (through /proc on the host, the
+	// relay in a container); past it the oldest end. 0: no cap.
+	MaxParkedRSSBytes int64 `yaml:"max_parked_rss_bytes"`
 }
 
 // ServerConfig is one catalog entry.
@@ -107,7 +133,13 @@ type ServerConfig struct {
 	// workspace-wide answers always say they may be incomplete). See the
 	// lsp tool's page for each built-in server's signal.
 	Ready string `yaml:"ready,omitempty"`
+	// Prewarm, when false, keeps run/start from starting this server
+	// before a call needs it (lsp.prewarm_max); unset is true.
+	Prewarm *bool `yaml:"prewarm,omitempty"`
 }
+
+// prewarms says whether run/start may start the entry's server.
+func (s ServerConfig) prewarms() bool { return s.Prewarm == nil || *s.Prewarm }
 
 // DefaultConfig is the built-in configuration.
 func DefaultConfig() Config {
@@ -127,6 +159,14 @@ func DefaultConfig() Config {
 		MaxMessageBytes:    64 << 20,
 		MaxPerFile:         10,
 		MaxTotal:           30,
+		PrewarmMax:         4,
+		PrewarmConcurrency: 2,
+		KeepWarm:           10 * time.Minute,
+		MaxParked:          32,
+		// A container's few projects; the host serves every
+		// conversation that has no container.
+		MaxParkedPerEnclosure: 8,
+		MaxParkedRSSBytes:     4 << 30,
 	}
 }
 
@@ -222,6 +262,18 @@ func DefaultServers() []ServerConfig {
 func (c Config) validate() error {
 	if c.MaxMessageBytes <= 0 {
 		return fmt.Errorf("lsp.max_message_bytes is %d: give the largest message a server may send, in bytes (the default is %d)", c.MaxMessageBytes, DefaultConfig().MaxMessageBytes)
+	}
+	switch {
+	case c.KeepWarm < 0:
+		return fmt.Errorf("lsp.keep_warm is %s: give how long a server is kept for the next run after its run ended, or 0 to end it with its run", c.KeepWarm)
+	case c.KeepWarm > 0 && (c.MaxParked < 1 || c.MaxParkedPerEnclosure < 1):
+		return fmt.Errorf("lsp.max_parked is %d and lsp.max_parked_per_enclosure %d: with lsp.keep_warm on, give each a cap of 1 or more (or set lsp.keep_warm to 0 to park nothing)", c.MaxParked, c.MaxParkedPerEnclosure)
+	case c.MaxParkedRSSBytes < 0:
+		return fmt.Errorf("lsp.max_parked_rss_bytes is %d: give a cap in bytes, or 0 for none", c.MaxParkedRSSBytes)
+	case c.PrewarmMax < 0:
+		return fmt.Errorf("lsp.prewarm_max is %d: give how many servers a run starts before its first call, or 0 for none", c.PrewarmMax)
+	case c.PrewarmMax > 0 && c.PrewarmConcurrency < 1:
+		return fmt.Errorf("lsp.prewarm_concurrency is %d: give how many prewarmed servers may start at once (1 or more), or set lsp.prewarm_max to 0", c.PrewarmConcurrency)
 	}
 	for i, s := range c.Servers {
 		switch {

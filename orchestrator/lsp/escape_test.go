@@ -158,7 +158,8 @@ func TestPyrightRenameThroughSymlinkOutsideIsRefused(t *testing.T) {
 // refuses the rename, naming it (issue 11 item 1).
 func TestRenameFileOperationOutsideIsRefused(t *testing.T) {
 	wd, _ := escapeLayout(t, map[string]string{"wd/a.go": "package a\n", "outside/pkg/p.go": "package p\n"})
-	s := &server{cfg: ServerConfig{Name: "gopls"}, paths: pathMap{workdir: wd, encl: host.New(), ws: testRoot(t, wd)}}
+	s := &server{cfg: ServerConfig{Name: "gopls"}, paths: pathMap{workdir: wd, encl: host.New()}}
+	s.paths.bind(testRoot(t, wd))
 	for _, op := range []protocol.DocumentChange{
 		&protocol.CreateFile{URI: uri.File(filepath.Join(wd, "pkglink", "new.go"))},
 		&protocol.RenameFile{OldURI: uri.File(filepath.Join(wd, "a.go")), NewURI: uri.File(filepath.Join(wd, "pkglink", "a.go"))},

@@ -95,7 +95,7 @@ func TestWorkspaceQueriesWaitForTheLoad(t *testing.T) {
 	conf.LoadTimeout = 300 * time.Millisecond
 	f = newFixture(t, "fake", conf)
 	contains(t, f.ok(t, symbols), "loaded=false", "fakelsp had not finished loading the workspace; the list may be incomplete")
-	contains(t, f.ok(t, map[string]any{"action": "status"}), "fakelsp for root .: loading the workspace")
+	contains(t, f.ok(t, map[string]any{"action": "status"}), "fakelsp for root .: loading, started cold at the first call")
 }
 
 func TestRestartCap(t *testing.T) {
@@ -155,9 +155,12 @@ func TestSilenceIsUnknown(t *testing.T) {
 	}
 }
 
-// Servers end with their run.
-func TestServersEndWithTheRun(t *testing.T) {
-	f := newFixture(t, "fake", fakeConfig())
+// With parking off (lsp.keep_warm: 0), servers end with their run, as
+// they did before parking: nothing is parked. Issue 28 item 2.
+func TestServersEndWithTheRunWithoutKeepWarm(t *testing.T) {
+	conf := fakeConfig()
+	conf.KeepWarm = 0
+	f := newFixture(t, "fake", conf)
 	f.ok(t, fakeHover)
 	s := f.p.state(f.run).sv.snapshot()[0].srv
 	f.run.End(orchestrator.EndStopped)
@@ -169,6 +172,10 @@ func TestServersEndWithTheRun(t *testing.T) {
 	if n := testutil.ToFloat64(f.p.metrics.SessionsActive.WithLabelValues(metrics.KindLSP, metrics.DriverHost)); n != 0 {
 		t.Errorf("active sessions after the run ended: %v", n)
 	}
+	if n := testutil.ToFloat64(f.p.metrics.LSPParked.WithLabelValues(metrics.DriverHost)); n != 0 || len(f.p.pool.list("host", "local")) != 0 {
+		t.Errorf("parked servers with keep_warm 0: %v", n)
+	}
+	noProcessesIn(t, f.dir)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, err := f.reg.Call(ctx, f.run, orchestrator.SurfaceFull, "lsp", []byte(`{"action":"status"}`))

@@ -115,7 +115,7 @@ func (r *lines) path(u uri.URI) (string, bool) {
 	a, ok := r.paths[u]
 	if !ok {
 		if r.resolver == nil {
-			r.resolver = r.s.paths.ws.Resolver()
+			r.resolver = r.s.paths.ws().Resolver()
 		}
 		a.path, a.inside = r.s.paths.locate(u, r.resolver.Resolve)
 		r.paths[u] = a

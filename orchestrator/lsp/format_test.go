@@ -29,7 +29,8 @@ func TestListLocationsCap(t *testing.T) {
 	if err := os.WriteFile(abs, []byte(strings.Join(src, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{paths: pathMap{workdir: dir, ws: testRoot(t, dir)}, enc: utf16Enc}
+	s := &server{paths: pathMap{workdir: dir}, enc: utf16Enc}
+	s.paths.bind(testRoot(t, dir))
 	r := newLines(s)
 	var spots []spot
 	for i := 59; i >= 0; i-- { // out of order, with a duplicate
@@ -61,7 +62,8 @@ func TestRecheckKeepsLongListsFresh(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := &server{paths: pathMap{workdir: dir, ws: testRoot(t, dir)}, enc: utf16Enc}
+	s := &server{paths: pathMap{workdir: dir}, enc: utf16Enc}
+	s.paths.bind(testRoot(t, dir))
 	spots := []spot{{abs: abs, pos: protocol.Position{Line: 1}}}
 	list := func(change func()) string {
 		r := newLines(s)

@@ -92,6 +92,9 @@ func newFixtureOn(t *testing.T, dir, runID string, conf Config, enc enclosure.En
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Registered first, so it runs last: once the run has ended, the
+	// servers it parked end as they would when Berth stops.
+	t.Cleanup(p.Shutdown)
 	reg := orchestrator.NewRegistry(p.metrics, 0)
 	reg.Add(p)
 	reg.SetWriteObserver(p)

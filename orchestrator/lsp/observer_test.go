@@ -23,7 +23,8 @@ func TestNewOnesInAnUnopenedFile(t *testing.T) {
 	if err := os.WriteFile(abs, []byte("package b\n\ns := \"🌍\" + y\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{paths: pathMap{workdir: dir, ws: testRoot(t, dir)}, enc: utf16Enc}
+	s := &server{paths: pathMap{workdir: dir}, enc: utf16Enc}
+	s.paths.bind(testRoot(t, dir))
 	p := &Provider{metrics: metrics.NewForTest()}
 	reg := newRegistry()
 	items := []protocol.Diagnostic{{

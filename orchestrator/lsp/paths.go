@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
@@ -20,12 +21,14 @@ import (
 // (Enclosure.MapPath), and the URIs it names become files on the host
 // (Enclosure.HostPath), resolved and checked to be inside the workdir
 // before they are shown, read or written. It reads the workdir's files
-// only through the workspace root.
+// only through the workspace root, which changes hands with the server:
+// the run's, then the pool's while it is parked, then the adopting
+// run's (bind).
 type pathMap struct {
 	root    string              // the server's root, an absolute host path
 	workdir string              // the run's working directory
-	ws      *workspace.Root     // the workdir, to resolve the paths the server names (locate)
 	encl    enclosure.Enclosure // where the server runs: maps paths both ways
+	wsRoot  atomic.Pointer[workspace.Root]
 
 	mu   sync.Mutex // guards memo
 	memo map[uri.URI]hostPath
@@ -36,6 +39,13 @@ type hostPath struct {
 	path   string
 	shared bool
 }
+
+// ws is the workdir as a workspace root, to resolve the paths the server
+// names (locate) and read files: its owner's.
+func (m *pathMap) ws() *workspace.Root { return m.wsRoot.Load() }
+
+// bind makes ws the root the server reads the workdir through.
+func (m *pathMap) bind(ws *workspace.Root) { m.wsRoot.Store(ws) }
 
 // maxPaths bounds the server's memo of fromURI.
 const maxPaths = 4096
@@ -114,7 +124,7 @@ func (m *pathMap) locate(u uri.URI, resolve func(string) (string, error)) (path 
 // workspace root, which refuses a path that leads out of it (also when a
 // link changed since the path was resolved) and never waits on a FIFO.
 func (m *pathMap) readFile(abs string) ([]byte, error) {
-	b, _, err := m.ws.ReadRegular(abs, -1)
+	b, _, err := m.ws().ReadRegular(abs, -1)
 	return b, err
 }
 
@@ -127,10 +137,10 @@ func (m *pathMap) rel(abs string) string { return workspace.Rel(m.workdir, abs) 
 func (m *pathMap) outsideName(p string) string {
 	rel := m.rel(p)
 	if rel == p {
-		return m.ws.Show(p) // as the container sees it, when it does
+		return m.ws().Show(p) // as the container sees it, when it does
 	}
 	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return fmt.Sprintf("%s (a symlink leads it to %s)", text.Path(rel), m.ws.Show(real))
+		return fmt.Sprintf("%s (a symlink leads it to %s)", text.Path(rel), m.ws().Show(real))
 	}
 	return text.Path(rel) + " (through a symlink)"
 }

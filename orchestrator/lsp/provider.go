@@ -11,10 +11,16 @@ import (
 )
 
 // Provider offers lsp and lsp_rename to runs with the lsp feature, and
-// hears the harness's writes as the registry's WriteObserver.
+// hears the harness's writes as the registry's WriteObserver. It starts a
+// run's servers at run/start (RunStarted) and keeps the servers of ended
+// runs parked for the next run on the same root until Shutdown.
 type Provider struct {
 	conf    Config
 	metrics *metrics.Metrics
+	pool    *pool
+	// warming holds a place for each prewarmed server starting now
+	// (lsp.prewarm_concurrency), across runs.
+	warming chan struct{}
 	// Writer applies renames; its Rename hook lets tests inject a failure.
 	Writer *workspace.Writer
 }
@@ -22,6 +28,8 @@ type Provider struct {
 var (
 	_ orchestrator.Provider      = (*Provider)(nil)
 	_ orchestrator.WriteObserver = (*Provider)(nil)
+	_ orchestrator.RunStarter    = (*Provider)(nil)
+	_ orchestrator.Shutdowner    = (*Provider)(nil)
 )
 
 // New builds the provider; a configuration that cannot work is an error.
@@ -32,8 +40,23 @@ func New(conf Config, m *metrics.Metrics) (*Provider, error) {
 	for _, s := range conf.Servers {
 		m.KnowLSPServer(s.Name)
 	}
-	return &Provider{conf: conf, metrics: m, Writer: &workspace.Writer{}}, nil
+	return &Provider{conf: conf, metrics: m, pool: newPool(conf, m), warming: make(chan struct{}, max(conf.PrewarmConcurrency, 1)),
+		Writer: &workspace.Writer{}}, nil
 }
+
+// RunStarted starts, in the background, the servers for the roots found
+// in the run's workdir (prewarm), adopting parked ones where it can; the
+// registry calls it only when the run's lsp feature is on.
+func (p *Provider) RunStarted(run *orchestrator.Run) {
+	if run.Workdir == "" || p.conf.PrewarmMax == 0 {
+		return
+	}
+	p.state(run).sv.prewarm(p.warming)
+}
+
+// Shutdown ends every parked server; Berth calls it when it stops, once
+// its runs have ended (and parked nothing, ending with Berth).
+func (p *Provider) Shutdown() { p.pool.shutdown() }
 
 // Feature is orchestrator.FeatureLSP.
 func (p *Provider) Feature() string { return orchestrator.FeatureLSP }
@@ -61,7 +84,7 @@ type stateKey struct{}
 // state is the run's runState, made on first use.
 func (p *Provider) state(run *orchestrator.Run) *runState {
 	return run.Value(stateKey{}, func() any {
-		return &runState{sv: newSupervisor(run, p.conf, p.metrics), reg: newRegistry()}
+		return &runState{sv: newSupervisor(run, p.conf, p.metrics, p.pool), reg: newRegistry()}
 	}).(*runState)
 }
 

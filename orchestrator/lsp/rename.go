@@ -200,7 +200,7 @@ func fileEdits(s *server, we *protocol.WorkspaceEdit) (map[string]*editSet, erro
 	place := func(u uri.URI) (string, bool) {
 		p, ok := seen[u]
 		if !ok {
-			p.abs, p.inside = s.paths.locate(u, s.paths.ws.Resolve)
+			p.abs, p.inside = s.paths.locate(u, s.paths.ws().Resolve)
 			seen[u] = p
 			if !p.inside && !slices.Contains(outside, s.paths.outsideName(p.abs)) {
 				outside = append(outside, s.paths.outsideName(p.abs))

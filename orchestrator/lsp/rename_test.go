@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/berth-dev/berth/orchestrator"
 )
 
 // coldRename is a cross-file rename asked as a cold server's first call
@@ -80,8 +78,7 @@ func TestColdCrossFileRenameChangesEveryFile(t *testing.T) {
 				t.Fatalf("cold rename refused: %s", text)
 			}
 			checkColdRename(t, f, c, text)
-			f.run.End(orchestrator.EndStopped)
-			noProcessesIn(t, f.dir)
+			f.end(t)
 		})
 	}
 }

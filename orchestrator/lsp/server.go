@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -42,6 +43,18 @@ type server struct {
 	diags  diagStore
 	cache  fileCache
 	writes writeCheck
+
+	// complained: the server said it is in error (window/showMessage of
+	// type Error: gopls that cannot load the workspace, a server that
+	// rejects its settings), so it is never parked for another run.
+	complained atomic.Bool
+}
+
+// parkable says whether the server may be parked for another run: it
+// runs, is not being closed, never broke the message limits and never
+// said it is in error. (A crash or a reload is the slot's to know.)
+func (s *server) parkable() bool {
+	return s.proc.alive() && !s.proc.isClosing() && s.proc.refusal() == nil && !s.complained.Load()
 }
 
 // startServer starts the executable of m in the run's enclosure and
@@ -56,9 +69,10 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 	proc := newProcess(m.cfg.Name, conf, mt)
 	s := &server{
 		cfg: m.cfg, conf: conf, proc: proc, load: newLoadState(signal, conf.ProgressGrace), quirks: quirksFor(m.cfg, signal),
-		paths: pathMap{root: m.root, workdir: run.Workdir, ws: ws, encl: run.Enclosure},
+		paths: pathMap{root: m.root, workdir: run.Workdir, encl: run.Enclosure},
 		diags: diagStore{debounce: conf.Debounce, timeout: conf.DiagnosticsTimeout, stop: proc.exited},
 	}
+	s.paths.bind(ws)
 	dir, err := run.Enclosure.MapPath(m.root)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
 	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
@@ -20,21 +21,29 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 	slots := p.state(run).sv.snapshot()
 	fmt.Fprintf(&b, "Language servers of this run (%d):\n", len(slots))
 	if len(slots) == 0 {
-		b.WriteString("  none started yet (a server starts on the first call about one of its files)\n")
+		b.WriteString("  none started yet (a server starts on the first call about one of its files, or at run/start for the roots found in the workdir)\n")
 	}
 	p.state(run).sv.mu.Lock()
 	for _, sl := range slots {
 		root := workspace.Rel(run.Workdir, sl.key.root)
+		why := "at the first call about one of its files"
+		if sl.prewarm {
+			why = "at run/start (prewarm)"
+		}
 		switch {
 		case !done(sl.ready):
-			fmt.Fprintf(&b, "  %s for root %s: starting\n", sl.key.name, root)
+			fmt.Fprintf(&b, "  %s for root %s: starting %s\n", sl.key.name, root, why)
 		case sl.srv != nil && sl.srv.proc.alive() && !sl.srv.proc.isClosing():
 			s := sl.srv
 			state := "ready"
 			if !s.load.isLoaded() {
-				state = "loading the workspace"
+				state = "loading"
 			}
-			fmt.Fprintf(&b, "  %s for root %s: %s, %s, up %s, positions in %s\n", sl.key.name, root, state,
+			how := "started cold " + why
+			if sl.how == metrics.LSPAdopted {
+				how = fmt.Sprintf("adopted %s: parked %s by an earlier run", why, sl.parkedFor.Round(time.Millisecond))
+			}
+			fmt.Fprintf(&b, "  %s for root %s: %s, %s, %s, up %s, positions in %s\n", sl.key.name, root, state, how,
 				enclosure.Describe(s.proc.handle), time.Since(s.proc.started).Round(time.Second), s.enc)
 		default:
 			fmt.Fprintf(&b, "  %s for root %s: down (%s); %d failure(s) in a row\n", sl.key.name, root, sl.lastErr, sl.crashes)
@@ -46,6 +55,18 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 		}
 	}
 	p.state(run).sv.mu.Unlock()
+	if p.pool.on() {
+		parked := p.pool.list(run.Enclosure.Driver(), run.Enclosure.ID())
+		fmt.Fprintf(&b, "Parked on this enclosure (%d), each adopted by the next run on its workdir and root, else ended %s after its run:\n", len(parked), p.conf.KeepWarm)
+		for _, ps := range parked {
+			mem := ""
+			if ps.rss > 0 {
+				mem = fmt.Sprintf(", %d MiB", ps.rss>>20)
+			}
+			fmt.Fprintf(&b, "  %s for %s: %s, parked %s ago, ends in %s%s\n", ps.name, text.Path(ps.root), ps.process,
+				ps.parked.Round(time.Second), ps.left.Round(time.Second), mem)
+		}
+	}
 
 	b.WriteString("Catalog (a server starts only when both its root marker and its executable are found):\n")
 	var all []string

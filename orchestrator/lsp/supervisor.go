@@ -13,17 +13,21 @@ import (
 )
 
 // supervisor keeps a run's language servers: one per (root, server),
-// started on first use, a start shared by racing callers, a crashed server
-// restarted with backoff up to a cap, and every server ended with the run.
+// started on first use or at run/start (prewarm), adopted from the pool
+// when an earlier run parked one for the same enclosure and root, a start
+// shared by racing callers, a crashed server restarted with backoff up to
+// a cap, and every server parked or ended with the run.
 type supervisor struct {
 	run     *orchestrator.Run
 	conf    Config
 	metrics *metrics.Metrics
+	pool    *pool
 
 	mu       sync.Mutex
 	slots    map[slotKey]*slot
 	closed   bool
-	wg       sync.WaitGroup // start and watch goroutines
+	released chan struct{}  // closed once Close has parked or ended every server
+	wg       sync.WaitGroup // start, watch and prewarm goroutines
 	reloadMu sync.Mutex     // one reload at a time
 }
 
@@ -39,10 +43,19 @@ type slot struct {
 	err     error         // set when ready and the start failed
 	crashes int           // crashes and failed starts in a row
 	lastErr string        // why it last went down, for status
+	// tainted: it crashed, failed to start or was reloaded in this run,
+	// so its server is never parked for another run.
+	tainted bool
+	// how its current server came: metrics.LSPCold or LSPAdopted, with
+	// how long it had been parked; prewarm says run/start asked for it.
+	how       string
+	parkedFor time.Duration
+	prewarm   bool
+	released  bool // the run has ended: its server is parked or closed
 }
 
-func newSupervisor(run *orchestrator.Run, conf Config, m *metrics.Metrics) *supervisor {
-	return &supervisor{run: run, conf: conf, metrics: m, slots: map[slotKey]*slot{}}
+func newSupervisor(run *orchestrator.Run, conf Config, m *metrics.Metrics, pl *pool) *supervisor {
+	return &supervisor{run: run, conf: conf, metrics: m, pool: pl, slots: map[slotKey]*slot{}, released: make(chan struct{})}
 }
 
 // get returns the ready server for m, starting or restarting it when
@@ -57,7 +70,7 @@ func (sv *supervisor) get(ctx context.Context, m match) (*server, error) {
 	}
 	sl, ok := sv.slots[key]
 	if !ok {
-		sl = &slot{key: key, m: m}
+		sl = &slot{key: key, m: m, prewarm: prewarming(ctx)}
 		sv.slots[key] = sl
 		sv.launch(sl, 0)
 	} else if done(sl.ready) && (sl.srv == nil || !sl.srv.proc.alive()) {
@@ -114,16 +127,19 @@ func (sv *supervisor) backoff(n int) time.Duration {
 	return sv.conf.RestartBackoff << (n - 1)
 }
 
-// launch starts sl's server after wait, in the background. Called with mu.
+// launch starts sl's server after wait, in the background, adopting a
+// parked one when there is one. Called with mu.
 func (sv *supervisor) launch(sl *slot, wait time.Duration) {
 	sl.ready = make(chan struct{})
 	sl.srv, sl.err = nil, nil
-	sv.start(sl, wait)
+	sv.start(sl, wait, true)
 }
 
 // start starts sl's server after wait, in the background, and closes
-// sl.ready when it is up or has failed. Called with mu.
-func (sv *supervisor) start(sl *slot, wait time.Duration) {
+// sl.ready when it is up or has failed. With adopt, a server an earlier
+// run parked for the same key is taken instead, when the pool has one.
+// Called with mu.
+func (sv *supervisor) start(sl *slot, wait time.Duration, adopt bool) {
 	ready := sl.ready
 	sv.wg.Add(1)
 	go func() {
@@ -135,13 +151,30 @@ func (sv *supervisor) start(sl *slot, wait time.Duration) {
 			case <-runCtx.Done():
 			}
 		}
-		ctx, cancel := context.WithTimeout(runCtx, sv.conf.StartTimeout)
-		srv, err := startServer(ctx, sv.run, sv.conf, sl.m, sv.metrics)
-		cancel()
+		var srv *server
+		var err error
+		how, parkedFor := metrics.LSPCold, time.Duration(0)
+		if adopt && runCtx.Err() == nil {
+			if ws, werr := sv.run.Root(); werr == nil {
+				if srv, parkedFor = sv.pool.adopt(keyOf(sv.run, sl.m), ws); srv != nil {
+					how = metrics.LSPAdopted
+				}
+			}
+		}
+		if srv == nil {
+			ctx, cancel := context.WithTimeout(runCtx, sv.conf.StartTimeout)
+			srv, err = startServer(ctx, sv.run, sv.conf, sl.m, sv.metrics)
+			cancel()
+		}
 		sv.mu.Lock()
 		if err == nil && sv.closed {
+			// The run ended while it started: it is parked for the next
+			// run, as the run's own servers were, or ended.
+			tainted := sl.tainted
 			sv.mu.Unlock()
-			srv.proc.close()
+			if tainted || !sv.park(sl.m, srv) {
+				srv.proc.close()
+			}
 			sv.mu.Lock()
 			err = fmt.Errorf("the run has ended: %w", orchestrator.ErrRunEnded)
 			srv = nil
@@ -149,10 +182,13 @@ func (sv *supervisor) start(sl *slot, wait time.Duration) {
 		sl.srv, sl.err = srv, err
 		if err != nil {
 			sl.crashes++
+			sl.tainted = true
 			sl.lastErr = firstLine(err.Error())
 			sv.metrics.SessionFailed(metrics.KindLSP)
 		} else {
+			sl.how, sl.parkedFor = how, parkedFor
 			sv.metrics.SessionStarted(metrics.KindLSP, sv.run.Enclosure.Driver())
+			sv.metrics.LSPServerStarts.WithLabelValues(sl.m.cfg.Name, how).Inc()
 			sv.wg.Add(1)
 			go sv.watch(sl, srv)
 		}
@@ -161,18 +197,35 @@ func (sv *supervisor) start(sl *slot, wait time.Duration) {
 	}()
 }
 
+// park hands srv, for m, to the pool for the next run on the same
+// enclosure and root, unless the run ended with Berth or the server is
+// in no state to serve another run; it says whether it did.
+func (sv *supervisor) park(m match, srv *server) bool {
+	if sv.run.SessionEndReason() == metrics.ReasonShutdown || !srv.parkable() {
+		return false
+	}
+	return sv.pool.park(keyOf(sv.run, m), srv)
+}
+
 // watch records the end of a server: a crash unless it was closed on
-// purpose.
+// purpose. It stops watching once the run has parked or ended its
+// servers: a parked server is the pool's to watch.
 func (sv *supervisor) watch(sl *slot, srv *server) {
 	defer sv.wg.Done()
 	select {
 	case <-srv.proc.exited:
 	case <-srv.proc.conn.Done():
+	case <-sv.released:
+		return
 	}
 	if srv.proc.isClosing() {
 		return
 	}
 	sv.mu.Lock()
+	if sl.released {
+		sv.mu.Unlock()
+		return
+	}
 	sv.noteCrash(sl, srv)
 	sv.mu.Unlock()
 	srv.proc.kill() // reap what is left of it
@@ -186,6 +239,7 @@ func (sv *supervisor) noteCrash(sl *slot, srv *server) {
 		return
 	}
 	srv.proc.crashNoted = true
+	sl.tainted = true
 	if time.Since(srv.proc.started) > time.Minute {
 		sl.crashes = 0 // it had been healthy: this is a fresh run of crashes
 	}
@@ -229,6 +283,7 @@ func (sv *supervisor) reload(ctx context.Context, keep func(slotKey) bool) ([]*s
 		// old server closed and starting one of their own beside it.
 		sl.ready = make(chan struct{})
 		sl.srv, sl.err = nil, nil
+		sl.tainted = true // asked to restart it: never handed to another run
 		sv.mu.Unlock()
 		if old != nil && old.proc.alive() && !old.proc.isClosing() {
 			old.proc.drain(reloadDrain)
@@ -237,7 +292,7 @@ func (sv *supervisor) reload(ctx context.Context, keep func(slotKey) bool) ([]*s
 		}
 		sv.mu.Lock()
 		sl.crashes = 0
-		sv.start(sl, 0)
+		sv.start(sl, 0, false) // a fresh server, not a parked one
 		sv.mu.Unlock()
 	}
 	for _, sl := range picked {
@@ -248,19 +303,32 @@ func (sv *supervisor) reload(ctx context.Context, keep func(slotKey) bool) ([]*s
 	return picked, nil
 }
 
-// stop closes sl's server, if one runs, waiting for a start in progress.
-func (sv *supervisor) stop(sl *slot, reason string) {
+// release parks sl's server for the next run, or closes it, once its run
+// has ended, waiting for a start in progress. A server that crashed,
+// failed, was reloaded or is misconfigured is closed (parkable).
+func (sv *supervisor) release(sl *slot, reason string) {
 	sv.mu.Lock()
 	ready := sl.ready
 	sv.mu.Unlock()
 	<-ready
 	sv.mu.Lock()
-	srv := sl.srv
+	srv, tainted := sl.srv, sl.tainted
+	sl.released = true
 	sv.mu.Unlock()
-	if srv != nil && srv.proc.alive() && !srv.proc.isClosing() {
-		srv.proc.close()
-		sv.metrics.SessionEnded(metrics.KindLSP, sv.run.Enclosure.Driver(), reason)
+	if srv == nil || srv.proc.isClosing() {
+		return
 	}
+	if !srv.proc.alive() {
+		// It went down just now (its connection ended, or its process),
+		// and its watcher, which stands down once the slot is released,
+		// may not have reaped it yet: what is left of it ends here.
+		srv.proc.kill()
+		return
+	}
+	if tainted || !sv.park(sl.m, srv) {
+		srv.proc.close()
+	}
+	sv.metrics.SessionEnded(metrics.KindLSP, sv.run.Enclosure.Driver(), reason)
 }
 
 // has says whether the (root, server) of key was ever started.
@@ -288,20 +356,18 @@ func (sv *supervisor) snapshot() []*slot {
 	return out
 }
 
-// Close ends every server of the run and waits for them.
+// Close parks or ends every server of the run (release) and waits for
+// them.
 func (sv *supervisor) Close() {
 	sv.mu.Lock()
 	sv.closed = true
 	sv.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, sl := range sv.snapshot() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sv.stop(sl, sv.run.SessionEndReason())
-		}()
+		wg.Go(func() { sv.release(sl, sv.run.SessionEndReason()) })
 	}
 	wg.Wait()
+	close(sv.released)
 	sv.wg.Wait()
 }
 

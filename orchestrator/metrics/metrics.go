@@ -49,6 +49,17 @@ const (
 	ReattachStopped   = "stopped"   // taken back and ended: no Berth resumes a process of its kind or enclosure yet
 	ReattachLost      = "lost"      // its relay did not answer (or refused the record's token): record removed
 	ReattachExpired   = "expired"   // its relay had ended it, no Berth having come back within enclosure.reattach_grace
+	// How a run's language server came to it
+	// (berth_lsp_server_starts_total{how}).
+	LSPCold    = "cold"    // started from nothing
+	LSPAdopted = "adopted" // a server parked by an earlier run on the same enclosure and root
+
+	// Why a parked language server ended (berth_lsp_parked_ends_total{reason}).
+	ParkedExpired  = "expired"  // it was parked for lsp.keep_warm
+	ParkedCapped   = "capped"   // the oldest past lsp.max_parked or lsp.max_parked_per_enclosure
+	ParkedMemory   = "memory"   // the oldest past lsp.max_parked_rss_bytes
+	ParkedExited   = "exited"   // its process ended while parked (a crash, its container stopped)
+	ParkedShutdown = "shutdown" // Berth stopped
 
 	OpAttach   = "attach"   // run/start attaching to the enclosure
 	OpStart    = "start"    // starting a process in it
@@ -66,6 +77,8 @@ var (
 	EnclosureOps      = []string{OpAttach, OpStart, OpDial, OpLookPath}
 	StartOutcomes     = []string{"ok", "error"}
 	ReattachOutcomes  = []string{ReattachResumed, ReattachUnclaimed, ReattachStopped, ReattachLost, ReattachExpired}
+	LSPStartKinds     = []string{LSPCold, LSPAdopted}
+	ParkedEndReasons  = []string{ParkedExpired, ParkedCapped, ParkedMemory, ParkedExited, ParkedShutdown}
 	// ToolOutcomes are berth_tool_calls_total's outcome values.
 	ToolOutcomes     = []string{"ok", "error", "refused", "invalid", "panic", "timeout", "canceled"}
 	RejectReasons    = []string{"parse", "invalid", "too_large", "unauthorized"}
@@ -111,6 +124,15 @@ type Metrics struct {
 	// in its state directory at start (issue 29): its relays' fate after
 	// a restart, "expired" being relays that timed out waiting.
 	Reattaches *prometheus.CounterVec // kind, outcome
+	// LSPServerStarts counts the language servers runs got, by how:
+	// started cold, or adopted from the parked ones.
+	LSPServerStarts *prometheus.CounterVec // server, how (cold, adopted)
+	// LSPParked is how many language servers are parked now, waiting
+	// for the next run on their enclosure and root; LSPParkedRSS their
+	// resident memory, as last read.
+	LSPParked     *prometheus.GaugeVec // driver
+	LSPParkedRSS  prometheus.Gauge
+	LSPParkedEnds *prometheus.CounterVec // reason (expired, capped, memory, exited, shutdown)
 }
 
 // New builds the collectors, creates every label value at zero and
@@ -195,6 +217,18 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		Reattaches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_reattaches_total", Help: "Kept processes (count) a Berth found in its state directory at start, by kind and outcome: resumed (given back to their run), unclaimed (no run/start within runs.disconnect_grace: ended), stopped (a kind or enclosure no Berth resumes yet: ended), lost (the relay did not answer), expired (the relay had timed out waiting, enclosure.reattach_grace); moves once per record.",
 		}, []string{"kind", "outcome"}),
+		LSPServerStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_lsp_server_starts_total", Help: "Language servers a run got (count), by server and how: cold (started from nothing) or adopted (parked by an earlier run on the same enclosure and root); moves when the server is ready for the run.",
+		}, []string{"server", "how"}),
+		LSPParked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "berth_lsp_parked_servers", Help: "Language servers parked now (count), by the driver of their enclosure: their run ended and they wait, up to lsp.keep_warm, for the next run on the same enclosure and root; up when parked, down when adopted or ended.",
+		}, []string{"driver"}),
+		LSPParkedRSS: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "berth_lsp_parked_rss_bytes", Help: "Resident memory of the parked language servers in bytes, as read when each was parked (a server whose memory cannot be read counts 0); capped by lsp.max_parked_rss_bytes.",
+		}),
+		LSPParkedEnds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_lsp_parked_ends_total", Help: "Parked language servers ended (count), by reason: expired (lsp.keep_warm passed), capped (the oldest past lsp.max_parked or lsp.max_parked_per_enclosure), memory (the oldest past lsp.max_parked_rss_bytes), exited (its process ended while parked), shutdown (Berth stopped).",
+		}, []string{"reason"}),
 	}
 	m.BuildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	m.zero()
@@ -203,6 +237,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		m.BridgeCallsInFlight, m.BridgeCallDuration, m.EnclosureExec, m.EnclosureErrors,
 		m.Diagnostics, m.QuestionsPending, m.ReaperLastRun, m.BuildInfo, m.RPCMessagesRejected,
 		m.RPCConnectionsActive, m.LSPRequestDuration, m.LSPServerRestarts, m.Reattaches,
+		m.LSPServerStarts, m.LSPParked, m.LSPParkedRSS, m.LSPParkedEnds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -245,6 +280,12 @@ func (m *Metrics) zero() {
 	for _, t := range Transports {
 		m.RPCConnectionsActive.WithLabelValues(t)
 	}
+	for _, d := range Drivers {
+		m.LSPParked.WithLabelValues(d)
+	}
+	for _, r := range ParkedEndReasons {
+		m.LSPParkedEnds.WithLabelValues(r)
+	}
 }
 
 // NewForTest builds collectors on a fresh registry, for tests and tools
@@ -260,8 +301,14 @@ func (m *Metrics) KnowTool(tool, tier string) {
 	m.ToolCallDuration.WithLabelValues(tool, tier)
 }
 
-// KnowLSPServer creates a language server's restart counter at zero.
-func (m *Metrics) KnowLSPServer(server string) { m.LSPServerRestarts.WithLabelValues(server) }
+// KnowLSPServer creates a language server's restart and start counters
+// at zero.
+func (m *Metrics) KnowLSPServer(server string) {
+	m.LSPServerRestarts.WithLabelValues(server)
+	for _, how := range LSPStartKinds {
+		m.LSPServerStarts.WithLabelValues(server, how)
+	}
+}
 
 // LSPServerRestarted counts a restart of a crashed or failed server.
 func (m *Metrics) LSPServerRestarted(server string) {

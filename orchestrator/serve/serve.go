@@ -167,8 +167,9 @@ func (s *server) serveHTTP(l net.Listener, ho rpc.HTTPOptions) {
 	})
 }
 
-// drain stops taking work, closes every connection, ends every run and
-// waits for the listeners and the reaper.
+// drain stops taking work, closes every connection, ends every run, ends
+// what the providers keep beyond runs (Registry.Shutdown) and waits for
+// the listeners and the reaper.
 func (s *server) drain() {
 	s.stop()
 	s.ready.Store(false)
@@ -180,6 +181,7 @@ func (s *server) drain() {
 		_ = hs.Shutdown(shutdown)
 	}
 	s.o.Server.Runs.StopAll()
+	s.o.Server.Registry.Shutdown() // what providers keep beyond runs: parked language servers
 	s.wg.Wait()
 	if s.unix {
 		_ = os.Remove(s.o.Unix)

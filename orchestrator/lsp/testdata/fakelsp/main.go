@@ -2,7 +2,8 @@
 // the real ones, to show what they cannot be made to do: crash mid-request,
 // fail to start, answer ContentModified, stay silent, publish stale
 // diagnostics, take its time loading the workspace, report on another file
-// late, rename in the one file it was asked about only, never read a file.
+// late, rename in the one file it was asked about only, never read a file,
+// say it is in error (window/showMessage).
 package main
 
 import (
@@ -20,7 +21,7 @@ import (
 )
 
 var (
-	mode  = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename, hostile-names, endless-header-on-hover, huge-on-hover, endless-header-on-start")
+	mode  = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename, hostile-names, endless-header-on-hover, huge-on-hover, endless-header-on-start, complain")
 	flood = flag.Int64("flood", 256<<20, "endless-header-on-*, huge-on-hover: how many bytes to write before it stops writing (and hangs)")
 	once  = flag.String("once", "", "crash only when this file does not exist yet (it is created)")
 	mute  = flag.String("mute", "", "publish no diagnostics for the file of this name: it is never read")
@@ -132,6 +133,10 @@ func main() {
 			}
 			reply(m.ID, map[string]any{"capabilities": caps})
 		case "initialized":
+			if *mode == "complain" {
+				send(map[string]any{"jsonrpc": "2.0", "method": "window/showMessage", "params": map[string]any{
+					"type": 1, "message": "fakelsp: cannot load the workspace: complaining on purpose"}})
+			}
 			if *mode == "loading" {
 				progress("begin")
 				time.AfterFunc(*load, func() {

@@ -1,0 +1,104 @@
+package lsp
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"go.lsp.dev/protocol"
+)
+
+// fileStamps is what the files a server reads were like when it was
+// parked: the size and modification time of each file under its root with
+// one of its extensions or named as one of its root markers. Nobody
+// watches the files while a server is parked, and Berth is its only
+// client, so the run that adopts it tells it what changed meanwhile
+// (workspace/didChangeWatchedFiles): a file the agent added, changed or
+// removed between two runs is not missing from the next run's answers.
+type fileStamps map[string]stamp
+
+type stamp struct {
+	size int64
+	mod  time.Time
+}
+
+// maxStampedFiles bounds the files stamped under one root: past it, files
+// beyond the walk's first maxStampedFiles are not compared.
+const maxStampedFiles = 50000
+
+// stampFiles stamps the files of cfg's languages and root markers under
+// root, skipping what markerDirs skips, and links.
+func stampFiles(root string, cfg ServerConfig) fileStamps {
+	out := fileStamps{}
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return nil
+		case d.IsDir():
+			if p != root && skipDir(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		case !d.Type().IsRegular():
+			return nil
+		}
+		if _, ok := cfg.Extensions[strings.ToLower(filepath.Ext(p))]; !ok && !slices.Contains(cfg.RootMarkers, d.Name()) {
+			return nil
+		}
+		st, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		out[p] = stamp{st.Size(), st.ModTime()}
+		if len(out) >= maxStampedFiles {
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return out
+}
+
+// changes lists, sorted by path, what differs from was to now: files
+// created, changed (size or time), and deleted.
+func (was fileStamps) changes(now fileStamps) []fileChange {
+	var out []fileChange
+	for p, st := range now {
+		old, ok := was[p]
+		switch {
+		case !ok:
+			out = append(out, fileChange{p, protocol.FileChangeTypeCreated})
+		case old.size != st.size || !old.mod.Equal(st.mod):
+			out = append(out, fileChange{p, protocol.FileChangeTypeChanged})
+		}
+	}
+	for p := range was {
+		if _, ok := now[p]; !ok {
+			out = append(out, fileChange{p, protocol.FileChangeTypeDeleted})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out
+}
+
+// fileChange is one file's change while its server was parked.
+type fileChange struct {
+	path string
+	kind protocol.FileChangeType
+}
+
+// tellChanges tells the server the files that changed on disk while it
+// was parked.
+func (s *server) tellChanges(ctx context.Context, cs []fileChange) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	events := make([]protocol.FileEvent, len(cs))
+	for i, c := range cs {
+		events[i] = protocol.FileEvent{URI: s.paths.toURI(c.path), Type: c.kind}
+	}
+	return s.proc.api.DidChangeWatchedFiles(ctx, &protocol.DidChangeWatchedFilesParams{Changes: events})
+}
