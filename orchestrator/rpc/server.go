@@ -99,6 +99,9 @@ func (s *Server) serveConn(f Framer, transport string) error {
 
 // release ends the session's runs after the grace period.
 func (s *Server) release(sess *session) {
+	if s.HandingOff() {
+		return // the runs stay, for the Berth that takes over
+	}
 	if s.DisconnectGrace <= 0 {
 		s.Runs.EndOwnedBy(sess, orchestrator.EndDisconnect)
 		return
