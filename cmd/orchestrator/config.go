@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/enclosure/kubernetes"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
+	"github.com/berth-dev/berth/orchestrator/serve"
 )
 
 // config is the core's part of the configuration file; each component
@@ -66,6 +67,12 @@ type runsConfig struct {
 	DisconnectGrace time.Duration `yaml:"disconnect_grace"`
 	// ReaperInterval is how often idle runs are looked for.
 	ReaperInterval time.Duration `yaml:"reaper_interval"`
+	// HandoffTimeout bounds how long a handoff (SIGUSR2, `orchestrator
+	// handoff`) waits for the calls in flight to be answered; the calls
+	// still running then are cut off (a tools/call whose tool is not a
+	// read with -32008, its result unknown; any other with -32007,
+	// restarting).
+	HandoffTimeout time.Duration `yaml:"handoff_timeout"`
 	// CallTimeout bounds a tool call whose tool names no timeout.
 	//
 	// Every tool call is answered by its deadline or its cancellation,
@@ -120,6 +127,7 @@ func defaultConfig() config {
 			IdleTimeout:     time.Hour,
 			DisconnectGrace: rpc.DefaultDisconnectGrace,
 			ReaperInterval:  time.Minute,
+			HandoffTimeout:  serve.DefaultHandoffTimeout,
 			CallTimeout:     orchestrator.DefaultCallTimeout,
 		},
 		Env:        envConfig{Drop: []string{}},
@@ -210,6 +218,8 @@ func (c *config) check() error {
 		return fmt.Errorf("runs.idle_timeout must be 0 (never) or positive, got %s", c.Runs.IdleTimeout)
 	case c.Runs.DisconnectGrace < 0:
 		return fmt.Errorf("runs.disconnect_grace must be 0 or positive, got %s", c.Runs.DisconnectGrace)
+	case c.Runs.HandoffTimeout <= 0:
+		return fmt.Errorf("runs.handoff_timeout must be positive, got %s", c.Runs.HandoffTimeout)
 	case c.Runs.ReaperInterval <= 0:
 		return fmt.Errorf("runs.reaper_interval must be positive, got %s", c.Runs.ReaperInterval)
 	case c.Runs.CallTimeout <= 0:

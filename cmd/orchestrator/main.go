@@ -31,6 +31,7 @@ const usage = `usage: orchestrator <command> [flags]
 
 commands:
   serve    serve the harness protocol (stdio, WebSocket, unix socket)
+  handoff  ask a serving Berth to hand off to a new one (upgrade, rolling update)
   tools    list the tools a run would see
   call     run one tool once, without a harness
   config   print the effective configuration as YAML
@@ -64,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch cmd {
 	case "serve":
 		return serveCmd(rest, stderr)
+	case "handoff":
+		return handoffCmd(rest, stdout, stderr)
 	case "tools":
 		return toolsCmd(rest, stdout, stderr)
 	case "call":

@@ -124,6 +124,10 @@ type Metrics struct {
 	// in its state directory at start (issue 29): its relays' fate after
 	// a restart, "expired" being relays that timed out waiting.
 	Reattaches *prometheus.CounterVec // kind, outcome
+	// Restarts counts a Berth's start on a state directory that a Berth
+	// before it held, by how that one ended: handoff (in order, SIGUSR2)
+	// or crash (without stopping: kill -9, an OOM kill, a crash).
+	Restarts *prometheus.CounterVec // how
 	// LSPServerStarts counts the language servers runs got, by how:
 	// started cold, or adopted from the parked ones.
 	LSPServerStarts *prometheus.CounterVec // server, how (cold, adopted)
@@ -217,6 +221,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		Reattaches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_reattaches_total", Help: "Kept processes (count) a Berth found in its state directory at start, by kind and outcome: resumed (given back to their run), unclaimed (no run/start within runs.disconnect_grace: ended), stopped (a kind or enclosure no Berth resumes yet: ended), lost (the relay did not answer), expired (the relay had timed out waiting, enclosure.reattach_grace); moves once per record.",
 		}, []string{"kind", "outcome"}),
+		Restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_restarts_total", Help: "Starts of a Berth on a state directory a Berth before it held (count), by how that one ended: handoff (it handed off, SIGUSR2) or crash (it went away without stopping: kill -9, an OOM kill, a crash); moves once, at start.",
+		}, []string{"how"}),
 		LSPServerStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_lsp_server_starts_total", Help: "Language servers a run got (count), by server and how: cold (started from nothing) or adopted (parked by an earlier run on the same enclosure and root); moves when the server is ready for the run.",
 		}, []string{"server", "how"}),
@@ -236,7 +243,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		m.TTLExpiries, m.CellInterrupts, m.ToolCalls, m.ToolCallDuration, m.StuckCalls,
 		m.BridgeCallsInFlight, m.BridgeCallDuration, m.EnclosureExec, m.EnclosureErrors,
 		m.Diagnostics, m.QuestionsPending, m.ReaperLastRun, m.BuildInfo, m.RPCMessagesRejected,
-		m.RPCConnectionsActive, m.LSPRequestDuration, m.LSPServerRestarts, m.Reattaches,
+		m.RPCConnectionsActive, m.LSPRequestDuration, m.LSPServerRestarts, m.Reattaches, m.Restarts,
 		m.LSPServerStarts, m.LSPParked, m.LSPParkedRSS, m.LSPParkedEnds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -264,6 +271,9 @@ func (m *Metrics) zero() {
 	}
 	for _, o := range InterruptOutcomes {
 		m.CellInterrupts.WithLabelValues(o)
+	}
+	for _, h := range RestartHows {
+		m.Restarts.WithLabelValues(h)
 	}
 	for _, d := range Drivers {
 		m.EnclosureExec.WithLabelValues(d)
@@ -326,6 +336,18 @@ func (m *Metrics) SessionStarted(kind, driver string) {
 // active again (its start was counted by the Berth that started it).
 func (m *Metrics) SessionResumed(kind, driver string) {
 	m.SessionsActive.WithLabelValues(kind, driver).Inc()
+}
+
+// RestartHows are berth_restarts_total's how: how the Berth before
+// ended.
+var RestartHows = []string{"handoff", "crash"}
+
+// Restarted counts this Berth's start on a state directory whose Berth
+// before ended how (state.Store.Previous; "" counts nothing).
+func (m *Metrics) Restarted(how string) {
+	if slices.Contains(RestartHows, how) {
+		m.Restarts.WithLabelValues(how).Inc()
+	}
 }
 
 // Reattached counts what became of a kept process found at start.

@@ -7,9 +7,12 @@
 //
 // The directory holds:
 //
-//	lock              flock'd by the Berth that uses the directory
+//	lock              flock'd by the Berth that uses the directory; it
+//	                  holds its pid while it lives, "handoff" once it
+//	                  handed off, nothing once it stopped in order
 //	records/TAG.json  one record per kept process (mode 0600)
 //	relays/           the host relays' reattach sockets
+//	calls/ID.json     the tools/call ids the harness gave (Call)
 //
 // It is Berth's alone: mode 0700, owned by Berth's user; Open refuses any
 // other. A record holds the token that lets a Berth back into its relay,
@@ -35,7 +38,9 @@ import (
 
 // The directory's parts.
 const (
-	lockName    = "lock"
+	lockName = "lock"
+	// handoffNote is what a Berth that handed off leaves in the lock.
+	handoffNote = "handoff"
 	recordsName = "records"
 	relaysName  = "relays"
 )
@@ -55,7 +60,16 @@ type Store struct {
 	own     bool // made for this Berth alone (Default): removed at Close
 	lock    *os.File
 	records *os.Root
+	calls   *os.Root
+	// previous is how the Berth before ended (Previous).
+	previous string
 }
+
+// How the Berth that held a directory before ended (Previous).
+const (
+	EndedHandoff = "handoff" // it handed off (serve's SIGUSR2)
+	EndedCrash   = "crash"   // it went away without stopping (kill -9, an OOM kill, a crash)
+)
 
 // Open opens dir, the state directory an operator named (--state-dir,
 // state.dir), making it (mode 0700) when it does not exist. A directory
@@ -163,12 +177,13 @@ func open(dir string, own bool) (*Store, error) {
 		}
 		return nil, fmt.Errorf("state directory %s: locking it: %w", dir, err)
 	}
+	previous := lockNote(lock)
 	// The holder's pid, for the error a second Berth gets.
 	if err := lock.Truncate(0); err == nil {
 		_, _ = lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	s := &Store{dir: dir, own: own, lock: lock}
-	for _, sub := range []string{recordsName, relaysName} {
+	s := &Store{dir: dir, own: own, lock: lock, previous: previous}
+	for _, sub := range []string{recordsName, relaysName, callsName} {
 		if err := makeDir(filepath.Join(dir, sub)); err != nil {
 			s.Close()
 			return nil, err
@@ -178,8 +193,32 @@ func open(dir string, own bool) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
+	if s.calls, err = os.OpenRoot(filepath.Join(dir, callsName)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("state directory %s: %w", dir, err)
+	}
 	return s, nil
 }
+
+// lockNote is how the lock's last holder ended, from what it left in the
+// lock: its pid (it never stopped: EndedCrash), the handoff note
+// (EndedHandoff), or nothing (it stopped in order, or there was none).
+func lockNote(lock *os.File) string {
+	b := make([]byte, 16)
+	n, _ := lock.ReadAt(b, 0)
+	switch note := strings.TrimSpace(string(b[:n])); {
+	case note == handoffNote:
+		return EndedHandoff
+	case note != "":
+		return EndedCrash
+	}
+	return ""
+}
+
+// Previous is how the Berth that held the directory before this one
+// ended: EndedHandoff, EndedCrash, or "" (none did, or it stopped in
+// order).
+func (s *Store) Previous() string { return s.previous }
 
 // lockHolder is " (pid N)" from the lock file, or "".
 func lockHolder(lock *os.File) string {
@@ -206,9 +245,22 @@ func (s *Store) RelayDir() string { return filepath.Join(s.dir, relaysName) }
 // Berth's own (Default) is removed when no record is left in it: records
 // left are processes held by their relays, which a Berth given the
 // directory can still reattach.
-func (s *Store) Close() error {
+func (s *Store) Close() error { return s.close("") }
+
+// HandOff releases the directory as Close does, noting that this Berth
+// handed off (Previous, for the Berth that comes next).
+func (s *Store) HandOff() error { return s.close(handoffNote) }
+
+// close releases the directory, leaving note in the lock.
+func (s *Store) close(note string) error {
+	if err := s.lock.Truncate(0); err == nil && note != "" {
+		_, _ = s.lock.WriteAt([]byte(note+"\n"), 0)
+	}
 	if s.records != nil {
 		s.records.Close()
+	}
+	if s.calls != nil {
+		s.calls.Close()
 	}
 	if s.own {
 		if left, _ := os.ReadDir(filepath.Join(s.dir, recordsName)); len(left) == 0 {
