@@ -494,7 +494,6 @@ func TestAttachLeavesAKilledBerthsKeptProcessToItsRelay(t *testing.T) {
 	onlySleep(t, id)
 }
 
-
 // execStatus is the exec's status as containerd tells it, or "not found".
 func execStatus(t *testing.T, d *Driver, id, execID string) string {
 	t.Helper()
