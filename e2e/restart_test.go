@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -377,10 +378,11 @@ func TestDefaultStateDirectoriesAndTheirFailure(t *testing.T) {
 
 // A Python kernel in a Docker container outlives a kill -9 of Berth for
 // enclosure.reattach_grace, held by its relay in the container, and is
-// ended after it: docker top shows nothing of it. The record names the
-// container and the relay's socket in its /tmp/.berth-relays. A Berth
-// started on the state directory cannot take it back yet: it says so,
-// and the relay still ends it.
+// ended after it when no Berth comes back: docker top shows nothing of
+// it. The record names the container and the relay's socket in its
+// /tmp/.berth-relays. A Berth started on the state directory after the
+// grace reads the relay's note (through berth-relay take in the
+// container), says the relay ended the kernel, and removes the record.
 //
 // Issue 29 items 1 and 2.
 func TestContainersDockerKernelOutlivesAKilledBerthForTheGrace(t *testing.T) {
@@ -411,7 +413,6 @@ func TestContainersDockerKernelOutlivesAKilledBerthForTheGrace(t *testing.T) {
 	if !python() {
 		t.Fatalf("the kernel ended with Berth, within the grace: %v", s.processes(t))
 	}
-	again := startBerth(t, config, dir)
 	for deadline := killed.Add(restartGrace + 30*time.Second); python(); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the kernel outlived the grace: %v", s.processes(t))
@@ -421,11 +422,118 @@ func TestContainersDockerKernelOutlivesAKilledBerthForTheGrace(t *testing.T) {
 		t.Errorf("the kernel ended %v after the kill, before the grace", took)
 	}
 	s.waitNoProcesses(t, "the grace")
-	if !strings.Contains(again.stderr.String(), "no Berth takes back a process in a docker enclosure yet") {
-		t.Errorf("the new Berth does not say it leaves the kernel to its relay:\n%s", again.stderr.String())
+	again := startBerth(t, config, dir)
+	if !strings.Contains(again.stderr.String(), "no Berth having come back within its grace") || !strings.Contains(again.stderr.String(), `outcome=expired`) {
+		t.Errorf("the new Berth does not say the relay ended the kernel after the grace:\n%s", again.stderr.String())
 	}
 	if left := records(t, dir); len(left) != 0 {
 		t.Errorf("records left: %+v", left)
+	}
+}
+
+// A Python kernel in a Docker container is taken back by a Berth
+// started on the state directory of one killed with kill -9, and its run
+// resumed, x intact.
+//
+// Issue 29 item 3 (kernels, in containers).
+func TestContainersDockerKernelIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
+	kernelIsResumedInAContainer(t, inContainer(kernelImage).fresh(t), nil)
+}
+
+// The same in containerd.
+//
+// Issue 29 item 3 (kernels, in containers).
+func TestContainersContainerdKernelIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
+	kernelIsResumedInAContainer(t, inContainerd(t, kernelImage).fresh(t), containerdSection.config)
+}
+
+// The same in a pod of the Kubernetes stand-in.
+//
+// Issue 29 item 3 (kernels, in containers).
+func TestContainersKubernetesStandInKernelIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
+	p := inKubernetes(t, kernelImage)
+	kernelIsResumedInAContainer(t, p.fresh(t), kubernetesSection(t, p).config)
+}
+
+// kernelIsResumedInAContainer: x = 41 in a Python kernel in s's
+// container, kill -9 of Berth, a new Berth on the same state directory
+// (its driver's section in sections): a run/start of another
+// conversation is refused, one with the same ids answers resumed, and x
+// + 1 is 42 in the same kernel; run/stop then leaves nothing in the
+// container, and no record.
+func kernelIsResumedInAContainer(t *testing.T, s *site, sections map[string]any) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "state")
+	cfg := map[string]any{}
+	maps.Copy(cfg, sections)
+	enc, _ := cfg["enclosure"].(map[string]any)
+	enc = maps.Clone(enc)
+	if enc == nil {
+		enc = map[string]any{}
+	}
+	enc["reattach_grace"] = "2m"
+	cfg["enclosure"] = enc
+	cfg["kernels"] = map[string]any{"python": "/usr/bin/python3"}
+	cfg["runs"] = map[string]any{"disconnect_grace": "30s"}
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := writeConfig(t, string(js)) // YAML reads JSON
+	a := startBerth(t, config, dir)
+	params := s.params(nil)
+	params.RunID = "run-resumed"
+	if _, err := a.c.StartRun(testCtx(t), params); err != nil {
+		t.Fatal(err)
+	}
+	if res := evalCell(t, a.c, params.RunID, "python", "x = 41\nx"); res.IsError || text(res) != "41" {
+		t.Fatalf("the first cell: %s", text(res))
+	}
+	recs := records(t, dir)
+	if len(recs) != 1 || recs[0].Enclosure.Driver != s.driver() || !strings.HasPrefix(recs[0].Relay.Socket, relay.HoldDir+"/berth-") {
+		t.Fatalf("records %+v, want the kernel's in the %s container", recs, s.driver())
+	}
+	kernels := func() []string {
+		return slices.DeleteFunc(interpreters(t, s), func(p string) bool { return !strings.Contains(p, "python") })
+	}
+	before := kernels()
+	if len(before) == 0 {
+		t.Fatalf("no kernel in the container: %v", s.processes(t))
+	}
+	a.kill(t)
+
+	start := time.Now()
+	b := startBerth(t, config, dir)
+	started := time.Since(start)
+	other := params
+	other.ConversationID = "another"
+	if _, err := b.c.StartRun(testCtx(t), other); rpcCode(err) != rpc.CodeConflict || !strings.Contains(err.Error(), `conversation "`+params.ConversationID+`", not "another"`) {
+		t.Errorf("run/start of another conversation: %v, want it refused as a conflict naming the conversation", err)
+	}
+	resumedAt := time.Now()
+	r, err := b.c.StartRun(testCtx(t), params)
+	if err != nil {
+		t.Fatalf("run/start: %v\nthe new Berth's log:\n%s", err, b.stderr.String())
+	}
+	t.Logf("%s: from the new Berth's start to the resumed run: %v (its start, the take back and initialize: %v; the resuming run/start: %v)",
+		s.driver(), time.Since(start).Round(time.Millisecond), started.Round(time.Millisecond), time.Since(resumedAt).Round(time.Millisecond))
+	if !r.Resumed {
+		t.Fatalf("run/start's result %+v does not say resumed; the new Berth's log:\n%s", r, b.stderr.String())
+	}
+	if res := evalCell(t, b.c, params.RunID, "python", "x + 1"); res.IsError || text(res) != "42" {
+		t.Fatalf("x + 1 in the resumed kernel: %s", text(res))
+	}
+	if after := kernels(); !slices.Equal(after, before) {
+		t.Errorf("the kernels in the container were %v, and are %v after the resume: want the same", before, after)
+	}
+	if err := b.c.StopRun(testCtx(t), params.RunID); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNoProcesses(t, "run/stop of the resumed run")
+	for deadline := time.Now().Add(10 * time.Second); len(records(t, dir)) != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("records left after run/stop: %+v", records(t, dir))
+		}
 	}
 }
 

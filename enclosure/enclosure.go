@@ -138,14 +138,28 @@ type Kept interface {
 }
 
 // Reattacher is an enclosure that can take back a process a Berth that
-// went away left to its relay (Cmd.Keep), from the state's record of it:
-// the relay's hold socket, as the enclosure sees it, and its token. A
-// relay that is not there is an error wrapping os.ErrNotExist or
-// ECONNREFUSED; one that refuses the token, relay.ErrRefused.
-// An error that the relay had ended the process, no Berth having come
-// back within its grace, wraps ErrHoldExpired.
+// went away left to its relay (Cmd.Keep), from the state's record of it
+// (Hold). A relay that is not there is an error wrapping os.ErrNotExist
+// or ECONNREFUSED; one that refuses the token, relay.ErrRefused. An
+// error that the relay had ended the process, no Berth having come back
+// within its grace, wraps ErrHoldExpired. The host and every container
+// driver (through enclosure/relayexec) are Reattachers.
 type Reattacher interface {
-	Reattach(ctx context.Context, socket, token string) (Process, error)
+	Reattach(ctx context.Context, h Hold) (Process, error)
+}
+
+// Hold is where a kept process's relay waits for a Berth, as the state
+// records it.
+type Hold struct {
+	// Socket is the relay's hold socket, as the enclosure sees it, and
+	// Token what a Berth that comes back says there.
+	Socket, Token string
+	// Dir is a directory both Berth and the enclosure see, as the
+	// enclosure sees it (the run's workdir, MapPath): a container's
+	// relay, whose hold socket Berth cannot reach from outside, passes
+	// the process on to Berth through a stdio socket there, as at its
+	// start. The host needs none.
+	Dir string
 }
 
 // ErrHoldExpired is Reattach's error for a process whose relay ended it,

@@ -41,7 +41,7 @@ const reattachWait = 5 * time.Second
 //   - pending for its run: a run/start with the same run id,
 //     conversation, workdir and enclosure gets it back (Start, with
 //     Resumed set), else it is ended after unclaimed (runs.disconnect_grace);
-//   - ended at once when no Berth resumes its kind or enclosure yet;
+//   - ended at once when no Berth resumes its kind yet;
 //   - forgotten when its relay does not answer (or refuses the token).
 //
 // Every record is removed once its process ended. It returns at once
@@ -67,25 +67,48 @@ func (rs *Runs) reattach(ctx context.Context, rec state.Record, unclaimed time.D
 			log.Warn(err.Error())
 		}
 	}
-	var r enclosure.Reattacher
-	if rec.Enclosure.Driver == "host" && rs.lookup != nil && rs.lookup.Host != nil {
-		r, _ = rs.lookup.Host.(enclosure.Reattacher)
+	var (
+		r   enclosure.Reattacher
+		dir string
+	)
+	switch {
+	case rs.lookup == nil:
+	case rec.Enclosure.Driver == "host":
+		if rs.lookup.Host != nil {
+			r, _ = rs.lookup.Host.(enclosure.Reattacher)
+		}
 		// A host relay listens in this state directory, nowhere else:
 		// a record that says otherwise was not written by Berth.
 		if filepath.Dir(rec.Relay.Socket) != k.Store.RelayDir() {
 			forget(metrics.ReattachLost, fmt.Sprintf("its socket %s is not in the state directory's relays/", rec.Relay.Socket))
 			return
 		}
+	default:
+		// A container's: attached from the record as run/start attaches
+		// it; its relay passes the process on through a stdio socket in
+		// the run's workdir, as the container sees it.
+		actx, cancel := context.WithTimeout(ctx, reattachWait)
+		enc, err := rs.lookup.Find(actx, enclosure.Spec{Driver: rec.Enclosure.Driver, ID: rec.Enclosure.ID}, rec.Conversation)
+		cancel()
+		if err != nil {
+			forget(metrics.ReattachLost, "its enclosure cannot be attached: "+err.Error())
+			return
+		}
+		if dir, err = enc.MapPath(rec.Workdir); err != nil {
+			forget(metrics.ReattachLost, "its enclosure does not see the run's workdir: "+err.Error())
+			return
+		}
+		r, _ = enc.(enclosure.Reattacher)
 	}
 	if r == nil {
 		// Its relay ends it after enclosure.reattach_grace, as if no
 		// Berth had come back.
-		forget(metrics.ReattachStopped, "no Berth takes back a process in a "+rec.Enclosure.Driver+" enclosure yet; its relay ends it after enclosure.reattach_grace")
+		forget(metrics.ReattachStopped, "no Berth takes back a process in a "+rec.Enclosure.Driver+" enclosure; its relay ends it after enclosure.reattach_grace")
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, reattachWait)
 	defer cancel()
-	proc, err := r.Reattach(ctx, rec.Relay.Socket, rec.Relay.Token)
+	proc, err := r.Reattach(ctx, enclosure.Hold{Socket: rec.Relay.Socket, Token: rec.Relay.Token, Dir: dir})
 	if err != nil {
 		outcome := metrics.ReattachLost
 		if errors.Is(err, enclosure.ErrHoldExpired) {

@@ -253,3 +253,81 @@ func readPids(t *testing.T, r *os.File) []int {
 	p := &relayProc{out: bufio.NewReader(r), stderr: new(bytes.Buffer)}
 	return p.pids(t)
 }
+
+// take runs "berth-relay take" for the hold at sock with token, passing
+// on to a stdio socket of its own: what it passed on (nil when it exited
+// first), its exit code and its stderr.
+func take(t *testing.T, sock, token string) (*client.Handover, *net.UnixConn, int, string) {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := client.ListenStdio(dir, client.NewTag())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.UseToken(strings.Repeat("7b", 16))
+	cmd := exec.Command(relayBin, client.TakeArgs(relayBin, sock, filepath.Join(dir, l.Name))[1:]...)
+	cmd.Stdin = strings.NewReader(l.TokenLine() + token + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	code := make(chan int, 1)
+	go func() {
+		_ = cmd.Wait()
+		code <- cmd.ProcessState.ExitCode()
+		close(ended)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := l.Accept(ctx, ended)
+	if err != nil {
+		return nil, nil, <-code, stderr.String()
+	}
+	defer conn.Close()
+	h, ctl, err := client.ReadTaken(conn, 10*time.Second)
+	if err != nil {
+		t.Fatalf("what take passed on: %v (stderr %q)", err, stderr.String())
+	}
+	return h, ctl, <-code, stderr.String()
+}
+
+// take, run where the hold socket is (inside a container), passes a
+// held program's stdio and the relay's control on to Berth's stdio
+// socket, its token read on stdin; it takes nothing, with an exit code
+// that says why, from a relay that refuses its token (5), from a socket
+// where no relay holds (3), and from one whose relay ended the program
+// past its grace (4, once: it removes the relay's note).
+//
+// Issue 29 item 3 (in containers).
+func TestTakePassesAHeldProgramOnToBerth(t *testing.T) {
+	h := startHeld(t, 700*time.Millisecond, echoLines)
+	out := bufio.NewReader(h.handed.Stdout)
+	if l, _ := out.ReadString('\n'); l != "started\n" {
+		t.Fatalf("read %q", l)
+	}
+	h.drop()
+	if _, _, code, stderr := take(t, h.sock, strings.Repeat("00", 16)); code != 5 || !strings.Contains(stderr, "wrong token") {
+		t.Fatalf("take with a wrong token: exit %d, %q; want 5 and the relay's refusal", code, stderr)
+	}
+	back, ctl, code, stderr := take(t, h.sock, h.token)
+	if back == nil || code != 0 {
+		t.Fatalf("take: exit %d, %q", code, stderr)
+	}
+	back.Stdin.Write([]byte("two\n"))
+	if l, _ := bufio.NewReader(back.Stdout).ReadString('\n'); l != "got two\n" {
+		t.Fatalf("after take, read %q", l)
+	}
+	// The control is the relay's: its end holds again, for the grace.
+	ctl.Close()
+	back.Close()
+	h.wait(t)
+	if _, _, code, stderr := take(t, h.sock, h.token); code != 4 || !strings.Contains(stderr, "within its grace") {
+		t.Fatalf("take after the grace: exit %d, %q; want 4", code, stderr)
+	}
+	if _, _, code, stderr := take(t, h.sock, h.token); code != 3 || !strings.Contains(stderr, "no relay holds") {
+		t.Fatalf("take again after the grace: exit %d, %q; want 3", code, stderr)
+	}
+}

@@ -9,6 +9,7 @@
 // Modes:
 //
 //	berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... [--connect SOCKET | --connect-fd N] [--hold D --hold-socket PATH] [--token-stdin] -- PROG ARGS...
+//	berth-relay take --hold-socket PATH --connect SOCKET --token-stdin
 //	berth-relay signal PGID|tag=T SIGNAL
 //	berth-relay mem tag=T
 //	berth-relay dial [--ready] [127.0.0.1:]PORT
@@ -88,6 +89,13 @@
 // PATH.expired is left to say so. A signal, caught or framed, is an
 // orderly stop and ends the tree at once, held or not.
 //
+// take --hold-socket PATH --connect SOCKET --token-stdin takes back a
+// process a relay run --hold holds at PATH, for a Berth that cannot
+// reach PATH itself (inside a container): it says the token (the second
+// line of its stdin; the first is SOCKET's) and passes the program's
+// stdio and its connection to the holding relay, the control, on to
+// SOCKET, then exits (see takeMode).
+//
 // The relay never writes to its stdout, and to its stderr only when it
 // fails itself or when dial --ready is connected (lines starting
 // "berth-relay:"): PROG's output is PROG's alone. It never starts a
@@ -106,6 +114,7 @@ import (
 
 const usage = `usage:
   berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... [--connect SOCKET | --connect-fd N] [--hold D --hold-socket PATH] [--token-stdin] -- PROG ARGS...
+  berth-relay take --hold-socket PATH --connect SOCKET --token-stdin
   berth-relay signal PGID|tag=T SIGNAL
   berth-relay mem tag=T
   berth-relay dial [--ready] [127.0.0.1:]PORT
@@ -123,6 +132,8 @@ func relay(args []string) int {
 	switch args[0] {
 	case "run":
 		return runMode(args[1:])
+	case "take":
+		return takeMode(args[1:])
 	case "signal":
 		return signalMode(args[1:])
 	case "mem":

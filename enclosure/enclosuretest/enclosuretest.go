@@ -501,20 +501,40 @@ func testHold(t *testing.T, h Harness) {
 		t.Errorf("a stranger with a wrong token was told %q (stderr %q), want a refusal", said, knocked.String())
 	}
 
-	if r, ok := f.enc.(enclosure.Reattacher); ok {
-		back, err := r.Reattach(ctx(t), socket, token)
-		if err != nil {
-			t.Fatalf("coming back to %s: %v", socket, err)
-		}
-		io.WriteString(back.Stdin(), "two\n")
-		if l, err := bufio.NewReader(back.Stdout()).ReadString('\n'); l != "got two\n" {
-			t.Fatalf("after coming back, read %q, %v", l, err)
-		}
-		back.(enclosure.Dropper).Drop() // and gone again: a new grace
-		dropped = time.Now()
-	} else {
-		t.Logf("the %s driver cannot take a process back yet: only the hold and its end are checked", h.Name())
+	// A Berth that comes back: every driver takes the process back with
+	// the token, and is refused with another.
+	r, ok := f.enc.(enclosure.Reattacher)
+	if !ok {
+		t.Fatalf("the %s enclosure %T cannot take a kept process back: it is no enclosure.Reattacher", h.Name(), f.enc)
 	}
+	hold := enclosure.Hold{Socket: socket, Token: token, Dir: f.inside}
+	wrong := hold
+	wrong.Token = strings.Repeat("1", len(token))
+	if back, err := r.Reattach(ctx(t), wrong); !errors.Is(err, enclosure.ErrPermission) || !strings.Contains(err.Error(), "wrong token") {
+		if err == nil {
+			_ = back.Kill()
+		}
+		t.Errorf("coming back with a wrong token: %v, want a refusal (a permission error) that says the token is wrong", err)
+	}
+	if !running() {
+		t.Fatal("a Berth refused for its token ended the kept process")
+	}
+	took := time.Now()
+	back, err := r.Reattach(ctx(t), hold)
+	if err != nil {
+		t.Fatalf("coming back to %s: %v", socket, err)
+	}
+	t.Logf("the %s driver took the kept process back in %v", h.Name(), time.Since(took).Round(time.Millisecond))
+	backOut := bufio.NewReader(back.Stdout())
+	io.WriteString(back.Stdin(), "two\n")
+	if l, err := backOut.ReadString('\n'); l != "got two\n" {
+		t.Fatalf("after coming back, read %q, %v", l, err)
+	}
+	if s, tg, why := back.(enclosure.Kept).Held(); s != socket || tg != tag {
+		t.Errorf("the process taken back is held at %q (tag %q, %s), want %s (tag %s) again", s, tg, why, socket, tag)
+	}
+	back.(enclosure.Dropper).Drop() // and gone again: a new grace
+	dropped = time.Now()
 	for deadline := dropped.Add(HoldGrace + wait); running(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the kept process outlived the grace by %v", wait)
@@ -522,6 +542,45 @@ func testHold(t *testing.T, h Harness) {
 	}
 	if took := time.Since(dropped); took < HoldGrace*3/4 {
 		t.Errorf("the kept process ended %v after the drop, before the grace of %v", took, HoldGrace)
+	}
+	// A Berth that comes back too late is told so, once; then the
+	// relay is simply gone.
+	if _, err := r.Reattach(ctx(t), hold); !errors.Is(err, enclosure.ErrHoldExpired) {
+		t.Errorf("coming back after the grace: %v, want ErrHoldExpired", err)
+	}
+	if _, err := r.Reattach(ctx(t), hold); !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("coming back again after the grace: %v, want a relay that is not there", err)
+	}
+
+	// An orderly stop of a process taken back ends it at once.
+	mark2 := fmt.Sprintf("sleep %d", n+2)
+	p = f.start(t, enclosure.Cmd{Path: "sh", Dir: f.inside, Keep: keep, Stderr: io.Discard,
+		Args: []string{"-c", mark2 + ` & echo ready; wait`}})
+	if l, err := bufio.NewReader(p.Stdout()).ReadString('\n'); l != "ready\n" {
+		t.Fatalf("read %q, %v", l, err)
+	}
+	socket2, _, _ := p.(enclosure.Kept).Held()
+	p.(enclosure.Dropper).Drop()
+	// The relay starts its hold once it read the end of its control: a
+	// moment after the drop, in which it still says a Berth is attached.
+	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
+		back, err = r.Reattach(ctx(t), enclosure.Hold{Socket: socket2, Token: token, Dir: f.inside})
+		if err == nil || !strings.Contains(err.Error(), "another Berth is attached") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("coming back to %s: %v", socket2, err)
+	}
+	killed := time.Now()
+	_ = back.Kill()
+	select {
+	case <-back.Done():
+	case <-time.After(wait):
+		t.Fatal("Kill of a process taken back: it never ended")
+	}
+	if took := time.Since(killed); took > HoldGrace {
+		t.Errorf("Kill of a process taken back took %v, as long as the hold's grace", took)
 	}
 
 	// A kept start that fails says why, with its class.

@@ -140,13 +140,14 @@ func (h *handle) Drop() {
 }
 
 // Reattach takes back a process a Berth that went away left to its
-// relay: socket and token are the state's record of it. The process is
+// relay: hold is the state's record of it (its Dir unused). The process is
 // Berth's again as if it had started it, but for its exit: the relay is
 // no child of this Berth, and its last line says the code. Kill ends
 // the tree at once, as for every host process (the relay's pid and its
 // descendants, SIGKILL), after a framed SIGTERM.
-func (e *Enclosure) Reattach(ctx context.Context, socket, token string) (enclosure.Process, error) {
-	h, conn, err := relay.Reattach(ctx, socket, token)
+func (e *Enclosure) Reattach(ctx context.Context, hold enclosure.Hold) (enclosure.Process, error) {
+	socket := hold.Socket
+	h, conn, err := relay.Reattach(ctx, socket, hold.Token)
 	if err != nil {
 		// The relay's note that it timed out waiting, read once.
 		if note := socket + relay.ExpiredSuffix; os.Remove(note) == nil {

@@ -52,11 +52,14 @@ type Handover struct {
 	Stdin *os.File
 	// Stdout and Stderr are the read ends of the program's.
 	Stdout, Stderr *os.File
+	// Control is the connection to the holding relay that "berth-relay
+	// take" passed on (ReadTaken); nil in any other handover.
+	Control *os.File
 }
 
 // Close closes what Berth holds of h.
 func (h *Handover) Close() {
-	for _, f := range []*os.File{h.Stdin, h.Stdout, h.Stderr} {
+	for _, f := range []*os.File{h.Stdin, h.Stdout, h.Stderr, h.Control} {
 		if f != nil {
 			f.Close()
 		}
@@ -85,6 +88,8 @@ func ReadHandover(conn *net.UnixConn, d time.Duration) (*Handover, error) {
 			h.Stdout = f
 		case wire.FdStderr:
 			h.Stderr = f
+		case wire.FdControl:
+			h.Control = f
 		default:
 			f.Close()
 		}
@@ -208,6 +213,43 @@ func Reattach(ctx context.Context, path, token string) (*Handover, *net.UnixConn
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return h, conn, nil
+}
+
+// TakeArgs is the command line of "berth-relay take": run in an exec
+// inside a container, it takes back the process the relay holding at
+// hold (as the container sees it) holds, and passes it on to the stdio
+// socket at connect (ReadTaken). Its stdin's first line is connect's
+// token, its second the hold's.
+func TakeArgs(relayPath, hold, connect string) []string {
+	return []string{relayPath, "take", "--hold-socket", hold, "--connect", connect, "--token-stdin"}
+}
+
+// ReadTaken reads what "berth-relay take" passes on over conn, within
+// d: the holding relay's handover and the connection to it, which is
+// from then on the relay's control (as Reattach's).
+func ReadTaken(conn *net.UnixConn, d time.Duration) (*Handover, *net.UnixConn, error) {
+	h, err := ReadHandover(conn, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	if h.Control == nil {
+		h.Close()
+		return nil, nil, errors.New("the relay's take passed on no control connection")
+	}
+	c, err := net.FileConn(h.Control)
+	h.Control.Close()
+	h.Control = nil
+	if err != nil {
+		h.Close()
+		return nil, nil, fmt.Errorf("the control connection passed on: %w", err)
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		h.Close()
+		return nil, nil, errors.New("the control connection passed on is no unix socket")
+	}
+	return h, uc, nil
 }
 
 // dialUnix connects to the unix socket at path, through its directory's

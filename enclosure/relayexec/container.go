@@ -70,6 +70,10 @@ type Exec struct {
 	// Socket says the program's stdin and stdout go through a stdio
 	// socket: the exec's stdout carries nothing.
 	Socket bool
+	// Kept says the relay holds its program when Berth goes away
+	// (Cmd.Keep): a driver that ends what a dead Berth left (containerd's
+	// sweep) leaves the exec to its relay while it runs.
+	Kept bool
 }
 
 // Stream is one exec as its engine carries it.
@@ -245,7 +249,7 @@ func (c *Container) StartOn(ctx context.Context, path, tag string, cmd enclosure
 			cmd.Stderr = relay.LockedWriter(cmd.Stderr)
 		}
 	}
-	x := Exec{Program: path, Env: cmd.Env, Dir: cmd.Dir, Tag: tag, Stderr: cmd.Stderr, Socket: l != nil}
+	x := Exec{Program: path, Env: cmd.Env, Dir: cmd.Dir, Tag: tag, Stderr: cmd.Stderr, Socket: l != nil, Kept: keep}
 	if c.RelaySetsDirEnv {
 		o.Dir, o.Env = cmd.Dir, cmd.Env
 		x.Dir, x.Env = "", nil

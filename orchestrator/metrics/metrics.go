@@ -46,8 +46,8 @@ const (
 	// at start (berth_reattaches_total).
 	ReattachResumed   = "resumed"   // taken back, then given back to its run by run/start
 	ReattachUnclaimed = "unclaimed" // taken back, but no run/start claimed it within runs.disconnect_grace: ended
-	ReattachStopped   = "stopped"   // taken back and ended: no Berth resumes a process of its kind or enclosure yet
-	ReattachLost      = "lost"      // its relay did not answer (or refused the record's token): record removed
+	ReattachStopped   = "stopped"   // taken back and ended: no Berth resumes a process of its kind yet
+	ReattachLost      = "lost"      // its relay did not answer (or refused the record's token), or its container cannot be attached: record removed
 	ReattachExpired   = "expired"   // its relay had ended it, no Berth having come back within enclosure.reattach_grace
 	// How a run's language server came to it
 	// (berth_lsp_server_starts_total{how}).

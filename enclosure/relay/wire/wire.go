@@ -77,6 +77,25 @@ const (
 	FdStdin  = "stdin"
 	FdStdout = "stdout"
 	FdStderr = "stderr"
+	// FdControl is the connection to the holding relay that "berth-relay
+	// take" made and said the token on: from then on the relay's control
+	// (frames to it, its last line the exit), passed on to Berth.
+	FdControl = "control"
+)
+
+// Exit codes of "berth-relay take" that say why it took nothing back
+// (its stderr says more).
+const (
+	// ExitTakeNone: no relay listens on the hold socket (the process
+	// ended, or was never held there).
+	ExitTakeNone = 3
+	// ExitTakeExpired: the relay ended the process, no Berth having come
+	// back within its grace (it left the socket's note, which take read
+	// and removed).
+	ExitTakeExpired = 4
+	// ExitTakeRefused: the relay refused the token (a wrong one, another
+	// Berth attached, the program ending).
+	ExitTakeRefused = 5
 )
 
 // MaxHello bounds a Hello line.
