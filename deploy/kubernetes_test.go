@@ -303,6 +303,11 @@ func TestSystemdUnitIsHardened(t *testing.T) {
 	if !strings.Contains(keys["ExecStart"], "--token-file ${CREDENTIALS_DIRECTORY}/token") {
 		t.Errorf("berth.service does not pass the token credential: ExecStart=%s", keys["ExecStart"])
 	}
+	// Issue 29 item 1: kernels outlive a crash, for the Berth Restart=
+	// starts on the same state directory; systemd must not kill them.
+	if !strings.Contains(keys["ExecStart"], "--state-dir ${STATE_DIRECTORY}/state") || keys["KillMode"] != "process" {
+		t.Errorf("berth.service: ExecStart=%s, KillMode=%s; want --state-dir ${STATE_DIRECTORY}/state and KillMode=process", keys["ExecStart"], keys["KillMode"])
+	}
 	// systemd's own check of the unit, with an ExecStart that exists here.
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {

@@ -119,12 +119,13 @@ func TestClusterFamilies(t *testing.T) {
 	}
 }
 
-// Attached by name ({driver: kubernetes, id: namespace/pod}), a kernel
-// has a socket in the workdir as its stdin and stdout
-// (kubernetes.stdio: socket, the default); with kubernetes.stdio: exec
-// they go through the exec's stream, and eval works the same.
+// Attached by name ({driver: kubernetes, id: namespace/pod}), a kernel's
+// stdin and stdout are handed over a socket in the workdir
+// (kubernetes.stdio: socket, the default), by the relay that holds it
+// should Berth go away; with kubernetes.stdio: exec they go through the
+// exec's stream, and eval works the same.
 //
-// Issue 26 item 2.
+// Issue 26 item 2; issue 29 item 2.
 func TestClusterAttachByNameKernelStdioSocketAndExec(t *testing.T) {
 	t.Parallel()
 	p := inCluster(t, fullImage)

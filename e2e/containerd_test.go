@@ -205,7 +205,7 @@ func TestContainersContainerdUnmountedWorkdirRefused(t *testing.T) {
 // The same in containerd (containerd.stdio: socket).
 //
 // Issue 14 item 6.
-func TestContainersContainerdKernelStdioIsASocket(t *testing.T) {
+func TestContainersContainerdKernelStdioIsHandedOverASocket(t *testing.T) {
 	s := inContainerd(t, fullImage).fresh(t)
 	stdioSocket.check(t, startFamilies(t, stdioSocket, containerdSection), s)
 }

@@ -103,27 +103,30 @@ func TestContainersDockerEveryFamilyInOneContainer(t *testing.T) {
 	}
 }
 
-// A kernel in a container has a socket in the workdir as its stdin and
-// stdout (docker.stdio: socket, the default): the cell reads its own
-// descriptors, docker top shows its relay connecting there, and no
-// socket's name is left in the workdir, each removed once its relay
-// connected.
+// A kernel's stdin and stdout in a container reach Berth through a
+// socket in the workdir (docker.stdio: socket, the default), with no
+// engine between: its relay, which holds the kernel should Berth go away
+// (enclosure.reattach_grace), connects there and hands Berth the far
+// ends of the kernel's pipes. The cell reads its own descriptors (pipes),
+// docker top shows the relay connecting there and holding in
+// /tmp/.berth-relays, and no socket's name is left in the workdir, each
+// removed once its relay connected.
 //
-// Issue 13 item 8.
-func TestContainersDockerKernelStdioIsASocket(t *testing.T) {
+// Issue 13 item 8; issue 29 item 2.
+func TestContainersDockerKernelStdioIsHandedOverASocket(t *testing.T) {
 	runFamily(t, inContainer(kernelImage), stdioSocket)
 }
 
 var stdioSocket = family{name: "stdio socket", config: kernelsSection, check: func(t *testing.T, c *rpc.Client, s *site) {
 	run := s.start(t, c, nil)
 	// The kernel keeps its protocol's descriptors away from a cell's
-	// 0 and 1: one of them is the socket.
+	// 0 and 1: they are the pipes Berth holds the far ends of.
 	res := evalCell(t, c, run, "python", "import os\nsorted({os.readlink('/proc/self/fd/'+fd).split(':')[0] for fd in os.listdir('/proc/self/fd') if os.path.exists('/proc/self/fd/'+fd)})")
-	if got := text(res); !strings.Contains(got, "'socket'") {
-		t.Errorf("the kernel's descriptors are %s: none is a socket", got)
+	if got := text(res); !strings.Contains(got, "'pipe'") {
+		t.Errorf("the kernel's descriptors are %s: none is a pipe", got)
 	}
-	if top := strings.Join(s.top(t), "\n"); !strings.Contains(top, " --connect "+s.Inside+"/.berth-") {
-		t.Errorf("no relay in the container connects a socket in the workdir:\n%s", top)
+	if top := strings.Join(s.top(t), "\n"); !strings.Contains(top, " --connect "+s.Inside+"/.berth-") || !strings.Contains(top, " --hold-socket /tmp/.berth-relays/berth-") {
+		t.Errorf("no relay in the container connects a socket in the workdir and holds in /tmp/.berth-relays:\n%s", top)
 	}
 	var left []string
 	_ = filepath.WalkDir(s.Dir, func(path string, d fs.DirEntry, err error) error {

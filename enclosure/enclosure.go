@@ -96,6 +96,83 @@ type Cmd struct {
 	Dir string
 	// Stderr, when set, receives the process's stderr instead of a pipe.
 	Stderr io.Writer
+	// Keep, when set, asks that the process outlive a Berth that goes
+	// away without stopping it (a crash, a kill -9): see Keep. nil: the
+	// process ends with Berth, as every process did before.
+	Keep *Keep
+}
+
+// Keep is how a process is kept when Berth goes away without stopping
+// it. Its relay holds it, with its stdin, stdout and stderr open, for
+// Grace, waiting for a Berth to come back to its hold socket with Token;
+// when none does, it ends the tree as it would have at once. An orderly
+// stop (Kill, Signal, Stop) never holds. A process whose enclosure
+// cannot keep it (no relay, or stdio through the exec's stream) runs as
+// without Keep: it is not Kept.
+type Keep struct {
+	// Kind and Role say what the process is (a kernel and its language,
+	// a language server and its name): what a Berth that comes back does
+	// with it. The enclosure does not read them.
+	Kind, Role string
+	// Token is what a Berth that comes back says first; it goes to the
+	// relay on its stdin, never on a command line or in an environment,
+	// which other processes can read.
+	Token string
+	// Grace is how long the relay waits for a Berth; 0: the process is
+	// not kept (a tool asks with Kind and Role, and Berth fills in Token,
+	// Grace and Dir when it has a state directory to record it in).
+	Grace time.Duration
+	// Dir is where the relay listens, as Berth sees it, for an enclosure
+	// that shares Berth's files (the host): a private directory of
+	// Berth's, never a workdir. A container's relay listens in its own
+	// temporary directory (relay.HoldDir).
+	Dir string
+}
+
+// Kept is a process started with Cmd.Keep.
+type Kept interface {
+	// Held says where its relay waits for a Berth that comes back (its
+	// hold socket, as the enclosure sees it) and its tag; socket is ""
+	// when the relay could not hold it, and why says why.
+	Held() (socket, tag, why string)
+}
+
+// Reattacher is an enclosure that can take back a process a Berth that
+// went away left to its relay (Cmd.Keep), from the state's record of it
+// (Hold). A relay that is not there is an error wrapping os.ErrNotExist
+// or ECONNREFUSED; one that refuses the token, relay.ErrRefused. An
+// error that the relay had ended the process, no Berth having come back
+// within its grace, wraps ErrHoldExpired. The host and every container
+// driver (through enclosure/relayexec) are Reattachers.
+type Reattacher interface {
+	Reattach(ctx context.Context, h Hold) (Process, error)
+}
+
+// Hold is where a kept process's relay waits for a Berth, as the state
+// records it.
+type Hold struct {
+	// Socket is the relay's hold socket, as the enclosure sees it, and
+	// Token what a Berth that comes back says there.
+	Socket, Token string
+	// Dir is a directory both Berth and the enclosure see, as the
+	// enclosure sees it (the run's workdir, MapPath): a container's
+	// relay, whose hold socket Berth cannot reach from outside, passes
+	// the process on to Berth through a stdio socket there, as at its
+	// start. The host needs none.
+	Dir string
+}
+
+// ErrHoldExpired is Reattach's error for a process whose relay ended it,
+// no Berth having come back within its grace (enclosure.reattach_grace).
+// It is also ErrGone.
+var ErrHoldExpired = errclass.Kind("held past its grace", errclass.ErrGone)
+
+// Dropper is a process Berth can let go of as a Berth that died would:
+// no signal, its connections to the process closed. A process started
+// with Keep is then held by its relay; any other ends. For tests of what
+// a crash of Berth leaves.
+type Dropper interface {
+	Drop()
 }
 
 // Process is one started process and everything it started.

@@ -156,6 +156,13 @@ func (g *Registry) find(run *Run, name string) (Tool, Spec, bool) {
 	return nil, Spec{}, false
 }
 
+// Tier is the tier of the run's tool of that name; ok is false when the
+// run has none.
+func (g *Registry) Tier(run *Run, name string) (tier Tier, ok bool) {
+	_, sp, ok := g.find(run, name)
+	return sp.Tier, ok
+}
+
 // List returns the specs of the tools the surface may see for the run,
 // sorted by name.
 func (g *Registry) List(run *Run, s Surface) []Spec {

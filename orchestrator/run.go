@@ -27,6 +27,9 @@ type Run struct {
 	// WriteReadOnly lets the run's tools write files its enclosure has on
 	// a read-only mount (enclosure.write_read_only_mounts).
 	WriteReadOnly bool
+	// Resumed: the run got back processes a Berth before this one left
+	// to their relays (run/start's result says so).
+	Resumed bool
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -44,6 +44,13 @@ type Runs struct {
 	// a read-only mount (enclosure.write_read_only_mounts); set it before
 	// serving.
 	WriteReadOnlyMounts bool
+	// Keeping keeps the processes that ask for it across a restart of
+	// Berth (a state directory); nil: none is kept. Set it before
+	// serving.
+	Keeping *Keeping
+	// Resumers give the processes taken back after a restart (Reattach)
+	// to their runs, by kind; set them before serving.
+	Resumers map[string]Resumer
 	// OnStart, when set, is called with each run Start made, once it is
 	// in the table and before Start returns (Registry.RunStarted: the
 	// providers' background work). It must return at once.
@@ -53,15 +60,16 @@ type Runs struct {
 	idleTimeout time.Duration
 	lookup      *enclosure.Lookup
 
-	mu   sync.Mutex
-	runs map[string]*Run
+	mu      sync.Mutex
+	runs    map[string]*Run
+	pending map[string]*pending // taken back after a restart, by run id
 }
 
 // NewRuns builds the run table, which looks enclosures up in lookup (the
 // command wires its drivers: the core imports none). idleTimeout <= 0
 // disables idle reaping.
 func NewRuns(m *metrics.Metrics, idleTimeout time.Duration, lookup *enclosure.Lookup) *Runs {
-	return &Runs{metrics: m, idleTimeout: idleTimeout, lookup: lookup, runs: map[string]*Run{}}
+	return &Runs{metrics: m, idleTimeout: idleTimeout, lookup: lookup, runs: map[string]*Run{}, pending: map[string]*pending{}}
 }
 
 // Start creates a run. The working directory must exist; the enclosure is
@@ -109,6 +117,15 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	if id == "" {
 		id = newRunID()
 	}
+	// A run id whose processes were taken back after a restart gets
+	// them, if the rest matches; a mismatch is refused.
+	back, err := rs.claim(id, p.ConversationID, wd, enc)
+	if err != nil {
+		return nil, err
+	}
+	if rs.Keeping != nil {
+		enc = rs.Keeping.enclosure(enc, id, p.ConversationID, wd)
+	}
 	if p.NewHarness != nil {
 		p.Harness = p.NewHarness(id)
 	}
@@ -119,11 +136,18 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	if _, dup := rs.runs[id]; dup {
 		rs.mu.Unlock()
 		run.End(EndStopped)
+		if back != nil {
+			rs.endPendingOf(back)
+		}
 		return nil, fmt.Errorf("run %q already exists: stop it first or omit runId to get a fresh one: %w", id, errclass.ErrConflict)
 	}
 	rs.runs[id] = run
 	rs.mu.Unlock()
 	rs.metrics.RunsActive.Inc()
+	if back != nil {
+		run.Resumed = true
+		rs.resume(run, back)
+	}
 	if rs.OnStart != nil {
 		rs.OnStart(run)
 	}
@@ -161,8 +185,10 @@ func (rs *Runs) EndOwnedBy(owner any, reason string) {
 	}
 }
 
-// StopAll ends every run (shutdown).
+// StopAll ends every run (shutdown), and what was taken back after a
+// restart and not claimed yet.
 func (rs *Runs) StopAll() {
+	rs.endPending()
 	var wg sync.WaitGroup
 	for _, r := range rs.snapshot() {
 		wg.Add(1)

@@ -8,7 +8,8 @@
 //
 // Modes:
 //
-//	berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... [--connect SOCKET --token-stdin] -- PROG ARGS...
+//	berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... [--connect SOCKET | --connect-fd N] [--hold D --hold-socket PATH] [--token-stdin] -- PROG ARGS...
+//	berth-relay take --hold-socket PATH --connect SOCKET --token-stdin
 //	berth-relay signal PGID|tag=T SIGNAL
 //	berth-relay mem tag=T
 //	berth-relay dial [--ready] [127.0.0.1:]PORT
@@ -71,12 +72,37 @@
 // it cannot reach ends the relay with 125 and the reason on stderr,
 // before PROG runs.
 //
+// --hold D --hold-socket PATH (with --stdin framed, --token-stdin, and
+// --connect or --connect-fd N, a unix socket the relay inherits as fd N)
+// keeps PROG when its caller goes away without stopping it: PROG's
+// stdin, stdout and stderr are pipes whose far ends the relay hands the
+// caller on the socket (one line of JSON, wire.Hello, with the
+// descriptors) and keeps a copy of, so PROG reads no EOF and writes into
+// no closed pipe when the caller is gone. The end of the relay's stdin,
+// or of its parent, then starts a hold: the relay listens on PATH (in a
+// directory of mode 0700 it makes if missing) and gives the first
+// connection that says the token (the first line of its stdin) the same
+// descriptors; that connection is then its control, as its stdin was
+// (frames: signals, the empty frame that closes PROG's stdin; its end,
+// another hold), and gets one last line with PROG's exit code. No caller
+// within D: the tree ends as it would have at once, and a file named
+// PATH.expired is left to say so. A signal, caught or framed, is an
+// orderly stop and ends the tree at once, held or not.
+//
+// take --hold-socket PATH --connect SOCKET --token-stdin takes back a
+// process a relay run --hold holds at PATH, for a Berth that cannot
+// reach PATH itself (inside a container): it says the token (the second
+// line of its stdin; the first is SOCKET's) and passes the program's
+// stdio and its connection to the holding relay, the control, on to
+// SOCKET, then exits (see takeMode).
+//
 // The relay never writes to its stdout, and to its stderr only when it
 // fails itself or when dial --ready is connected (lines starting
 // "berth-relay:"): PROG's output is PROG's alone. It never starts a
 // shell, never touches a file outside /proc but the socket it is told to
-// connect to, never dials anything but a loopback address or that
-// socket, and never leaves a process running behind it.
+// connect to and its hold socket (with that one's directory and note),
+// never dials anything but a loopback address or that socket, and never
+// leaves a process running behind it.
 package main
 
 import (
@@ -87,7 +113,8 @@ import (
 )
 
 const usage = `usage:
-  berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... [--connect SOCKET --token-stdin] -- PROG ARGS...
+  berth-relay run [--grace D] [--stdin raw|framed|inherit] [--tag T] [--dir D] [--env K=V]... [--connect SOCKET | --connect-fd N] [--hold D --hold-socket PATH] [--token-stdin] -- PROG ARGS...
+  berth-relay take --hold-socket PATH --connect SOCKET --token-stdin
   berth-relay signal PGID|tag=T SIGNAL
   berth-relay mem tag=T
   berth-relay dial [--ready] [127.0.0.1:]PORT
@@ -105,6 +132,8 @@ func relay(args []string) int {
 	switch args[0] {
 	case "run":
 		return runMode(args[1:])
+	case "take":
+		return takeMode(args[1:])
 	case "signal":
 		return signalMode(args[1:])
 	case "mem":

@@ -168,6 +168,12 @@ func TestRunExitCodes(t *testing.T) {
 		{"connect with inherit", []string{"run", "--connect", "/x.sock", "--stdin", "inherit", "--", "true"}, 125, "--connect gives PROG a socket"},
 		{"connect without token-stdin", []string{"run", "--connect", "/x.sock", "--", "true"}, 125, "--connect takes its token as the first line of stdin: give --token-stdin"},
 		{"token-stdin without connect", []string{"run", "--token-stdin", "--", "true"}, 125, "--token-stdin is --connect's token"},
+		{"hold without a socket", []string{"run", "--hold", "1m", "--stdin", "framed", "--connect-fd", "3", "--token-stdin", "--", "true"}, 125, "--hold listens on --hold-socket"},
+		{"hold without a handover", []string{"run", "--hold", "1m", "--hold-socket", "/x.sock", "--stdin", "framed", "--token-stdin", "--", "true"}, 125, "give --connect or --connect-fd"},
+		{"hold without its token", []string{"run", "--hold", "1m", "--hold-socket", "/x.sock", "--stdin", "framed", "--connect-fd", "3", "--", "true"}, 125, "--hold takes its token as the first line of stdin"},
+		{"hold with raw stdin", []string{"run", "--hold", "1m", "--hold-socket", "/x.sock", "--connect-fd", "3", "--token-stdin", "--", "true"}, 125, "give --stdin framed"},
+		{"hold-socket without hold", []string{"run", "--hold-socket", "/x.sock", "--", "true"}, 125, "--hold-socket is --hold's"},
+		{"connect-fd without hold", []string{"run", "--connect-fd", "3", "--", "true"}, 125, "give --hold too"},
 		{"missing dir", []string{"run", "--dir", "/no/such/dir", "--", "true"}, 126, "the working directory /no/such/dir: no such file or directory"},
 		{"unknown mode", []string{"launch"}, 125, `unknown mode "launch"`},
 	} {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -42,6 +43,14 @@ type runFlags struct {
 	// /proc/PID/environ and /proc/PID/cmdline) for the relay's whole life.
 	tokenStdin bool
 	env        []string // KEY=VALUE added to PROG's environment, in order
+	// hold is how long the relay keeps PROG when its caller goes away
+	// without stopping it (0: it does not), listening on holdSocket for
+	// one that comes back.
+	hold       time.Duration
+	holdSocket string
+	// connectFd is an inherited unix socket that takes the place of
+	// --connect's (0: none): the host's Berth passes one end of a pair.
+	connectFd int
 }
 
 func parseRunFlags(args []string) (runFlags, []string, error) {
@@ -54,6 +63,9 @@ func parseRunFlags(args []string) (runFlags, []string, error) {
 	fs.StringVar(&f.dir, "dir", "", "")
 	fs.StringVar(&f.connect, "connect", "", "")
 	fs.BoolVar(&f.tokenStdin, "token-stdin", false, "")
+	fs.DurationVar(&f.hold, "hold", 0, "")
+	fs.StringVar(&f.holdSocket, "hold-socket", "", "")
+	fs.IntVar(&f.connectFd, "connect-fd", 0, "")
 	fs.Func("env", "", func(kv string) error {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			return fmt.Errorf("--env %q is not KEY=VALUE", kv)
@@ -70,8 +82,31 @@ func parseRunFlags(args []string) (runFlags, []string, error) {
 	if f.connect != "" && f.stdin == wire.StdinInherit {
 		return f, nil, errors.New("--connect gives PROG a socket as its stdin: use --stdin framed or raw for the relay's own, not inherit")
 	}
-	if f.tokenStdin && f.connect == "" {
+	if f.tokenStdin && f.connect == "" && f.hold == 0 {
 		return f, nil, errors.New("--token-stdin is --connect's token: give --connect too")
+	}
+	if f.hold < 0 {
+		return f, nil, errors.New("--hold must not be negative")
+	}
+	if f.connectFd != 0 && (f.connectFd < 3 || f.hold == 0) {
+		return f, nil, errors.New("--connect-fd names an inherited socket (3 or more) that takes --hold's handover: give --hold too")
+	}
+	if f.connectFd != 0 && f.connect != "" {
+		return f, nil, errors.New("--connect-fd takes the place of --connect: give one")
+	}
+	if f.hold > 0 {
+		switch {
+		case f.holdSocket == "" || !strings.HasPrefix(f.holdSocket, "/"):
+			return f, nil, errors.New("--hold listens on --hold-socket: give an absolute path")
+		case f.connect == "" && f.connectFd == 0:
+			return f, nil, errors.New("--hold hands PROG's stdio over a unix socket: give --connect or --connect-fd")
+		case !f.tokenStdin:
+			return f, nil, errors.New("--hold takes its token as the first line of stdin: give --token-stdin")
+		case f.stdin != wire.StdinFramed:
+			return f, nil, errors.New("--hold reads its caller's signals and end in frames: give --stdin framed")
+		}
+	} else if f.holdSocket != "" {
+		return f, nil, errors.New("--hold-socket is --hold's: give --hold too")
 	}
 	if f.connect != "" && !f.tokenStdin {
 		return f, nil, errors.New("--connect takes its token as the first line of stdin: give --token-stdin (an environment or a command line is readable by every process in the container)")
@@ -89,6 +124,12 @@ type runner struct {
 	child int // PROG's pid, which is also its process group id
 	in    *childInput
 	sock  *os.File // --connect's socket, PROG's stdin and stdout; nil without
+	// hold is run --hold's (nil without): the far ends of PROG's stdio,
+	// handed over sock.
+	hold *holder
+	// ctl is the connection of a Berth that came back (nil: none, or the
+	// relay's own stdin is the control).
+	ctl *net.UnixConn
 
 	leaderDone chan struct{} // closed when PROG has been reaped; code is set
 	code       int
@@ -127,20 +168,34 @@ func runMode(args []string) int {
 	}
 
 	r := &runner{flags: flags, leaderDone: make(chan struct{}), allDone: make(chan struct{})}
+	var token string
+	if flags.tokenStdin {
+		if token, err = readToken(os.Stdin); err != nil {
+			return fail("run: --token-stdin: %v", err)
+		}
+	}
 	if flags.connect != "" {
 		// Before PROG is looked up, so that a relay that could not
 		// connect fails with ExitRelayFailed and nothing else has run.
-		token, err := readToken(os.Stdin)
-		if err != nil {
-			return fail("run: --token-stdin: %v", err)
-		}
 		fd, err := connectStdio(flags.connect, token)
 		if err != nil {
 			return fail("run: --connect %s: %v", flags.connect, err)
 		}
 		r.sock = os.NewFile(uintptr(fd), flags.connect)
 	}
+	if flags.connectFd > 0 {
+		unix.CloseOnExec(flags.connectFd)
+		r.sock = os.NewFile(uintptr(flags.connectFd), "connect-fd")
+	}
+	if flags.hold > 0 {
+		if token == "" {
+			return fail("run: --hold: the token's line on stdin is empty: the caller gives the one a Berth that comes back will say")
+		}
+		r.hold = &holder{grace: flags.hold, token: token, tag: flags.tag, path: flags.holdSocket}
+		r.hold.listen()
+	}
 	if code := r.start(argv); code != 0 {
+		r.hold.stop(false)
 		return code
 	}
 	go r.reap()
@@ -199,14 +254,17 @@ func (r *runner) start(argv []string) int {
 		fail("run: %v", err)
 		return code
 	}
+	if r.hold != nil {
+		return r.startHeld(path, argv)
+	}
 	if r.sock != nil {
 		// PROG alone holds the socket: its exit is the caller's EOF.
 		// What the relay's stdin carries for PROG is dropped.
 		defer r.sock.Close()
-		return r.forkExec(path, argv, r.sock, r.sock, &childInput{})
+		return r.forkExec(path, argv, r.sock, r.sock, os.Stderr, &childInput{})
 	}
 	if r.flags.stdin == wire.StdinInherit {
-		if code := r.forkExec(path, argv, os.Stdin, os.Stdout, &childInput{}); code != 0 {
+		if code := r.forkExec(path, argv, os.Stdin, os.Stdout, os.Stderr, &childInput{}); code != 0 {
 			return code
 		}
 		// PROG's stdin is PROG's alone: a caller writing after PROG closed
@@ -219,19 +277,57 @@ func (r *runner) start(argv []string) int {
 		return fail("run: stdin pipe: %v", err)
 	}
 	defer pr.Close()
-	if code := r.forkExec(path, argv, pr, os.Stdout, &childInput{f: pw}); code != 0 {
+	if code := r.forkExec(path, argv, pr, os.Stdout, os.Stderr, &childInput{f: pw}); code != 0 {
 		pw.Close()
 		return code
 	}
 	return 0
 }
 
-// forkExec starts PROG with stdin and stdout; in is what the relay
-// writes to PROG's stdin (nothing when PROG has the relay's, or a socket).
-func (r *runner) forkExec(path string, argv []string, stdin, stdout *os.File, in *childInput) int {
+// startHeld starts PROG with pipes for its stdio and hands their far
+// ends over the socket (run --hold): the relay keeps a copy of each, so
+// that PROG reads no EOF and writes into no closed pipe when Berth goes
+// away. The socket is closed once they are handed over: the relay's
+// stdin carries the caller's signals and its end.
+func (r *runner) startHeld(path string, argv []string) int {
+	defer r.sock.Close()
+	prog, far, err := stdioPipes()
+	if err != nil {
+		return fail("run: stdio pipes: %v", err)
+	}
+	code := r.forkExec(path, argv, prog[0], prog[1], prog[2], &childInput{f: far[0]})
+	for _, f := range prog {
+		f.Close()
+	}
+	if code != 0 {
+		for _, f := range far {
+			f.Close()
+		}
+		return code
+	}
+	r.hold.stdout, r.hold.stderr = far[1], far[2]
+	conn, err := connFile(r.sock)
+	if err == nil {
+		m, files := r.hold.hello(r.child, far[0])
+		err = sendHello(conn, m, files)
+		conn.Close()
+	}
+	if err != nil {
+		// PROG runs with nobody to read it: end it, as a caller that
+		// went away at once.
+		fail("run: handing PROG's stdio over: %v", err)
+		r.killAll()
+	}
+	return 0
+}
+
+// forkExec starts PROG with stdin, stdout and stderr; in is what the
+// relay writes to PROG's stdin (nothing when PROG has the relay's, or a
+// socket).
+func (r *runner) forkExec(path string, argv []string, stdin, stdout, stderr *os.File, in *childInput) int {
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   os.Environ(),
-		Files: []uintptr{stdin.Fd(), stdout.Fd(), os.Stderr.Fd()},
+		Files: []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()},
 		// PROG dies with the relay even if the relay is SIGKILLed.
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	})
@@ -286,17 +382,43 @@ func exitCode(ws syscall.WaitStatus) int {
 
 // loop waits for PROG's exit and ends its tree on stdin EOF, a signal
 // (caught, or framed on stdin) or the parent's death.
-func (r *runner) loop(sigs <-chan os.Signal, eof <-chan struct{}, ppid int) int {
+//
+// With --hold, the end of the control (the relay's stdin, or the
+// connection of a Berth that came back) or the parent's death does not
+// end the tree: the relay holds PROG for the hold's grace and takes the
+// first connection that says the token as its new control. Only a signal
+// (an orderly stop), the grace passing with no Berth, or PROG's exit ends
+// it then.
+func (r *runner) loop(sigs chan os.Signal, eof <-chan struct{}, ppid int) int {
 	var (
 		deadline <-chan time.Time
 		dying    bool // PROG was signalled; SIGKILL comes at the deadline
+		held     <-chan time.Time
+		reqs     <-chan *net.UnixConn // a Berth that came back
 	)
+	holding := func() bool { return r.hold != nil && r.hold.ln != nil && !dying }
+	if holding() {
+		reqs = r.hold.reqs
+	}
 	terminate := func(sig syscall.Signal) {
 		r.in.Close()
 		_ = syscall.Kill(-r.child, sig)
 		if !dying {
 			dying = true
 			deadline = time.After(r.flags.grace)
+			held, reqs = nil, nil
+			r.hold.stop(false)
+		}
+	}
+	// detach lets the control go: the tree is held for the grace.
+	detach := func() {
+		eof = nil
+		if r.ctl != nil {
+			r.ctl.Close()
+			r.ctl = nil
+		}
+		if held == nil {
+			held = time.After(r.hold.grace)
 		}
 	}
 	for {
@@ -310,20 +432,54 @@ func (r *runner) loop(sigs <-chan os.Signal, eof <-chan struct{}, ppid int) int 
 				terminate(syscall.SIGTERM)
 			}
 		case <-eof:
+			if holding() {
+				detach()
+				continue
+			}
 			// PROG reads EOF too, and has the grace to end by itself.
 			eof = nil
 			r.in.Close()
 			if !dying {
 				deadline = time.After(r.flags.grace)
 			}
+		case <-held:
+			r.hold.stop(true)
+			terminate(syscall.SIGTERM)
+		case conn := <-reqs:
+			if eof != nil {
+				refuse(conn, "another Berth is attached to this relay")
+				continue
+			}
+			stdin := r.in.dup()
+			m, files := r.hold.hello(r.child, stdin)
+			err := sendHello(conn, m, files)
+			if stdin != nil {
+				stdin.Close()
+			}
+			if err != nil {
+				conn.Close()
+				continue
+			}
+			held = nil
+			r.ctl = conn
+			ended := make(chan struct{})
+			eof = ended
+			go func() { r.in.copyFramed(conn, sigs); close(ended) }()
 		case s := <-sigs:
 			switch s {
 			case syscall.SIGINT:
 				_ = syscall.Kill(-r.child, syscall.SIGINT)
 			case parentGone:
-				if os.Getppid() != ppid {
-					terminate(syscall.SIGTERM)
+				if os.Getppid() == ppid {
+					continue
 				}
+				if holding() {
+					if r.ctl == nil && eof != nil {
+						detach() // the parent was the caller
+					}
+					continue
+				}
+				terminate(syscall.SIGTERM)
 			default:
 				terminate(s.(syscall.Signal))
 			}
@@ -341,6 +497,11 @@ func (r *runner) finish() int {
 		r.killAll()
 		select {
 		case <-r.allDone:
+			r.hold.stop(false)
+			if r.ctl != nil {
+				sendExit(r.ctl, r.code)
+				r.ctl.Close()
+			}
 			return r.code
 		case <-tick.C:
 		}

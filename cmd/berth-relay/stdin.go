@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/berth-dev/berth/enclosure/relay/wire"
 )
 
@@ -21,6 +23,23 @@ type childInput struct {
 	f      *os.File
 	closed atomic.Bool
 	once   sync.Once
+	mu     sync.Mutex // orders Close and dup
+}
+
+// dup is a copy of f while it is open (nil after Close, or without f),
+// for a handover: the write end of PROG's stdin that Berth holds too.
+// The caller closes it.
+func (c *childInput) dup() *os.File {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.f == nil || c.closed.Load() {
+		return nil
+	}
+	fd, err := unix.FcntlInt(c.f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(fd), "stdin")
 }
 
 func (c *childInput) Write(p []byte) (int, error) {
@@ -40,7 +59,9 @@ func (c *childInput) Close() error {
 	c.once.Do(func() {
 		c.closed.Store(true)
 		if c.f != nil {
+			c.mu.Lock()
 			c.f.Close()
+			c.mu.Unlock()
 		}
 	})
 	return nil

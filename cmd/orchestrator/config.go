@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/enclosure/kubernetes"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
+	"github.com/berth-dev/berth/orchestrator/serve"
 )
 
 // config is the core's part of the configuration file; each component
@@ -28,6 +29,7 @@ type config struct {
 	Env       envConfig       `yaml:"env"`
 	Log       logConfig       `yaml:"log"`
 	Enclosure enclosureConfig `yaml:"enclosure"`
+	State     stateConfig     `yaml:"state"`
 	// Docker is the docker driver's section.
 	Docker docker.Config `yaml:"docker"`
 	// Containerd is the containerd driver's section.
@@ -65,6 +67,12 @@ type runsConfig struct {
 	DisconnectGrace time.Duration `yaml:"disconnect_grace"`
 	// ReaperInterval is how often idle runs are looked for.
 	ReaperInterval time.Duration `yaml:"reaper_interval"`
+	// HandoffTimeout bounds how long a handoff (SIGUSR2, `orchestrator
+	// handoff`) waits for the calls in flight to be answered; the calls
+	// still running then are cut off (a tools/call whose tool is not a
+	// read with -32008, its result unknown; any other with -32007,
+	// restarting).
+	HandoffTimeout time.Duration `yaml:"handoff_timeout"`
 	// CallTimeout bounds a tool call whose tool names no timeout.
 	//
 	// Every tool call is answered by its deadline or its cancellation,
@@ -92,6 +100,21 @@ type envConfig struct {
 	Drop []string `yaml:"drop"`
 }
 
+type stateConfig struct {
+	// Dir is Berth's state directory (`serve --state-dir` overrides it):
+	// a record of each process that outlives a Berth that goes away
+	// without stopping it (an eval kernel), so that a Berth started
+	// again on the same directory finds it. It is made with mode 0700 if
+	// missing; one with another owner or mode is refused, and so is a
+	// second live Berth on it. Empty: a directory of this Berth's own
+	// under $XDG_RUNTIME_DIR/berth/state (else ~/.local/state/berth),
+	// removed when Berth stops in order; where none can be made, Berth
+	// logs it once and runs without keeping anything. Survival across a
+	// restart needs the same directory named here, on storage that
+	// outlives Berth (see docs/operations/restarts.md).
+	Dir string `yaml:"dir"`
+}
+
 type logConfig struct {
 	// Level is debug, info, warn or error; logs go to stderr.
 	Level string `yaml:"level"`
@@ -104,6 +127,7 @@ func defaultConfig() config {
 			IdleTimeout:     time.Hour,
 			DisconnectGrace: rpc.DefaultDisconnectGrace,
 			ReaperInterval:  time.Minute,
+			HandoffTimeout:  serve.DefaultHandoffTimeout,
 			CallTimeout:     orchestrator.DefaultCallTimeout,
 		},
 		Env:        envConfig{Drop: []string{}},
@@ -118,8 +142,8 @@ func defaultConfig() config {
 // sections pairs each YAML key with the struct it decodes into: the core's
 // sections, then every registered component's, sorted.
 func sections(c *config) ([]string, []any, error) {
-	keys := []string{"rpc", "runs", "env", "log", "enclosure", "docker", "containerd", "kubernetes"}
-	ptrs := []any{&c.RPC, &c.Runs, &c.Env, &c.Log, &c.Enclosure, &c.Docker, &c.Containerd, &c.Kubernetes}
+	keys := []string{"rpc", "runs", "env", "log", "enclosure", "state", "docker", "containerd", "kubernetes"}
+	ptrs := []any{&c.RPC, &c.Runs, &c.Env, &c.Log, &c.Enclosure, &c.State, &c.Docker, &c.Containerd, &c.Kubernetes}
 	comps := append([]component(nil), components...)
 	sort.Slice(comps, func(i, j int) bool { return comps[i].section < comps[j].section })
 	seen := map[string]bool{}
@@ -194,6 +218,8 @@ func (c *config) check() error {
 		return fmt.Errorf("runs.idle_timeout must be 0 (never) or positive, got %s", c.Runs.IdleTimeout)
 	case c.Runs.DisconnectGrace < 0:
 		return fmt.Errorf("runs.disconnect_grace must be 0 or positive, got %s", c.Runs.DisconnectGrace)
+	case c.Runs.HandoffTimeout <= 0:
+		return fmt.Errorf("runs.handoff_timeout must be positive, got %s", c.Runs.HandoffTimeout)
 	case c.Runs.ReaperInterval <= 0:
 		return fmt.Errorf("runs.reaper_interval must be positive, got %s", c.Runs.ReaperInterval)
 	case c.Runs.CallTimeout <= 0:

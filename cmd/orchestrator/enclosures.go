@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/enclosure/kubernetes"
 	"github.com/berth-dev/berth/enclosure/mounts"
 	"github.com/berth-dev/berth/enclosure/relayexec"
+	"github.com/berth-dev/berth/orchestrator"
 )
 
 // enclosureConfig is the "enclosure" section: which containers "auto"
@@ -40,6 +42,14 @@ type enclosureConfig struct {
 	// file tools write the host's copy too); false refuses such writes,
 	// as the container would.
 	WriteReadOnlyMounts bool `yaml:"write_read_only_mounts"`
+	// ReattachGrace is how long a relay keeps its process (an eval
+	// kernel) when Berth goes away without stopping it (a crash, a
+	// kill -9, an OOM kill), waiting for a Berth started on the same
+	// state directory (state.dir) to take it back; past it, the relay
+	// ends the process's whole tree, so nothing leaks. An orderly stop
+	// (run/stop, SIGTERM to Berth, the end of stdin under --stdio) ends
+	// every process at once. 0 keeps nothing.
+	ReattachGrace time.Duration `yaml:"reattach_grace"`
 }
 
 type pathMapEntry struct {
@@ -50,10 +60,13 @@ type pathMapEntry struct {
 }
 
 func defaultEnclosureConfig() enclosureConfig {
-	return enclosureConfig{Auto: []string{docker.Name}, HostFallback: true, PathMap: []pathMapEntry{}}
+	return enclosureConfig{Auto: []string{docker.Name}, HostFallback: true, PathMap: []pathMapEntry{}, ReattachGrace: orchestrator.DefaultReattachGrace}
 }
 
 func (c *enclosureConfig) check() error {
+	if c.ReattachGrace < 0 {
+		return fmt.Errorf("enclosure.reattach_grace must be 0 (keep nothing) or positive, got %s", c.ReattachGrace)
+	}
 	for _, name := range c.Auto {
 		if !slices.Contains(enclosureDrivers, name) {
 			return fmt.Errorf("enclosure.auto: unknown driver %q: use %v", name, enclosureDrivers)

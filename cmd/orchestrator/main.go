@@ -31,6 +31,7 @@ const usage = `usage: orchestrator <command> [flags]
 
 commands:
   serve    serve the harness protocol (stdio, WebSocket, unix socket)
+  handoff  ask a serving Berth to hand off to a new one (upgrade, rolling update)
   tools    list the tools a run would see
   call     run one tool once, without a harness
   config   print the effective configuration as YAML
@@ -64,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch cmd {
 	case "serve":
 		return serveCmd(rest, stderr)
+	case "handoff":
+		return handoffCmd(rest, stdout, stderr)
 	case "tools":
 		return toolsCmd(rest, stdout, stderr)
 	case "call":
@@ -137,18 +140,18 @@ func newLogger(cfg *config, stderr io.Writer) *slog.Logger {
 // build wires the registry: metrics on a registry of our own, then every
 // component with its configuration section. (env.drop goes to the host
 // enclosure: enclosures.)
-func build(cfg *config, log *slog.Logger) (*orchestrator.Registry, *metrics.Metrics, *prometheus.Registry, error) {
+func build(cfg *config, log *slog.Logger) (*deps, *prometheus.Registry, error) {
 	preg := prometheus.NewRegistry()
 	m := metrics.New(preg, buildVersion())
 	reg := orchestrator.NewRegistry(m, cfg.Runs.CallTimeout)
-	d := &deps{Registry: reg, Metrics: m, Log: log}
+	d := &deps{Registry: reg, Metrics: m, Log: log, Resumers: map[string]orchestrator.Resumer{}}
 	for _, c := range components {
 		if err := c.build(d); err != nil {
-			return nil, nil, nil, fmt.Errorf("%s: %w", c.section, err)
+			return nil, nil, fmt.Errorf("%s: %w", c.section, err)
 		}
 	}
 	addTestTools(reg, log)
-	return reg, m, preg, nil
+	return d, preg, nil
 }
 
 // featureFlag parses --features "questions,vibe,-lsp": names to turn on,

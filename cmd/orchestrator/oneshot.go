@@ -62,10 +62,11 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (*orchestrator.Re
 		return nil, nil, "", nil, err
 	}
 	log := newLogger(cfg, stderr)
-	reg, m, _, err := build(cfg, log)
+	d, _, err := build(cfg, log)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
+	reg, m := d.Registry, d.Metrics
 	wd, err := filepath.Abs(*o.workdir)
 	if err != nil {
 		return nil, nil, "", nil, err

@@ -18,10 +18,11 @@ import (
 // Issue 12 item 2.
 func TestNoToolSchemaHasATopLevelCombinator(t *testing.T) {
 	cfg := defaultConfig()
-	reg, _, _, err := build(&cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d, _, err := build(&cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	reg := d.Registry
 	features := orchestrator.DefaultFeatures()
 	for f := range features {
 		features[f] = true

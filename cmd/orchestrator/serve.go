@@ -23,6 +23,8 @@ func serveCmd(args []string, stderr io.Writer) error {
 	stdio := fs.Bool("stdio", false, "speak the protocol on stdin/stdout (Content-Length framing); exit when stdin closes")
 	unixPath := fs.String("unix", "", "also serve on a unix socket at this path (mode 0600, no token)")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token for /v1/rpc (default rpc.token_file, else $BERTH_TOKEN, else generated)")
+	pidFile := fs.String("pid-file", "", "write Berth's pid to this file (for orchestrator handoff --pid-file); removed when Berth exits")
+	stateDir := fs.String("state-dir", "", "state directory, where kept processes are recorded for a Berth started again on it (default state.dir, else a directory of this Berth's own)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -41,6 +43,9 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if *tokenFile != "" {
 		cfg.RPC.TokenFile = *tokenFile
 	}
+	if *stateDir != "" {
+		cfg.State.Dir = *stateDir
+	}
 	// With stdio or a unix socket, a TCP listener is opened only on request,
 	// so a harness starting Berth as a child never collides on a port.
 	tcp := cfg.RPC.Listen != "" && (listenSet || (!*stdio && cfg.RPC.Unix == ""))
@@ -49,18 +54,58 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 
 	log := newLogger(cfg, stderr)
-	reg, m, preg, err := build(cfg, log)
+	d, preg, err := build(cfg, log)
 	if err != nil {
 		return err
 	}
+	reg, m := d.Registry, d.Metrics
 	runs := orchestrator.NewRuns(m, cfg.Runs.IdleTimeout, enclosures(cfg, log))
 	runs.WriteReadOnlyMounts = cfg.Enclosure.WriteReadOnlyMounts
+	runs.Resumers = d.Resumers
+	records, err := keeping(cfg, runs, log)
+	if err != nil {
+		return err
+	}
+	srv := &rpc.Server{
+		Registry: reg, Runs: runs, Metrics: m, Version: buildVersion(),
+		DisconnectGrace: cfg.Runs.DisconnectGrace, MaxMessageSize: cfg.RPC.MaxMessageBytes, Log: log,
+	}
+	handedOff := false
+	if runs.Keeping != nil {
+		store := runs.Keeping.Store
+		defer func() {
+			if handedOff {
+				// The kept processes stay with their relays, and their
+				// records for the next Berth: release the directory at once.
+				_ = store.HandOff()
+				return
+			}
+			runs.Keeping.Close()
+		}()
+		if how := store.Previous(); how != "" {
+			m.Restarted(how)
+			log.Info("the Berth before ended: taking back what it left", "how", how)
+		}
+		calls, bad := store.Calls()
+		for _, err := range bad {
+			log.Warn(err.Error())
+		}
+		srv.CallStore, srv.EarlierCalls = store, calls
+		// Before serving: a harness that reconnects at once finds its
+		// runs' processes pending.
+		runs.Reattach(context.Background(), records, cfg.Runs.DisconnectGrace)
+	}
+	if *pidFile != "" {
+		remove, err := writePidFile(*pidFile)
+		if err != nil {
+			return err
+		}
+		defer remove()
+	}
 	runs.OnStart = reg.RunStarted // the providers' background work: lsp's prewarm
 	o := serve.Options{
-		Server: &rpc.Server{
-			Registry: reg, Runs: runs, Metrics: m, Version: buildVersion(),
-			DisconnectGrace: cfg.Runs.DisconnectGrace, MaxMessageSize: cfg.RPC.MaxMessageBytes, Log: log,
-		},
+		Server:         srv,
+		HandoffTimeout: cfg.Runs.HandoffTimeout,
 		Unix:           cfg.RPC.Unix,
 		Metrics:        promhttp.HandlerFor(preg, promhttp.HandlerOpts{Registry: preg}),
 		ReaperInterval: cfg.Runs.ReaperInterval,
@@ -83,7 +128,12 @@ func serveCmd(args []string, stderr io.Writer) error {
 		}
 		o.Stdin = protocolStdin()
 	}
-	return serve.Run(context.Background(), o)
+	err = serve.Run(context.Background(), o)
+	if errors.Is(err, serve.ErrHandedOff) {
+		handedOff = true
+		return nil
+	}
+	return err
 }
 
 // protocolStdin returns stdin for the protocol. When it is a pipe or a

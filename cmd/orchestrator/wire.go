@@ -28,6 +28,9 @@ type deps struct {
 	Registry *orchestrator.Registry
 	Metrics  *metrics.Metrics
 	Log      *slog.Logger
+	// Resumers: a family that can take its processes back after a
+	// restart of Berth adds its Resumer for their kind.
+	Resumers map[string]orchestrator.Resumer
 }
 
 var components []component

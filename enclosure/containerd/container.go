@@ -141,7 +141,7 @@ func isBind(m specs.Mount) bool {
 
 // Exec starts the relay's exec, with its stdin on a FIFO.
 func (c *container) Exec(ctx context.Context, x relayexec.Exec) (relayexec.Stream, error) {
-	return c.exec(ctx, execSpec{argv: x.Argv, env: x.Env, dir: x.Dir, stdin: true, stderr: x.Stderr})
+	return c.exec(ctx, execSpec{argv: x.Argv, env: x.Env, dir: x.Dir, stdin: true, stderr: x.Stderr, kept: x.Kept})
 }
 
 // Run runs argv to its end as the container's own user (relay.Runner).

@@ -437,6 +437,63 @@ func TestAttachSweepsWhatAKilledBerthLeft(t *testing.T) {
 	noFIFOs(t, live, id) // and no lock: neither Berth has an exec
 }
 
+// A Berth killed with SIGKILL while a kept process (Cmd.Keep) runs
+// leaves it to its relay, which holds it for a Berth that comes back:
+// the next Attach's sweep leaves its exec running (it ends every other
+// one a dead Berth left), and the process is still there to be taken
+// back with its token. Once the relay ended it, after the grace, the
+// next Attach Deletes the exec and removes its FIFOs and the dead
+// Berth's lock.
+//
+// Issue 29 item 3 (in containers).
+func TestAttachLeavesAKilledBerthsKeptProcessToItsRelay(t *testing.T) {
+	wd := enclosuretest.Workdir(t)
+	id := run(t, "", enclosuretest.FullImage, wd)
+	fifos := t.TempDir()
+	const grace = 3 * time.Second
+	killedBerth(t, id, fifos, 0, nil, helperKeepEnv+"="+grace.String())
+	killed := time.Now()
+	var kept *leftExec
+	for _, e := range fifosLeft(&Driver{opts: Options{FIFODir: fifos}}) {
+		if _, x, ok := parseLeft(filepath.Base(e)); ok && x != nil && x.kept {
+			kept = x
+		}
+	}
+	if kept == nil {
+		t.Fatalf("the killed Berth left no kept exec: %v", fifosLeft(&Driver{opts: Options{FIFODir: fifos}}))
+	}
+	d := newDriver(t, Options{FIFODir: fifos})
+	enc := attach(t, d, id)
+	if st := execStatus(t, d, id, kept.id); st != "running" {
+		t.Fatalf("the kept exec after the next Attach: %s, want it running, held by its relay", st)
+	}
+	out, err := enc.Run(context.Background(), []string{"sh", "-c", "ls " + relay.HoldDir}, nil)
+	if err != nil || out.Code != 0 {
+		t.Fatalf("ls %s: %+v, %v", relay.HoldDir, out, err)
+	}
+	socket := relay.HoldDir + "/" + strings.TrimSpace(out.Stdout)
+	back, err := enc.Reattach(context.Background(), enclosure.Hold{Socket: socket, Token: helperToken, Dir: "/workspace"})
+	if err != nil {
+		t.Fatalf("taking the kept process back after the sweep: %v", err)
+	}
+	back.(enclosure.Dropper).Drop()
+	for deadline := killed.Add(grace + time.Minute); execStatus(t, d, id, kept.id) == "running"; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the kept exec outlived its relay's grace")
+		}
+	}
+	attach(t, newDriver(t, Options{FIFODir: fifos}), id)
+	if st := execStatus(t, d, id, kept.id); st != "not found" {
+		t.Errorf("the kept exec after its relay ended it and another Attach: %s", st)
+	}
+	for _, e := range fifosLeft(d) {
+		if token, _, _ := parseLeft(filepath.Base(e)); token == kept.owner {
+			t.Errorf("left of the killed Berth: %s", e)
+		}
+	}
+	onlySleep(t, id)
+}
+
 // execStatus is the exec's status as containerd tells it, or "not found".
 func execStatus(t *testing.T, d *Driver, id, execID string) string {
 	t.Helper()

@@ -31,6 +31,9 @@ type execSpec struct {
 	user   *specs.User // nil: the container's
 	stdin  bool        // a stdin FIFO: the bytes as they are, its close EOF
 	stderr io.Writer   // nil: a FIFO the caller reads
+	// kept: the relay holds its program when Berth goes away
+	// (relayexec.Exec.Kept); the sweep leaves it running (owner.go).
+	kept bool
 }
 
 // proc is one exec'd process, the relayexec.Stream of a start. Its owner
@@ -79,7 +82,7 @@ func (c *container) exec(ctx context.Context, s execSpec) (*proc, error) {
 			c.d.release(own)
 		}
 	}()
-	id := own.execID()
+	id := own.execID(s.kept)
 	p := *c.spec.Process
 	p.Terminal = false
 	p.ConsoleSize = nil

@@ -143,6 +143,10 @@ const (
 	helperEnv      = "BERTH_CONTAINERD_TEST_HELPER"
 	helperFIFOsEnv = "BERTH_CONTAINERD_TEST_HELPER_FIFOS"
 	helperBareEnv  = "BERTH_CONTAINERD_TEST_HELPER_BARE"
+	// helperKeepEnv: the process is kept (Cmd.Keep, with this grace), in
+	// /workspace, with helperToken.
+	helperKeepEnv = "BERTH_CONTAINERD_TEST_HELPER_KEEP"
+	helperToken   = "0123456789abcdef0123456789abcdef"
 )
 
 func berthThatDies(id string) int {
@@ -165,7 +169,12 @@ func berthThatDies(id string) int {
 			return fail(err)
 		}
 	}
-	p, err := enc.Start(context.Background(), enclosure.Cmd{Path: "sh", Args: []string{"-c", "sleep 1000 & echo started; wait"}})
+	cmd := enclosure.Cmd{Path: "sh", Args: []string{"-c", "sleep 1000 & echo started; wait"}}
+	if grace, err := time.ParseDuration(os.Getenv(helperKeepEnv)); err == nil {
+		cmd.Dir, cmd.Stderr = "/workspace", io.Discard
+		cmd.Keep = &enclosure.Keep{Kind: "test", Token: helperToken, Grace: grace}
+	}
+	p, err := enc.Start(context.Background(), cmd)
 	if err != nil {
 		return fail(err)
 	}
@@ -177,10 +186,11 @@ func berthThatDies(id string) int {
 // container, with its FIFOs in fifos and bare execs that ignore SIGTERM,
 // and kills it with SIGKILL once its process runs and running (when not
 // nil) has returned.
-func killedBerth(t *testing.T, id, fifos string, bare int, running func()) {
+func killedBerth(t *testing.T, id, fifos string, bare int, running func(), env ...string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+id, helperFIFOsEnv+"="+fifos, relay.EnvPath+"="+testRelay.Path)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Env = append(cmd.Env, helperBareEnv+"="+strconv.Itoa(bare))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

@@ -37,6 +37,7 @@ import (
 //
 //	berth-OWNER.lock                     held while the owner has execs
 //	berth-OWNER-TAG@NAMESPACE@CONTAINER  one exec's FIFOs; berth-OWNER-TAG is its exec id
+//	berth-OWNER-kept.TAG@...             the same for a kept process's relay (Cmd.Keep)
 //
 // On Attach the driver sweeps the directories of owners whose lock is
 // free (the kernel let go of it when the owner died): it ends each exec
@@ -44,7 +45,11 @@ import (
 // flock, unlike a pid, is right across pid namespaces (a Berth in a
 // container of its own shares the FIFO directory with the host's) and is
 // never reused; and since it belongs to an open file, a driver's own
-// lock is as held to another driver of the same process. An owner whose
+// lock is as held to another driver of the same process. A kept
+// process's exec is the exception: its relay holds it for a Berth that
+// comes back (issue 29), and ends it after enclosure.reattach_grace, so
+// the sweep leaves it while it runs, and Deletes it once it has ended.
+// An owner whose
 // last exec is gone removes its lock file, so a Berth that ends cleanly
 // leaves nothing.
 
@@ -69,8 +74,17 @@ func newToken() string {
 
 func lockName(token string) string { return ownerPrefix + token + lockSuffix }
 
-// execID is a new exec id of the owner: a valid containerd identifier.
-func (o *owner) execID() string { return ownerPrefix + o.token + "-" + newToken() }
+// keptMark marks the exec id of a kept process's relay.
+const keptMark = "kept."
+
+// execID is a new exec id of the owner, marked when kept: a valid
+// containerd identifier.
+func (o *owner) execID(kept bool) string {
+	if kept {
+		return ownerPrefix + o.token + "-" + keptMark + newToken()
+	}
+	return ownerPrefix + o.token + "-" + newToken()
+}
 
 // execDir is the name of an exec's FIFO directory.
 func execDir(execID, namespace, containerID string) string {
@@ -151,6 +165,7 @@ func (o *owner) drop() {
 // leftExec is an exec's FIFO directory as its name tells it.
 type leftExec struct {
 	dir, owner, id, namespace, container string
+	kept                                 bool // a kept process's relay: left while it runs
 }
 
 // parseLeft reads a name of the FIFO directory: an owner's lock file, or
@@ -169,10 +184,11 @@ func parseLeft(name string) (token string, x *leftExec, ok bool) {
 		return "", nil, false
 	}
 	t, tag, ok := strings.Cut(strings.TrimPrefix(parts[0], ownerPrefix), "-")
+	tag, kept := strings.CutPrefix(tag, keptMark)
 	if !ok || !isToken(t) || !isToken(tag) {
 		return "", nil, false
 	}
-	return t, &leftExec{dir: name, owner: t, id: parts[0], namespace: parts[1], container: parts[2]}, true
+	return t, &leftExec{dir: name, owner: t, id: parts[0], namespace: parts[1], container: parts[2], kept: kept}, true
 }
 
 func isToken(s string) bool {
@@ -297,6 +313,16 @@ func (d *Driver) reap(ctx context.Context, task client.Task, taskErr error, x *l
 	defer cancel()
 	var proc client.Process
 	err := taskErr
+	if err == nil && x.kept {
+		// Its relay holds it for a Berth that comes back, and ends it
+		// after its grace: left alone, unread, while it runs; a later
+		// sweep Deletes it.
+		if p, lerr := task.LoadProcess(ctx, x.id, nil); lerr == nil {
+			if st, serr := p.Status(ctx); serr != nil || st.Status == client.Running || st.Status == client.Paused || st.Status == client.Pausing {
+				return false
+			}
+		}
+	}
 	if err == nil {
 		proc, err = task.LoadProcess(ctx, x.id, cio.NewAttach(cio.WithStreams(nil, io.Discard, io.Discard)))
 	}

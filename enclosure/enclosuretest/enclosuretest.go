@@ -110,6 +110,7 @@ func Run(t *testing.T, h Harness) {
 		{"StdioFallsBack", testFallback},
 		{"Signals", testSignals},
 		{"KillLeavesNothing", testKill},
+		{"HoldsForTheGrace", testHold},
 		{"LookPath", testLookPath},
 		{"Dial", testDial},
 		{"DialAServerThatSpeaksFirst", testDialSpeaksFirst},
@@ -429,6 +430,187 @@ func testKill(t *testing.T, h Harness) {
 			}
 		}
 		_ = p.Kill() // again: nothing
+	}
+}
+
+// HoldGrace is the grace the hold case gives its relays.
+const HoldGrace = 3 * time.Second
+
+// knock is a program that connects to the unix socket $1, says $2 and
+// prints the relay's first line.
+const knock = `import os, socket, sys
+os.chdir(os.path.dirname(sys.argv[1]))  # an address holds 107 bytes
+s = socket.socket(socket.AF_UNIX)
+s.connect(os.path.basename(sys.argv[1]))
+s.sendall((sys.argv[2] + "\n").encode())
+s.settimeout(10)
+print(s.makefile().readline().strip(), flush=True)
+`
+
+// testHold: a process started with Keep outlives Berth's letting go of
+// it without a signal (Dropper: as a Berth that died would) with its
+// stdin and stdout open, its relay refuses a stranger's token, a Berth
+// that comes back (where the enclosure can take a process back) gets it
+// with the token, and when none does, nothing of the tree is left after
+// the grace. Kill of a kept process ends it at once.
+//
+// Issue 29 item 2.
+func testHold(t *testing.T, h Harness) {
+	f := attachNew(t, h, Options{})
+	n := 600000 + rand.IntN(300000)
+	mark := fmt.Sprintf("sleep %d", n)
+	dir := filepath.Join(t.TempDir(), "relays") // Berth's, for an enclosure that shares its files
+	token := fmt.Sprintf("%032x", rand.Uint64())
+	keep := &enclosure.Keep{Kind: "test", Token: token, Grace: HoldGrace, Dir: dir}
+	running := func() bool {
+		for _, ps := range h.Processes(t, f.id) {
+			if strings.Contains(ps, mark) {
+				return true
+			}
+		}
+		return false
+	}
+	p := f.start(t, enclosure.Cmd{Path: "sh", Dir: f.inside, Keep: keep, Stderr: io.Discard,
+		Args: []string{"-c", mark + ` & echo ready; while read l; do echo "got $l"; done; echo eof`}})
+	kept, ok := p.(enclosure.Kept)
+	if !ok {
+		t.Fatalf("a process started with Keep is no enclosure.Kept: %T", p)
+	}
+	socket, tag, why := kept.Held()
+	if socket == "" || tag == "" {
+		t.Fatalf("the relay does not hold the process: %s", why)
+	}
+	out := bufio.NewReader(p.Stdout())
+	if l, err := out.ReadString('\n'); l != "ready\n" {
+		t.Fatalf("read %q, %v", l, err)
+	}
+	io.WriteString(p.Stdin(), "one\n")
+	if l, err := out.ReadString('\n'); l != "got one\n" {
+		t.Fatalf("read %q, %v", l, err)
+	}
+	p.(enclosure.Dropper).Drop()
+	dropped := time.Now()
+	time.Sleep(HoldGrace / 4)
+	if !running() {
+		t.Fatalf("the kept process ended with its Berth's connection, within the grace")
+	}
+
+	// A stranger, in the enclosure, without the token.
+	var knocked strings.Builder
+	stranger := f.start(t, enclosure.Cmd{Path: "python3", Args: []string{"-c", knock, socket, strings.Repeat("0", len(token))}, Dir: f.inside, Stderr: &knocked})
+	said, _ := io.ReadAll(stranger.Stdout())
+	if !strings.Contains(string(said), "wrong token") {
+		t.Errorf("a stranger with a wrong token was told %q (stderr %q), want a refusal", said, knocked.String())
+	}
+
+	// A Berth that comes back: every driver takes the process back with
+	// the token, and is refused with another.
+	r, ok := f.enc.(enclosure.Reattacher)
+	if !ok {
+		t.Fatalf("the %s enclosure %T cannot take a kept process back: it is no enclosure.Reattacher", h.Name(), f.enc)
+	}
+	hold := enclosure.Hold{Socket: socket, Token: token, Dir: f.inside}
+	wrong := hold
+	wrong.Token = strings.Repeat("1", len(token))
+	if back, err := r.Reattach(ctx(t), wrong); !errors.Is(err, enclosure.ErrPermission) || !strings.Contains(err.Error(), "wrong token") {
+		if err == nil {
+			_ = back.Kill()
+		}
+		t.Errorf("coming back with a wrong token: %v, want a refusal (a permission error) that says the token is wrong", err)
+	}
+	if !running() {
+		t.Fatal("a Berth refused for its token ended the kept process")
+	}
+	took := time.Now()
+	back, err := r.Reattach(ctx(t), hold)
+	if err != nil {
+		t.Fatalf("coming back to %s: %v", socket, err)
+	}
+	t.Logf("the %s driver took the kept process back in %v", h.Name(), time.Since(took).Round(time.Millisecond))
+	backOut := bufio.NewReader(back.Stdout())
+	io.WriteString(back.Stdin(), "two\n")
+	if l, err := backOut.ReadString('\n'); l != "got two\n" {
+		t.Fatalf("after coming back, read %q, %v", l, err)
+	}
+	if s, tg, why := back.(enclosure.Kept).Held(); s != socket || tg != tag {
+		t.Errorf("the process taken back is held at %q (tag %q, %s), want %s (tag %s) again", s, tg, why, socket, tag)
+	}
+	back.(enclosure.Dropper).Drop() // and gone again: a new grace
+	dropped = time.Now()
+	for deadline := dropped.Add(HoldGrace + wait); running(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the kept process outlived the grace by %v", wait)
+		}
+	}
+	if took := time.Since(dropped); took < HoldGrace*3/4 {
+		t.Errorf("the kept process ended %v after the drop, before the grace of %v", took, HoldGrace)
+	}
+	// A Berth that comes back too late is told so, once; then the
+	// relay is simply gone.
+	if _, err := r.Reattach(ctx(t), hold); !errors.Is(err, enclosure.ErrHoldExpired) {
+		t.Errorf("coming back after the grace: %v, want ErrHoldExpired", err)
+	}
+	if _, err := r.Reattach(ctx(t), hold); !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("coming back again after the grace: %v, want a relay that is not there", err)
+	}
+
+	// An orderly stop of a process taken back ends it at once.
+	mark2 := fmt.Sprintf("sleep %d", n+2)
+	p = f.start(t, enclosure.Cmd{Path: "sh", Dir: f.inside, Keep: keep, Stderr: io.Discard,
+		Args: []string{"-c", mark2 + ` & echo ready; wait`}})
+	if l, err := bufio.NewReader(p.Stdout()).ReadString('\n'); l != "ready\n" {
+		t.Fatalf("read %q, %v", l, err)
+	}
+	socket2, _, _ := p.(enclosure.Kept).Held()
+	p.(enclosure.Dropper).Drop()
+	// The relay starts its hold once it read the end of its control: a
+	// moment after the drop, in which it still says a Berth is attached.
+	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
+		back, err = r.Reattach(ctx(t), enclosure.Hold{Socket: socket2, Token: token, Dir: f.inside})
+		if err == nil || !strings.Contains(err.Error(), "another Berth is attached") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("coming back to %s: %v", socket2, err)
+	}
+	killed := time.Now()
+	_ = back.Kill()
+	select {
+	case <-back.Done():
+	case <-time.After(wait):
+		t.Fatal("Kill of a process taken back: it never ended")
+	}
+	if took := time.Since(killed); took > HoldGrace {
+		t.Errorf("Kill of a process taken back took %v, as long as the hold's grace", took)
+	}
+
+	// A kept start that fails says why, with its class.
+	if p, err := f.enc.Start(ctx(t), enclosure.Cmd{Path: "sh", Dir: path.Join(f.inside, "berth-no-such-dir"), Keep: keep, Args: []string{"-c", "true"}}); err == nil {
+		if code, _ := p.Wait(); code == 0 {
+			t.Error("a kept start in a missing directory ran")
+		}
+	} else {
+		t.Logf("a kept start in a missing directory: %v", err)
+	}
+
+	// An orderly stop never holds.
+	mark = fmt.Sprintf("sleep %d", n+1)
+	p = f.start(t, enclosure.Cmd{Path: "sh", Dir: f.inside, Keep: keep, Stderr: io.Discard,
+		Args: []string{"-c", mark + ` & echo ready; wait`}})
+	if l, err := bufio.NewReader(p.Stdout()).ReadString('\n'); l != "ready\n" {
+		t.Fatalf("read %q, %v", l, err)
+	}
+	start := time.Now()
+	_ = p.Kill()
+	<-p.Done()
+	for deadline := start.Add(wait); running(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a kept process outlived its Kill")
+		}
+	}
+	if took := time.Since(start); took > HoldGrace {
+		t.Errorf("Kill of a kept process took %v, as long as the hold's grace", took)
 	}
 }
 

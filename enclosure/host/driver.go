@@ -131,6 +131,9 @@ func (e *Enclosure) Start(ctx context.Context, c enclosure.Cmd) (enclosure.Proce
 	argv := append([]string{path}, c.Args...)
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	relayPath := e.relayPath()
+	if c.Keep != nil && c.Keep.Grace > 0 && relayPath != "" {
+		return e.startKept(path, c, relayPath)
+	}
 	if relayPath != "" {
 		// Inherited stdin: the program reads Berth's pipe itself, with no
 		// copy in the relay between them (a language server's request

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/enclosure/relay"
 	"github.com/berth-dev/berth/internal/procfs"
 )
 
@@ -25,7 +26,7 @@ type handle struct {
 	stdinPipe *os.File
 	stdin     io.WriteCloser
 	stdout    *eofCloser
-	stderr    *eofCloser // nil when Cmd.Stderr was given
+	stderr    io.Reader // nil when Cmd.Stderr was given
 
 	done     chan struct{}
 	code     int
@@ -34,10 +35,19 @@ type handle struct {
 
 	progKnown chan struct{} // closed once prog is set, or cannot be
 	prog      int
+
+	// A kept process's (Cmd.Keep): its relay's tag, its hold socket (""
+	// when it does not hold: why says why), the program's stdio as the
+	// relay handed it over, and the copies of its stderr.
+	tag, held, why string
+	handed         *relay.Handover
+	waitStderr     func() // nil: no copies
 }
 
 var (
 	_ enclosure.Process  = (*handle)(nil)
+	_ enclosure.Kept     = (*handle)(nil)
+	_ enclosure.Dropper  = (*handle)(nil)
 	_ enclosure.Resident = (*handle)(nil)
 )
 
@@ -91,12 +101,7 @@ func (h *handle) RSS(context.Context) (int64, error) {
 
 func (h *handle) Stdin() io.WriteCloser { return h.stdin }
 func (h *handle) Stdout() io.Reader     { return h.stdout }
-func (h *handle) Stderr() io.Reader {
-	if h.stderr == nil {
-		return nil
-	}
-	return h.stderr
-}
+func (h *handle) Stderr() io.Reader     { return h.stderr }
 
 // Signal sends sig to the whole process group. Under the relay that is
 // the relay's: it passes SIGINT on to the program's group, and ends the
@@ -143,7 +148,25 @@ func (h *handle) wait() {
 		h.err = err
 	}
 	h.stdinPipe.Close()
+	h.waitCopies()
 	close(h.done)
+}
+
+// copyWait bounds the wait for a kept process's stderr copies once its
+// relay exited: the relay ends the whole tree first, so the pipes are at
+// their end by then, unless a process escaped it.
+const copyWait = 2 * time.Second
+
+func (h *handle) waitCopies() {
+	if h.waitStderr == nil {
+		return
+	}
+	copied := make(chan struct{})
+	go func() { h.waitStderr(); close(copied) }()
+	select {
+	case <-copied:
+	case <-time.After(copyWait):
+	}
 }
 
 // eofCloser closes its pipe when a read reaches EOF or fails, so a caller

@@ -151,6 +151,17 @@ type RunOptions struct {
 	// in an environment or on a command line, which every process in the
 	// container can read.
 	Connect string
+	// Hold, when positive, has the relay keep the program for this long
+	// when its stdin ends without a signal, waiting for a Berth to come
+	// back to HoldSocket (an absolute path as the enclosure sees it);
+	// see Handover and Reattach. The program's stdio is then handed over
+	// on Connect's socket, or on ConnectFd, a socket the relay inherits
+	// (the host), as a Handover; the token line written first on the
+	// relay's stdin is also the one a Berth that comes back says. Stdin
+	// must be StdinFramed.
+	Hold       time.Duration
+	HoldSocket string
+	ConnectFd  int
 }
 
 // RunArgs is the command line that runs prog with args under the relay at
@@ -173,7 +184,16 @@ func RunArgs(relayPath string, o RunOptions, prog string, args ...string) []stri
 		argv = append(argv, "--env", kv)
 	}
 	if o.Connect != "" {
-		argv = append(argv, "--connect", o.Connect, "--token-stdin")
+		argv = append(argv, "--connect", o.Connect)
+	}
+	if o.ConnectFd > 0 {
+		argv = append(argv, "--connect-fd", strconv.Itoa(o.ConnectFd))
+	}
+	if o.Hold > 0 {
+		argv = append(argv, "--hold", o.Hold.String(), "--hold-socket", o.HoldSocket)
+	}
+	if o.Connect != "" || o.Hold > 0 {
+		argv = append(argv, "--token-stdin")
 	}
 	argv = append(argv, "--", prog)
 	return append(argv, args...)

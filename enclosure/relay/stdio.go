@@ -143,6 +143,12 @@ func (s *StdioListener) chmod() error {
 	return unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), 0o666)
 }
 
+// UseToken makes token the one Accept wants, in place of the one made
+// for the listener: a held process's relay says the same token to Berth
+// and hears it from a Berth that comes back (enclosure.Keep). Call it
+// before the relay starts.
+func (s *StdioListener) UseToken(token string) { s.token = token }
+
 // TokenLine is what to write first to the stdin of a relay run with
 // RunOptions.Connect: the token, which Accept wants as a connection's
 // first line.

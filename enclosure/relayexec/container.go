@@ -70,6 +70,10 @@ type Exec struct {
 	// Socket says the program's stdin and stdout go through a stdio
 	// socket: the exec's stdout carries nothing.
 	Socket bool
+	// Kept says the relay holds its program when Berth goes away
+	// (Cmd.Keep): a driver that ends what a dead Berth left (containerd's
+	// sweep) leaves the exec to its relay while it runs.
+	Kept bool
 }
 
 // Stream is one exec as its engine carries it.
@@ -227,9 +231,25 @@ func (c *Container) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Pro
 // StartOn starts the relay's exec of path, with stdio through l when
 // given. It returns an error wrapping relay.ErrNotConnected when the
 // relay ended without connecting to l.
+//
+// With cmd.Keep and a socket, the relay holds the program (see
+// enclosure.Keep): it listens in relay.HoldDir inside the container and
+// hands the program's stdio pipes over the socket; without a socket
+// (the exec's stream carries stdio), there is nothing it could hand a
+// Berth that comes back, and the process is not kept.
 func (c *Container) StartOn(ctx context.Context, path, tag string, cmd enclosure.Cmd, l *relay.StdioListener) (enclosure.Process, error) {
 	o := relay.RunOptions{Stdin: relay.StdinFramed, Tag: tag}
-	x := Exec{Program: path, Env: cmd.Env, Dir: cmd.Dir, Tag: tag, Stderr: cmd.Stderr, Socket: l != nil}
+	keep := cmd.Keep != nil && cmd.Keep.Grace > 0 && l != nil
+	if keep {
+		o.Hold, o.HoldSocket = cmd.Keep.Grace, relay.HoldSocket(relay.HoldDir, tag)
+		l.UseToken(cmd.Keep.Token)
+		if cmd.Stderr != nil {
+			// The engine copies the relay's own stderr into it, and the
+			// handle the program's: whole writes at a time.
+			cmd.Stderr = relay.LockedWriter(cmd.Stderr)
+		}
+	}
+	x := Exec{Program: path, Env: cmd.Env, Dir: cmd.Dir, Tag: tag, Stderr: cmd.Stderr, Socket: l != nil, Kept: keep}
 	if c.RelaySetsDirEnv {
 		o.Dir, o.Env = cmd.Dir, cmd.Env
 		x.Dir, x.Env = "", nil
@@ -261,6 +281,13 @@ func (c *Container) StartOn(ctx context.Context, path, tag string, cmd enclosure
 		h.attach(nil)
 		return h.Wait()
 	})
+	if err == nil && keep {
+		if err = h.handOver(conn, cmd.Stderr); err != nil {
+			h.attach(nil)
+			err = h.notHandedOver(err)
+		}
+		conn = nil
+	}
 	h.attach(conn)
 	if err != nil {
 		if !errors.Is(err, relay.ErrNotConnected) {
@@ -269,15 +296,18 @@ func (c *Container) StartOn(ctx context.Context, path, tag string, cmd enclosure
 		}
 		return nil, err
 	}
+	if cmd.Keep != nil && cmd.Keep.Grace > 0 && !keep {
+		h.why = "its stdio goes through the exec's stream (" + c.Sockets.Key + "), which a Berth that comes back cannot take over"
+	}
 	return h, nil
 }
 
 // Drop lets go of the exec of p, started by a Container, without a
 // signal, as Berth's end of it vanishing would: the relay reads its
-// stdin's EOF and ends the run.
+// stdin's EOF and ends the run, or, for a kept process, holds it.
 func Drop(p enclosure.Process) {
 	if h, ok := p.(*handle); ok {
-		h.s.Drop()
+		h.Drop()
 	}
 }
 

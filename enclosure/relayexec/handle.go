@@ -2,6 +2,7 @@ package relayexec
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/relay"
+	"github.com/berth-dev/berth/enclosure/relay/wire"
 )
 
 // handle is one process started under the relay, whatever engine carries
@@ -29,6 +31,14 @@ type handle struct {
 
 	socket *relay.SocketStdio // nil without a socket
 
+	// A kept process's (Cmd.Keep): the program's stdio as its relay
+	// handed it over, and its hold socket ("" when it does not hold:
+	// why says why).
+	handed     *relay.Handover
+	held, why  string
+	stderr     io.Reader
+	waitStderr func()
+
 	done chan struct{}
 	code int
 	err  error
@@ -43,6 +53,8 @@ type handle struct {
 var (
 	_ enclosure.Process  = (*handle)(nil)
 	_ enclosure.Tagged   = (*handle)(nil)
+	_ enclosure.Kept     = (*handle)(nil)
+	_ enclosure.Dropper  = (*handle)(nil)
 	_ enclosure.Resident = (*handle)(nil)
 )
 
@@ -83,15 +95,93 @@ func (h *handle) RSS(ctx context.Context) (int64, error) {
 	return relay.Memory(ctx, h.c.Engine.Run, h.c.Relay, h.tag, h.c.Where)
 }
 
-// Stdout is the program's stdout: its socket, or the exec's stream.
+// Stdout is the program's stdout: the pipe its relay handed over, its
+// socket, or the exec's stream.
 func (h *handle) Stdout() io.Reader {
+	if h.handed != nil {
+		return h.handed.Stdout
+	}
 	if conn := h.socket.Conn(); conn != nil {
 		return relay.SocketStdout(conn)
 	}
 	return h.s.Stdout()
 }
 
-func (h *handle) Stderr() io.Reader     { return h.s.Stderr() }
+// Stderr is the exec's stream's, which a kept process's relay merges
+// with the program's pipe.
+func (h *handle) Stderr() io.Reader {
+	if h.handed != nil {
+		return h.stderr
+	}
+	return h.s.Stderr()
+}
+
+// handOver reads the held program's stdio from its relay on conn
+// (closed after), and makes it the handle's: stdin the pipe's write end
+// (its Close an empty frame too, for the relay's copy), stdout the
+// pipe, stderr the program's merged with the relay's own (into dst when
+// given, as the engine copies the relay's there).
+func (h *handle) handOver(conn *net.UnixConn, dst io.Writer) error {
+	defer conn.Close()
+	handed, err := relay.ReadHandover(conn, handoverWait)
+	if err != nil {
+		return err
+	}
+	h.handed, h.held, h.why = handed, handed.Hold, handed.HoldError
+	if handed.Stdin != nil {
+		h.stdin = relay.HeldStdin(handed.Stdin, h.frames)
+	}
+	var own io.ReadCloser
+	if dst == nil {
+		if r := h.s.Stderr(); r != nil {
+			own = io.NopCloser(r)
+		}
+	}
+	r, wait := relay.MergeStderr(dst, own, handed.Stderr)
+	h.stderr, h.waitStderr = r, wait
+	return nil
+}
+
+// notHandedOver explains a handover that did not come: the relay
+// connected, then ended before the program ran (a directory or a program
+// it could not use), which its exit code says, or the handover itself
+// failed (err).
+func (h *handle) notHandedOver(err error) error {
+	// A relay that ended closed the socket as it exited: its exec ends
+	// at once.
+	select {
+	case <-h.done:
+	case <-time.After(copyWait):
+		return err
+	}
+	code, werr := h.Wait()
+	switch {
+	case werr != nil:
+		return werr // the container stopped, or its engine went
+	case code == wire.ExitNotFound:
+		return fmt.Errorf("the relay ended before it ran the program (exit %d: not found; its stderr says more): %w", code, enclosure.ErrNotFound)
+	case code == wire.ExitNotExec || code == wire.ExitRelayFailed:
+		return fmt.Errorf("the relay ended before it ran the program (exit %d: the program or its directory could not be used; its stderr says why): %w", code, err)
+	}
+	return err
+}
+
+// handoverWait bounds the wait for a held program's stdio, which its
+// relay sends once the program started.
+const handoverWait = 30 * time.Second
+
+// Held is where the relay waits for a Berth that comes back.
+func (h *handle) Held() (socket, tag, why string) { return h.held, h.tag, h.why }
+
+// Drop lets go of the exec without a signal, as a Berth that died would:
+// the relay reads its stdin's EOF and ends the run, or, for a kept
+// process, holds it; Berth's copies of a held program's stdio close.
+func (h *handle) Drop() {
+	h.s.Drop()
+	if h.handed != nil {
+		h.handed.Close()
+	}
+}
 func (h *handle) Done() <-chan struct{} { return h.done }
 
 func (h *handle) Wait() (int, error) {
@@ -142,6 +232,19 @@ func (h *handle) Kill() error {
 // goneWait bounds the owner's look at a container that may be stopping.
 const goneWait = 30 * time.Second
 
+// copyWait bounds the wait for a kept process's stderr copies once its
+// exec ended: its relay ends the whole tree first.
+const copyWait = 2 * time.Second
+
+func waitCopies(wait func()) {
+	copied := make(chan struct{})
+	go func() { wait(); close(copied) }()
+	select {
+	case <-copied:
+	case <-time.After(copyWait):
+	}
+}
+
 func (h *handle) wait() {
 	code, err := h.s.Wait()
 	lost := err != nil
@@ -165,6 +268,9 @@ func (h *handle) wait() {
 	}
 	if h.socket != nil {
 		h.socket.End(lost)
+	}
+	if h.waitStderr != nil {
+		waitCopies(h.waitStderr)
 	}
 	h.code, h.err = code, err
 	close(h.done)

@@ -65,6 +65,9 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 		Env:    []string{"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", fmt.Sprintf("BERTH_TABLE_ROWS=%d", cfg.TableRows), fmt.Sprintf("BERTH_TABLE_COLS=%d", cfg.TableColumns)},
 		Dir:    dir,
 		Stderr: stderr,
+		// A kernel's variables are the work a restart of Berth must not
+		// lose: its relay holds it for a Berth that comes back.
+		Keep: &enclosure.Keep{Kind: metrics.KindKernel, Role: lang},
 	})
 	if err != nil {
 		m.SessionFailed(metrics.KindKernel)
@@ -101,10 +104,10 @@ func startKernel(ctx context.Context, cfg Config, run *orchestrator.Run, lang st
 // read is the reader goroutine: the handshake first, then every frame
 // into k.frames until stdout ends.
 func (k *kernel) read(ready chan<- error) {
-	defer close(k.frames)
 	r := bridge.NewReader(k.proc.Stdout())
 	_, noise, err := bridge.AwaitReady(r)
 	if err != nil {
+		close(k.frames)
 		ready <- fmt.Errorf("%s: %w", k.interp, err)
 		return
 	}
@@ -112,6 +115,12 @@ func (k *kernel) read(ready chan<- error) {
 		k.frames <- bridge.Frame{Type: bridge.TypeStray, Text: noise}
 	}
 	ready <- nil
+	k.readFrames(r)
+}
+
+// readFrames passes every frame of r to k.frames until stdout ends.
+func (k *kernel) readFrames(r *bridge.Reader) {
+	defer close(k.frames)
 	for {
 		f, err := r.Read()
 		if err != nil {

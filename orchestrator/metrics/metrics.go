@@ -11,6 +11,7 @@ package metrics
 
 import (
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,13 @@ const (
 	InterruptInterrupted = "interrupted" // the cell stopped within its grace
 	InterruptKilled      = "killed"      // it did not: its kernel was killed
 
+	// Outcomes of a kept process a Berth found in its state directory
+	// at start (berth_reattaches_total).
+	ReattachResumed   = "resumed"   // taken back, then given back to its run by run/start
+	ReattachUnclaimed = "unclaimed" // taken back, but no run/start claimed it within runs.disconnect_grace: ended
+	ReattachStopped   = "stopped"   // taken back and ended: no Berth resumes a process of its kind yet
+	ReattachLost      = "lost"      // its relay did not answer (or refused the record's token), or its container cannot be attached: record removed
+	ReattachExpired   = "expired"   // its relay had ended it, no Berth having come back within enclosure.reattach_grace
 	// How a run's language server came to it
 	// (berth_lsp_server_starts_total{how}).
 	LSPCold    = "cold"    // started from nothing
@@ -68,6 +76,7 @@ var (
 	InterruptOutcomes = []string{InterruptInterrupted, InterruptKilled}
 	EnclosureOps      = []string{OpAttach, OpStart, OpDial, OpLookPath}
 	StartOutcomes     = []string{"ok", "error"}
+	ReattachOutcomes  = []string{ReattachResumed, ReattachUnclaimed, ReattachStopped, ReattachLost, ReattachExpired}
 	LSPStartKinds     = []string{LSPCold, LSPAdopted}
 	ParkedEndReasons  = []string{ParkedExpired, ParkedCapped, ParkedMemory, ParkedExited, ParkedShutdown}
 	// ToolOutcomes are berth_tool_calls_total's outcome values.
@@ -111,6 +120,14 @@ type Metrics struct {
 	// from a slow server.
 	LSPRequestDuration *prometheus.HistogramVec // server, method
 	LSPServerRestarts  *prometheus.CounterVec   // server
+	// Reattaches counts what became of each kept process a Berth found
+	// in its state directory at start (issue 29): its relays' fate after
+	// a restart, "expired" being relays that timed out waiting.
+	Reattaches *prometheus.CounterVec // kind, outcome
+	// Restarts counts a Berth's start on a state directory that a Berth
+	// before it held, by how that one ended: handoff (in order, SIGUSR2)
+	// or crash (without stopping: kill -9, an OOM kill, a crash).
+	Restarts *prometheus.CounterVec // how
 	// LSPServerStarts counts the language servers runs got, by how:
 	// started cold, or adopted from the parked ones.
 	LSPServerStarts *prometheus.CounterVec // server, how (cold, adopted)
@@ -201,6 +218,12 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		LSPServerRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_lsp_server_restarts_total", Help: "Language servers restarted after a crash or failed start (count), by server; moves when the restart is launched.",
 		}, []string{"server"}),
+		Reattaches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_reattaches_total", Help: "Kept processes (count) a Berth found in its state directory at start, by kind and outcome: resumed (given back to their run), unclaimed (no run/start within runs.disconnect_grace: ended), stopped (a kind or enclosure no Berth resumes yet: ended), lost (the relay did not answer), expired (the relay had timed out waiting, enclosure.reattach_grace); moves once per record.",
+		}, []string{"kind", "outcome"}),
+		Restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_restarts_total", Help: "Starts of a Berth on a state directory a Berth before it held (count), by how that one ended: handoff (it handed off, SIGUSR2) or crash (it went away without stopping: kill -9, an OOM kill, a crash); moves once, at start.",
+		}, []string{"how"}),
 		LSPServerStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_lsp_server_starts_total", Help: "Language servers a run got (count), by server and how: cold (started from nothing) or adopted (parked by an earlier run on the same enclosure and root); moves when the server is ready for the run.",
 		}, []string{"server", "how"}),
@@ -220,7 +243,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		m.TTLExpiries, m.CellInterrupts, m.ToolCalls, m.ToolCallDuration, m.StuckCalls,
 		m.BridgeCallsInFlight, m.BridgeCallDuration, m.EnclosureExec, m.EnclosureErrors,
 		m.Diagnostics, m.QuestionsPending, m.ReaperLastRun, m.BuildInfo, m.RPCMessagesRejected,
-		m.RPCConnectionsActive, m.LSPRequestDuration, m.LSPServerRestarts,
+		m.RPCConnectionsActive, m.LSPRequestDuration, m.LSPServerRestarts, m.Reattaches, m.Restarts,
 		m.LSPServerStarts, m.LSPParked, m.LSPParkedRSS, m.LSPParkedEnds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -242,9 +265,15 @@ func (m *Metrics) zero() {
 		}
 		m.IdleTimeouts.WithLabelValues(k)
 		m.TTLExpiries.WithLabelValues(k)
+		for _, o := range ReattachOutcomes {
+			m.Reattaches.WithLabelValues(k, o)
+		}
 	}
 	for _, o := range InterruptOutcomes {
 		m.CellInterrupts.WithLabelValues(o)
+	}
+	for _, h := range RestartHows {
+		m.Restarts.WithLabelValues(h)
 	}
 	for _, d := range Drivers {
 		m.EnclosureExec.WithLabelValues(d)
@@ -301,6 +330,32 @@ func (m *Metrics) LSPServerRestarted(server string) {
 func (m *Metrics) SessionStarted(kind, driver string) {
 	m.SessionStarts.WithLabelValues(kind, "ok").Inc()
 	m.SessionsActive.WithLabelValues(kind, driver).Inc()
+}
+
+// SessionResumed counts a session a Berth took back after a restart
+// active again (its start was counted by the Berth that started it).
+func (m *Metrics) SessionResumed(kind, driver string) {
+	m.SessionsActive.WithLabelValues(kind, driver).Inc()
+}
+
+// RestartHows are berth_restarts_total's how: how the Berth before
+// ended.
+var RestartHows = []string{"handoff", "crash"}
+
+// Restarted counts this Berth's start on a state directory whose Berth
+// before ended how (state.Store.Previous; "" counts nothing).
+func (m *Metrics) Restarted(how string) {
+	if slices.Contains(RestartHows, how) {
+		m.Restarts.WithLabelValues(how).Inc()
+	}
+}
+
+// Reattached counts what became of a kept process found at start.
+func (m *Metrics) Reattached(kind, outcome string) {
+	if !slices.Contains(Kinds, kind) {
+		return // a record's kind is data: never an unbounded label
+	}
+	m.Reattaches.WithLabelValues(kind, outcome).Inc()
 }
 
 // SessionFailed records a session that failed to start.

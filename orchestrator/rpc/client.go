@@ -191,6 +191,13 @@ func (c *Client) ListTools(ctx context.Context, runID string, surface orchestrat
 // CallTool calls a tool. args is marshalled to JSON unless it already is
 // a json.RawMessage. Cancelling ctx sends $/cancelRequest.
 func (c *Client) CallTool(ctx context.Context, runID string, surface orchestrator.Surface, name string, args any) (*orchestrator.Result, error) {
+	return c.CallToolWithID(ctx, "", runID, surface, name, args)
+}
+
+// CallToolWithID is CallTool with the harness's stable call id (callId),
+// which a retry sends again: Berth never runs a call twice for one id
+// (see docs/protocol.md#call-ids).
+func (c *Client) CallToolWithID(ctx context.Context, callID, runID string, surface orchestrator.Surface, name string, args any) (*orchestrator.Result, error) {
 	raw, ok := args.(json.RawMessage)
 	if !ok {
 		b, err := json.Marshal(args)
@@ -200,7 +207,7 @@ func (c *Client) CallTool(ctx context.Context, runID string, surface orchestrato
 		raw = b
 	}
 	var r orchestrator.Result
-	if err := c.peer.Call(ctx, "tools/call", CallToolParams{RunID: runID, Surface: string(surface), Name: name, Arguments: raw}, &r); err != nil {
+	if err := c.peer.Call(ctx, "tools/call", CallToolParams{RunID: runID, Surface: string(surface), Name: name, Arguments: raw, CallID: callID}, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil

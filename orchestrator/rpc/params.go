@@ -57,6 +57,10 @@ type StartRunResult struct {
 	RunID     string         `json:"runId"`
 	Enclosure enclosure.Spec `json:"enclosure"`
 	Features  []string       `json:"features"`
+	// Resumed: the run existed before Berth restarted, and got back the
+	// processes the Berth before left to their relays (its kernels, with
+	// their variables).
+	Resumed bool `json:"resumed,omitempty"`
 }
 
 // UpdateRunParams are run/update's parameters.
@@ -96,6 +100,10 @@ type CallToolParams struct {
 	Surface   string          `json:"surface,omitempty"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// CallID is the harness's stable id of this call, which a retry
+	// sends again: Berth records it before it dispatches the call, and
+	// never runs a call twice for one id (docs/protocol.md#call-ids).
+	CallID string `json:"callId,omitempty"`
 }
 
 // WriteParams are files/willWrite's and files/didWrite's parameters:
@@ -164,7 +172,7 @@ var paramSchemas = func() map[string]*orchestrator.Schema {
 		"run/update":      object(`"runId","features"`, runID, features("the features to switch on or off")),
 		"run/stop":        object(`"runId"`, runID),
 		"tools/list":      object(`"runId"`, runID, surface),
-		"tools/call":      object(`"runId","name"`, runID, surface, `"name":{"type":"string","minLength":1,"description":"the tool's name, as tools/list shows it"}`, `"arguments":{"description":"the tool's arguments, an object"}`),
+		"tools/call":      object(`"runId","name"`, runID, surface, `"name":{"type":"string","minLength":1,"description":"the tool's name, as tools/list shows it"}`, `"arguments":{"description":"the tool's arguments, an object"}`, `"callId":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[ -~]+$","description":"a stable id of the harness's for this call, sent again with a retry, so that Berth never runs the call twice: printable ASCII, at most 256 characters"}`),
 		"files/willWrite": write,
 		"files/didWrite":  write,
 		// Not closed to other fields: an LSP client may send more.

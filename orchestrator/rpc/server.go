@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
+	"github.com/berth-dev/berth/orchestrator/state"
 )
 
 // DefaultDisconnectGrace is how long a closed connection's runs live on
@@ -28,11 +29,28 @@ type Server struct {
 	// DefaultMaxMessageSize.
 	MaxMessageSize int64
 	Log            *slog.Logger
+	// CallStore keeps tools/call's call ids across a restart (the state
+	// directory); nil keeps them in memory only. EarlierCalls are the
+	// ones a Berth before this one recorded there. Set both before
+	// serving.
+	CallStore    CallStore
+	EarlierCalls []state.Call
 
 	mu     sync.Mutex
 	conns  map[*peer]bool
 	timers map[*time.Timer]bool
 	closed bool
+
+	callsOnce sync.Once
+	calls     *calls
+
+	handoff handoff
+}
+
+// journal is the server's call ids.
+func (s *Server) journal() *calls {
+	s.callsOnce.Do(func() { s.calls = newCalls(s.CallStore, s.log(), s.EarlierCalls) })
+	return s.calls
 }
 
 // ServeConn serves one connection until it closes, then schedules the end
@@ -44,7 +62,7 @@ func (s *Server) ServeConn(f Framer, transport string) { _ = s.serveConn(f, tran
 // nil for the end of its stream or Close.
 func (s *Server) serveConn(f Framer, transport string) error {
 	sess := &session{srv: s}
-	p := newPeer(f, sess.handle, peerOptions{limit: s.MaxMessageSize, log: s.log(), onReject: func(reason string) {
+	p := newPeer(f, s.handoff.guard(sess.handle), peerOptions{limit: s.MaxMessageSize, log: s.log(), onReject: func(reason string) {
 		s.Metrics.RPCMessagesRejected.WithLabelValues(reason).Inc()
 	}})
 	sess.peer = p
@@ -81,6 +99,9 @@ func (s *Server) serveConn(f Framer, transport string) error {
 
 // release ends the session's runs after the grace period.
 func (s *Server) release(sess *session) {
+	if s.HandingOff() {
+		return // the runs stay, for the Berth that takes over
+	}
 	if s.DisconnectGrace <= 0 {
 		s.Runs.EndOwnedBy(sess, orchestrator.EndDisconnect)
 		return

@@ -83,6 +83,7 @@ func (s *session) startRun(ctx context.Context, req *jsonrpc2.Request) (any, err
 		RunID:     run.ID,
 		Enclosure: enclosure.Spec{Driver: run.Enclosure.Driver(), ID: run.Enclosure.ID()},
 		Features:  nonNil(run.Features()),
+		Resumed:   run.Resumed,
 	}, nil
 }
 
@@ -129,7 +130,7 @@ func (s *session) listTools(req *jsonrpc2.Request) (any, error) {
 	return out, nil
 }
 
-func (s *session) callTool(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+func (s *session) callTool(ctx context.Context, req *jsonrpc2.Request) (res any, err error) {
 	var p CallToolParams
 	if err := decodeParams(req.Method(), req.Params(), &p); err != nil {
 		return nil, err
@@ -138,16 +139,31 @@ func (s *session) callTool(ctx context.Context, req *jsonrpc2.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.srv.Registry.Call(ctx, run, surface, p.Name, p.Arguments)
-	if ctx.Err() != nil {
+	tier, known := s.srv.Registry.Tier(run, p.Name)
+	if !known {
+		tier = orchestrator.Exec // an unknown tool is refused anyway: never run again
+	}
+	if p.CallID != "" {
+		answer, err, end := s.srv.journal().begin(run.ID, p.CallID, p.Name, tier, p.Arguments)
+		if end == nil {
+			return answer, err
+		}
+		defer func() { end(res, err, ctx.Err() != nil) }()
+	}
+	out, err := s.srv.Registry.Call(ctx, run, surface, p.Name, p.Arguments)
+	switch {
+	case cut(ctx) && tier == orchestrator.Read:
+		return nil, failf(errclass.ErrRestarting, "Berth handed off to a new Berth while tools/call %s ran, and cut it off: it is a read, safe to send again once Berth answers", p.Name)
+	case cut(ctx):
+		return nil, failf(errclass.ErrOutcomeUnknown, "Berth handed off to a new Berth while tools/call %s ran, and cut it off at runs.handoff_timeout: its result is unknown. It may or may not have taken effect: look at what it would have changed before you send it again", p.Name)
+	case ctx.Err() != nil:
 		// The harness cancelled the call (or went away): whatever the tool
 		// returned, the answer is that it was cancelled.
 		return nil, failf(errclass.ErrCanceled, "tools/call %s was cancelled by the harness", p.Name)
-	}
-	if err != nil {
+	case err != nil:
 		return nil, toError(err)
 	}
-	return res, nil
+	return out, nil
 }
 
 // runOn checks a request's surface and finds its run, which this

@@ -2,7 +2,10 @@
 // listeners (a TCP one with a bearer token, a unix socket only its user
 // may open, stdio), runs the reaper, stops on a signal or when the
 // context ends, and drains: no new work, every connection closed, every
-// run ended. cmd/orchestrator parses flags and wires; the lifecycle is
+// run ended. SIGUSR2 is a handoff instead: no new work, the calls in
+// flight answered within a bound, every connection closed, and no run
+// ended, so that a new Berth on the same state directory takes their
+// kept processes back from their relays. cmd/orchestrator parses flags and wires; the lifecycle is
 // here, where tests drive it.
 package serve
 
@@ -50,7 +53,23 @@ type Options struct {
 	Log            *slog.Logger
 	// Stderr hears where Berth listens (nil: nobody).
 	Stderr io.Writer
+	// HandoffTimeout bounds how long a handoff (SIGUSR2) waits for the
+	// calls in flight before it cuts them off (<= 0:
+	// DefaultHandoffTimeout).
+	HandoffTimeout time.Duration
+	// Handoff, when set, starts a handoff when it is closed or receives,
+	// as SIGUSR2 does (for tests).
+	Handoff <-chan struct{}
 }
+
+// DefaultHandoffTimeout is runs.handoff_timeout's default.
+const DefaultHandoffTimeout = 10 * time.Second
+
+// ErrHandedOff is Run's error after a handoff: Berth stopped taking work
+// and answered or cut off its calls, and ended no run. The caller
+// releases the state directory (state.Store.HandOff) and exits without
+// ending anything, leaving the kept processes to their relays.
+var ErrHandedOff = errors.New("handed off: the runs' kept processes are left to their relays for a new Berth on the same state directory")
 
 // DefaultReaperInterval is how often idle runs are looked for when
 // Options name no interval.
@@ -78,8 +97,14 @@ func Run(ctx context.Context, o Options) error {
 	if o.ReaperInterval <= 0 {
 		o.ReaperInterval = DefaultReaperInterval
 	}
+	if o.HandoffTimeout <= 0 {
+		o.HandoffTimeout = DefaultHandoffTimeout
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
+	defer signal.Stop(usr2)
 	// A harness that goes away may take our stderr with it: a log line
 	// written to it must fail, not kill the process (SIGPIPE) before it
 	// has ended its runs. Notify, not Ignore: children keep the default.
@@ -92,7 +117,13 @@ func Run(ctx context.Context, o Options) error {
 	s.wg.Go(func() { o.Server.Runs.Reaper(ctx, o.ReaperInterval) })
 	err := s.listen()
 	if err == nil {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-usr2:
+			return s.handOff()
+		case <-o.Handoff:
+			return s.handOff()
+		}
 	}
 	s.drain()
 	if err != nil {
@@ -186,6 +217,30 @@ func (s *server) drain() {
 	if s.unix {
 		_ = os.Remove(s.o.Unix)
 	}
+}
+
+// handOff stops taking work, answers the calls in flight within the
+// bound or cuts them off, closes every connection and returns
+// ErrHandedOff, ending no run: their kept processes are left to their
+// relays, and the others end with Berth, as a kill -9 leaves them.
+func (s *server) handOff() error {
+	s.ready.Store(false)
+	start := time.Now()
+	s.o.Log.Info("handing off: taking no new work, waiting for the calls in flight", "bound", s.o.HandoffTimeout)
+	cut := s.o.Server.HandOff(s.o.HandoffTimeout)
+	s.stop()
+	s.o.Server.Close()
+	shutdown, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	for _, hs := range s.servers {
+		_ = hs.Shutdown(shutdown)
+	}
+	s.wg.Wait()
+	if s.unix {
+		_ = os.Remove(s.o.Unix)
+	}
+	s.o.Log.Info("handed off: exiting without ending the runs; a Berth started on the same state directory takes their kept processes back", "took", time.Since(start).Round(time.Millisecond), "calls_cut_off", cut)
+	return ErrHandedOff
 }
 
 // listenUnix listens on a unix socket only its user may open. A stale

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -118,6 +119,43 @@ func TestRunStopsOnSIGTERM(t *testing.T) {
 	}
 	for range lines {
 	}
+}
+
+// SIGUSR2 is a handoff: Run stops taking work, closes its connections
+// and listeners, removes its socket, and returns ErrHandedOff without
+// ending a run (their kept processes are left to their relays).
+//
+// Issue 29 item 4.
+func TestRunHandsOffOnSIGUSR2(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "berth.sock")
+	srv := newServer(0)
+	lines, done := start(context.Background(), Options{Server: srv, Unix: sock, HandoffTimeout: time.Second})
+	<-lines
+	ctx := context.Background()
+	c, err := rpc.DialUnix(ctx, sock, rpc.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.StartRun(ctx, rpc.StartRunParams{RunID: "run-kept", Workdir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrHandedOff) {
+		t.Fatalf("Run: %v, want ErrHandedOff", err)
+	}
+	for range lines {
+	}
+	if n := srv.Runs.Len(); n != 1 {
+		t.Errorf("%d runs left after the handoff, want the one (ended by no one)", n)
+	}
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Errorf("the socket is left behind: %v", err)
+	}
+	<-c.Done()
+	srv.Runs.StopAll()
 }
 
 // pipes returns the server's stdin and stdout and the client's ends.

@@ -1,0 +1,115 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator/state"
+)
+
+// Keeping is what keeps a run's processes across a restart of Berth
+// (issue 29): the state directory, where each kept process has a record
+// while it lives, and the grace its relay waits for a Berth to come back.
+// A tool asks for it per process (enclosure.Cmd.Keep with its kind and
+// role); Keeping fills in the token, the grace and the directory, and
+// writes the record once the process started. Without a Keeping (nil:
+// no state directory, or `orchestrator call`) nothing is kept.
+type Keeping struct {
+	Store *state.Store
+	Grace time.Duration
+	Log   *slog.Logger
+
+	watch sync.WaitGroup // one per record: removes it when its process ends
+	once  sync.Once      // the one log line of a record that cannot be written
+}
+
+// DefaultReattachGrace is enclosure.reattach_grace's default.
+const DefaultReattachGrace = 2 * time.Minute
+
+// Close waits (up to a bound) for the records of processes that ended to
+// be removed, then releases the state directory. Call it once every run
+// has ended.
+func (k *Keeping) Close() error {
+	done := make(chan struct{})
+	go func() { k.watch.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		k.Log.Warn("state: processes still live at the end: their records stay for a Berth given this state directory", "dir", k.Store.Dir())
+	}
+	return k.Store.Close()
+}
+
+// enclosure is enc with its starts of processes that ask to be kept
+// recorded for run.
+func (k *Keeping) enclosure(enc enclosure.Enclosure, run, conversation, workdir string) enclosure.Enclosure {
+	return &keptEnclosure{Enclosure: enc, k: k, run: run, conversation: conversation, workdir: workdir}
+}
+
+// keptEnclosure records the processes started with Cmd.Keep.
+type keptEnclosure struct {
+	enclosure.Enclosure
+	k                          *Keeping
+	run, conversation, workdir string
+}
+
+// Check passes through to the enclosure's own (see timedEnclosure's).
+func (e *keptEnclosure) Check(ctx context.Context) error {
+	return enclosure.Check(ctx, e.Enclosure)
+}
+
+// Start starts cmd; with Keep, with the token, grace and directory of
+// the state, and a record once the relay holds it.
+func (e *keptEnclosure) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
+	if cmd.Keep == nil {
+		return e.Enclosure.Start(ctx, cmd)
+	}
+	keep := *cmd.Keep
+	keep.Token, keep.Grace, keep.Dir = newToken(), e.k.Grace, e.k.Store.RelayDir()
+	cmd.Keep = &keep
+	p, err := e.Enclosure.Start(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	kept, ok := p.(enclosure.Kept)
+	if !ok {
+		return p, nil
+	}
+	socket, tag, why := kept.Held()
+	if socket == "" {
+		e.k.Log.Debug("a process that asked to be kept is not", "kind", keep.Kind, "role", keep.Role, "why", why)
+		return p, nil
+	}
+	e.k.record(state.Record{
+		Run: e.run, Conversation: e.conversation, Workdir: e.workdir,
+		Enclosure: state.Enclosure{Driver: e.Driver(), ID: e.ID()},
+		Relay:     state.Relay{Tag: tag, Socket: socket, Token: keep.Token, Pid: p.Pid()},
+		Kind:      keep.Kind, Role: keep.Role, Started: time.Now().UTC(),
+	}, p)
+	return p, nil
+}
+
+// record writes r and removes it when p ends. A record that cannot be
+// written leaves p running, to be found by no Berth: its relay ends it
+// after the grace should Berth go away.
+func (k *Keeping) record(r state.Record, p enclosure.Process) {
+	if err := k.Store.Put(r); err != nil {
+		k.once.Do(func() {
+			k.Log.Warn("state: a record could not be written, so this process would not be found after a restart (further failures are not logged)", "err", err)
+		})
+		return
+	}
+	k.watchRecord(r.Relay.Tag, p)
+}
+
+// newToken is a relay's token: 128 random bits in hex.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,205 @@
+package state
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/renameio/v2"
+	"golang.org/x/sys/unix"
+)
+
+// Call is one tools/call the harness gave a call id (issue 29 item 3):
+// written before Berth dispatches it, and again with its outcome when it
+// ends, so that a Berth that comes back knows which calls were in
+// flight when the one before it went away, and never runs one twice.
+type Call struct {
+	Version int `json:"version"`
+	// Run and ID are the run's id and the harness's call id: a call id
+	// is the harness's within its run.
+	Run string `json:"run"`
+	ID  string `json:"id"`
+	// Tool is the tool's name and Digest a digest of its name and
+	// arguments: a call id sent again with other arguments is another
+	// call.
+	Tool   string `json:"tool"`
+	Digest string `json:"digest"`
+	// Started is when Berth dispatched it; Ended when it was answered.
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitzero"`
+	// Outcome is "" while it runs, then CallOK, CallError or
+	// CallUnknown.
+	Outcome string `json:"outcome,omitempty"`
+	// Answer is the answer's JSON (a result, or an error object when
+	// Outcome is CallError), when it was small enough to keep
+	// (MaxCallAnswer); else empty.
+	Answer json.RawMessage `json:"answer,omitempty"`
+}
+
+// A call's outcomes.
+const (
+	CallOK    = "ok"    // answered with a result (isError or not)
+	CallError = "error" // answered with a JSON-RPC error
+	// CallUnknown: it was cut off (cancelled, or a handoff's bound
+	// passed) while it ran; whether it took effect is not known.
+	CallUnknown = "unknown"
+)
+
+// MaxCallAnswer bounds the answer a call's record keeps.
+const MaxCallAnswer = 8 << 10
+
+// maxCall bounds a call's file.
+const maxCall = MaxCallAnswer + 8<<10
+
+// callsName is the calls' directory.
+const callsName = "calls"
+
+// callFile is the file of the call id of run in calls/: a digest, so that
+// no id, whatever its bytes, names a path.
+func callFile(run, id string) string {
+	h := sha256.Sum256([]byte(run + "\x00" + id))
+	return hex.EncodeToString(h[:20]) + ".json"
+}
+
+// Check says what is wrong with c, or nil.
+func (c *Call) Check() error {
+	var bad []string
+	if c.Version != Version {
+		bad = append(bad, fmt.Sprintf("version %d, not %d", c.Version, Version))
+	}
+	if c.Run == "" || !printable(c.Run, 256) {
+		bad = append(bad, "no run id, or one that is not printable text of at most 256 bytes")
+	}
+	if c.ID == "" || !printable(c.ID, 256) {
+		bad = append(bad, "no call id, or one that is not printable text of at most 256 bytes")
+	}
+	if c.Tool == "" || !printable(c.Tool, 256) {
+		bad = append(bad, "no tool")
+	}
+	switch c.Outcome {
+	case "", CallOK, CallError, CallUnknown:
+	default:
+		bad = append(bad, fmt.Sprintf("outcome %.20q", c.Outcome))
+	}
+	if len(c.Answer) > MaxCallAnswer {
+		bad = append(bad, "an answer over the size kept")
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// PutCall writes c, replacing the one of the same run and id, atomically.
+func (s *Store) PutCall(c Call) error {
+	c.Version = Version
+	if err := c.Check(); err != nil {
+		return fmt.Errorf("state: call %.40q: %v", c.ID, err)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	f, err := renameio.NewPendingFile(callFile(c.Run, c.ID), renameio.WithRoot(s.calls), renameio.WithStaticPermissions(0o600))
+	if err != nil {
+		return fmt.Errorf("state: call %.40q: %w", c.ID, err)
+	}
+	defer f.Cleanup()
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("state: call %.40q: %w", c.ID, err)
+	}
+	if err := f.CloseAtomicallyReplace(); err != nil {
+		return fmt.Errorf("state: call %.40q: %w", c.ID, err)
+	}
+	return nil
+}
+
+// RemoveCall removes the call id of run; one already gone is no error.
+func (s *Store) RemoveCall(run, id string) error {
+	if err := s.calls.Remove(callFile(run, id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("state: removing call %.40q: %w", id, err)
+	}
+	return nil
+}
+
+// Calls reads every call, oldest first. A file that is no call Berth
+// wrote is removed and reported in bad, with why: calls expire anyway,
+// and one that cannot be read can answer no retry.
+func (s *Store) Calls() (calls []Call, bad []error) {
+	dir := filepath.Join(s.dir, callsName)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, []error{fmt.Errorf("state: reading %s: %w", dir, err)}
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue // a write in progress
+		}
+		c, err := s.readCall(name)
+		if err != nil {
+			bad = append(bad, fmt.Errorf("state: calls/%s is not a call Berth can use (%v): it is removed", name, err))
+			_ = s.calls.Remove(name)
+			continue
+		}
+		calls = append(calls, c)
+	}
+	sort.Slice(calls, func(i, j int) bool { return calls[i].Started.Before(calls[j].Started) })
+	return calls, bad
+}
+
+// readCall reads and checks one call's file.
+func (s *Store) readCall(name string) (Call, error) {
+	var c Call
+	b, err := readSafe(s.calls, name, maxCall)
+	if err != nil {
+		return c, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("not a call: %v", err)
+	}
+	if err := c.Check(); err != nil {
+		return c, err
+	}
+	if callFile(c.Run, c.ID) != name {
+		return c, errors.New("its name is not its run's and id's")
+	}
+	return c, nil
+}
+
+// readSafe reads a file of root that Berth wrote: a regular file of
+// Berth's user, mode 0600 or tighter, at most max bytes; it never blocks
+// (a FIFO is opened non-blocking and refused).
+func readSafe(root *os.Root, name string, max int64) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, err
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return nil, errors.New("not a regular file")
+	case int(st.Uid) != os.Geteuid():
+		return nil, fmt.Errorf("owned by uid %d, not Berth's %d", st.Uid, os.Geteuid())
+	case st.Mode&0o077 != 0:
+		return nil, fmt.Errorf("mode %04o lets others read it", st.Mode&0o777)
+	case st.Size > max:
+		return nil, fmt.Errorf("%d bytes, more than %d", st.Size, max)
+	}
+	return io.ReadAll(io.LimitReader(f, max+1))
+}

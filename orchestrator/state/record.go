@@ -1,0 +1,255 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/renameio/v2"
+	"golang.org/x/sys/unix"
+)
+
+// Version is the records' format; a record of another is refused.
+const Version = 1
+
+// Record is what a Berth that comes back needs to find one kept process
+// and give it back to its run.
+type Record struct {
+	Version int `json:"version"`
+	// Run, Conversation and Workdir are the run's: a run/start that
+	// resumes it must name the same.
+	Run          string `json:"run"`
+	Conversation string `json:"conversation,omitempty"`
+	Workdir      string `json:"workdir"`
+	// Enclosure is where the process runs.
+	Enclosure Enclosure `json:"enclosure"`
+	// Relay is how to reach the relay that holds it.
+	Relay Relay `json:"relay"`
+	// Kind is the family that started it (kernel, lsp, debug, worker) and
+	// Role what it is to that family (a kernel's language, a server's
+	// name): what a Berth that comes back does with it.
+	Kind string `json:"kind"`
+	Role string `json:"role,omitempty"`
+	// Started is when it started.
+	Started time.Time `json:"started"`
+}
+
+// Enclosure names an enclosure as run/start does.
+type Enclosure struct {
+	Driver string `json:"driver"`
+	ID     string `json:"id"`
+}
+
+// Relay is one relay that holds a process.
+type Relay struct {
+	// Tag names the relay (berth-relay run --tag) and the record.
+	Tag string `json:"tag"`
+	// Socket is where it listens for a Berth that comes back, as its
+	// enclosure sees it.
+	Socket string `json:"socket"`
+	// Token is what that Berth says first; the relay refuses any other.
+	Token string `json:"token"`
+	// Pid is the process's pid as Berth saw it at its start (0:
+	// unknown): on the host the program's, in a container its relay's
+	// as the engine reports it. For an operator's eyes: a Berth that
+	// comes back finds the process by its socket and token alone.
+	Pid int `json:"pid,omitempty"`
+}
+
+// maxRecord bounds a record file: one is a few hundred bytes.
+const maxRecord = 64 << 10
+
+var (
+	tagPattern   = regexp.MustCompile(`^berth-[0-9a-f]{24}$`)
+	tokenPattern = regexp.MustCompile(`^[0-9a-f]{32,128}$`)
+	wordPattern  = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+)
+
+// Check says what is wrong with r, or nil.
+func (r *Record) Check() error {
+	var bad []string
+	if r.Version != Version {
+		bad = append(bad, fmt.Sprintf("version %d, not %d", r.Version, Version))
+	}
+	if !printable(r.Run, 256) || r.Run == "" {
+		bad = append(bad, "no run id, or one that is not printable text of at most 256 bytes")
+	}
+	if !printable(r.Conversation, 256) {
+		bad = append(bad, "a conversation id that is not printable text of at most 256 bytes")
+	}
+	if !filepath.IsAbs(r.Workdir) || !printable(r.Workdir, 4096) {
+		bad = append(bad, "a workdir that is not an absolute path")
+	}
+	if !wordPattern.MatchString(r.Enclosure.Driver) || r.Enclosure.ID == "" || !printable(r.Enclosure.ID, 256) {
+		bad = append(bad, "no enclosure driver and id")
+	}
+	if !tagPattern.MatchString(r.Relay.Tag) {
+		bad = append(bad, fmt.Sprintf("relay tag %.40q, not berth- and 24 hex digits", r.Relay.Tag))
+	}
+	if !strings.HasPrefix(r.Relay.Socket, "/") || !printable(r.Relay.Socket, 4096) {
+		bad = append(bad, "a relay socket that is not an absolute path")
+	}
+	if !tokenPattern.MatchString(r.Relay.Token) {
+		bad = append(bad, "a relay token that is not 32 to 128 hex digits")
+	}
+	if r.Relay.Pid < 0 {
+		bad = append(bad, "a negative pid")
+	}
+	if !wordPattern.MatchString(r.Kind) {
+		bad = append(bad, fmt.Sprintf("kind %.40q, not a lower-case word", r.Kind))
+	}
+	if !printable(r.Role, 256) {
+		bad = append(bad, "a role that is not printable text of at most 256 bytes")
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// printable: at most max bytes of UTF-8 with no control character.
+func printable(s string, max int) bool {
+	if len(s) > max {
+		return false
+	}
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f || c == 0xfffd {
+			return false
+		}
+	}
+	return true
+}
+
+// fileName is the record's file in records/.
+func fileName(tag string) string { return tag + ".json" }
+
+// Put writes r, replacing the record of the same tag, atomically: a
+// Berth that dies while writing leaves the old record or the new one,
+// never half of one.
+func (s *Store) Put(r Record) error {
+	r.Version = Version
+	if err := r.Check(); err != nil {
+		return fmt.Errorf("state: record of %s: %v", r.Relay.Tag, err)
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := renameio.NewPendingFile(fileName(r.Relay.Tag), renameio.WithRoot(s.records), renameio.WithStaticPermissions(0o600))
+	if err != nil {
+		return fmt.Errorf("state: record of %s: %w", r.Relay.Tag, err)
+	}
+	defer f.Cleanup()
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("state: record of %s: %w", r.Relay.Tag, err)
+	}
+	if err := f.CloseAtomicallyReplace(); err != nil {
+		return fmt.Errorf("state: record of %s: %w", r.Relay.Tag, err)
+	}
+	return nil
+}
+
+// Remove removes the record of tag; one already gone is no error.
+func (s *Store) Remove(tag string) error {
+	if !tagPattern.MatchString(tag) {
+		return fmt.Errorf("state: %q is no relay tag", tag)
+	}
+	if err := s.records.Remove(fileName(tag)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("state: removing the record of %s: %w", tag, err)
+	}
+	return nil
+}
+
+// BadRecord is a file in records/ that is no record Berth wrote: garbage,
+// a record of another format, or something another user put there.
+type BadRecord struct {
+	Name   string // the file's name in records/
+	Reason string
+}
+
+func (b *BadRecord) Error() string {
+	return fmt.Sprintf("state: %s is not a record Berth can use (%s): it is ignored; remove it", b.Name, b.Reason)
+}
+
+// Records reads every record, sorted by tag. A file that is no valid
+// record (not a regular file of Berth's user with mode 0600, too large,
+// not JSON of the record's form, or a record whose fields do not check)
+// is left out and reported in bad, each naming the file and what is
+// wrong; none stops the others being read, and nothing in a file can
+// make the read block (a FIFO is opened non-blocking and refused).
+func (s *Store) Records() (records []Record, bad []error) {
+	dir := filepath.Join(s.dir, recordsName)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, []error{fmt.Errorf("state: reading %s: %w", dir, err)}
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue // a write in progress (renameio's temporary file)
+		}
+		r, err := s.read(name)
+		if err != nil {
+			bad = append(bad, &BadRecord{Name: name, Reason: err.Error()})
+			continue
+		}
+		records = append(records, r)
+	}
+	sort.Slice(records, func(i, j int) bool { return records[i].Relay.Tag < records[j].Relay.Tag })
+	return records, bad
+}
+
+// read reads and checks one record file.
+func (s *Store) read(name string) (Record, error) {
+	var r Record
+	tag, ok := strings.CutSuffix(name, ".json")
+	if !ok || !tagPattern.MatchString(tag) {
+		return r, errors.New("its name is not a relay tag and .json")
+	}
+	f, err := s.records.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return r, err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return r, err
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return r, errors.New("not a regular file")
+	case int(st.Uid) != os.Geteuid():
+		return r, fmt.Errorf("owned by uid %d, not Berth's %d", st.Uid, os.Geteuid())
+	case st.Mode&0o077 != 0:
+		return r, fmt.Errorf("mode %04o lets others read it", st.Mode&0o777)
+	case st.Size > maxRecord:
+		return r, fmt.Errorf("%d bytes, more than a record's %d", st.Size, maxRecord)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
+	if err != nil {
+		return r, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return r, fmt.Errorf("not a record: %v", err)
+	}
+	if dec.More() {
+		return r, errors.New("not a record: more after the JSON object")
+	}
+	if err := r.Check(); err != nil {
+		return r, err
+	}
+	if r.Relay.Tag != tag {
+		return r, fmt.Errorf("it names relay %s, not its own %s", r.Relay.Tag, tag)
+	}
+	return r, nil
+}

@@ -1,0 +1,306 @@
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func record(tag string) Record {
+	return Record{
+		Version: Version, Run: "run-1", Conversation: "conv-1", Workdir: "/src/app",
+		Enclosure: Enclosure{Driver: "host", ID: "local"},
+		Relay:     Relay{Tag: tag, Socket: "/state/relays/" + tag + ".sock", Token: strings.Repeat("ab", 16), Pid: 42},
+		Kind:      "kernel", Role: "python", Started: time.Unix(1700000000, 0).UTC(),
+	}
+}
+
+const tag1 = "berth-0123456789abcdef01234567"
+
+// Records are written atomically with mode 0600, read back as written,
+// and removed; the directory is 0700 and its records/ too.
+//
+// Issue 29 item 1.
+func TestRecordsRoundTrip(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, d := range []string{dir, filepath.Join(dir, "records"), s.RelayDir()} {
+		if st, err := os.Stat(d); err != nil || st.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v, %v; want a directory of mode 0700", d, st.Mode(), err)
+		}
+	}
+	want := record(tag1)
+	if err := s.Put(want); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, "records", tag1+".json"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the record file: %v, %v; want mode 0600", st.Mode(), err)
+	}
+	want.Run, want.Version = "run-2", Version // replaced whole
+	if err := s.Put(want); err != nil {
+		t.Fatal(err)
+	}
+	got, bad := s.Records()
+	if len(bad) != 0 || len(got) != 1 || got[0] != want {
+		t.Fatalf("Records() = %+v, %v; want %+v", got, bad, want)
+	}
+	if err := s.Remove(tag1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(tag1); err != nil {
+		t.Errorf("removing a removed record: %v", err)
+	}
+	if got, bad := s.Records(); len(got)+len(bad) != 0 {
+		t.Errorf("after Remove: %v, %v", got, bad)
+	}
+	bad1 := record("../../etc/x")
+	if err := s.Put(bad1); err == nil {
+		t.Error("Put of a record with a tag that is a path: nil error")
+	}
+}
+
+// A second live Berth on the same directory is refused, naming the
+// holder; once the first closes it, it may have it.
+//
+// Issue 29 item 1.
+func TestSecondBerthOnTheDirectoryIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	first, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir)
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "another live Berth") {
+		t.Fatalf("a second Open = %v, want ErrInUse saying another Berth holds it", err)
+	}
+	first.Close()
+	second, err := Open(dir)
+	if err != nil {
+		t.Fatalf("Open after the first closed: %v", err)
+	}
+	second.Close()
+}
+
+// A directory with another mode, a file, or a symlink is refused with
+// what to fix.
+//
+// Issue 29 item 1.
+func TestUnsafeDirectoriesAreRefused(t *testing.T) {
+	base := t.TempDir()
+	open := filepath.Join(base, "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(open, 0o755)
+	file := filepath.Join(base, "file")
+	os.WriteFile(file, nil, 0o600)
+	link := filepath.Join(base, "link")
+	private := filepath.Join(base, "private")
+	os.Mkdir(private, 0o700)
+	os.Symlink(private, link)
+	for _, c := range []struct{ dir, says string }{
+		{open, "mode 0755, not 0700"},
+		{file, "not a directory"},
+		{link, "symbolic link"},
+	} {
+		if _, err := Open(c.dir); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("Open(%s) = %v, want ErrUnsafe saying %q", c.dir, err, c.says)
+		}
+	}
+	if os.Geteuid() == 0 {
+		other := filepath.Join(base, "other")
+		os.Mkdir(other, 0o700)
+		os.Chown(other, 65534, 65534)
+		if _, err := Open(other); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Errorf("Open(another user's directory) = %v, want ErrUnsafe naming its owner", err)
+		}
+	}
+}
+
+// Each Berth's default directory is its own, and goes at Close when it
+// holds no record; one that does is left for a Berth given its path.
+//
+// Issue 29 item 1.
+func TestDefaultDirectoriesAreEachBerthsOwn(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "berth", "state")
+	a, err := Default(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Default(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Dir() == b.Dir() || !a.Own() {
+		t.Fatalf("two defaults share %s", a.Dir())
+	}
+	if st, err := os.Stat(base); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("the base: %v, %v; want mode 0700", st, err)
+	}
+	a.Close()
+	if _, err := os.Stat(a.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an empty default directory outlived its Berth: %v", err)
+	}
+	if err := b.Put(record(tag1)); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	again, err := Open(b.Dir())
+	if err != nil {
+		t.Fatalf("a Berth given the default directory of one that ended: %v", err)
+	}
+	defer again.Close()
+	if got, _ := again.Records(); len(got) != 1 {
+		t.Errorf("its records: %v", got)
+	}
+}
+
+// A default base that cannot be written (a read-only root) is an error
+// Berth logs once before running without survival.
+//
+// Issue 29 item 1.
+func TestDefaultInAReadOnlyPlaceFails(t *testing.T) {
+	if os.Geteuid() == 0 {
+		ro := t.TempDir()
+		// root writes through mode bits: a read-only bind would do, but
+		// a file where a directory must be fails as well for root.
+		blocker := filepath.Join(ro, "blocker")
+		os.WriteFile(blocker, nil, 0o600)
+		if _, err := Default(filepath.Join(blocker, "state")); err == nil {
+			t.Fatal("Default under a file: nil error")
+		}
+		return
+	}
+	ro := t.TempDir()
+	os.Chmod(ro, 0o500)
+	t.Cleanup(func() { os.Chmod(ro, 0o700) })
+	if _, err := Default(filepath.Join(ro, "state")); err == nil {
+		t.Fatal("Default in a read-only directory: nil error")
+	}
+}
+
+// Garbage and hostile files in records/ are reported, each naming the
+// file and why, and leave the good records readable; none blocks the
+// read (a FIFO) or is followed (a symlink).
+//
+// Issue 29 item 1.
+func TestGarbageAndHostileRecordsAreReportedNotUsed(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Put(record(tag1)); err != nil {
+		t.Fatal(err)
+	}
+	recs := filepath.Join(s.Dir(), "records")
+	write := func(name, body string, mode os.FileMode) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(recs, name), []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(filepath.Join(recs, name), mode)
+	}
+	tag := func(i int) string { return fmt.Sprintf("berth-%024x", i) }
+	good := func(t string) Record { return record(t) }
+	wrongTag := good(tag(1))
+	wrongTag.Relay.Tag = tag1
+	badToken := good(tag(2))
+	badToken.Relay.Token = "secret"
+	badSocket := good(tag(3))
+	badSocket.Relay.Socket = "relative.sock"
+	newer := good(tag(4))
+	newer.Version = 2
+	control := good(tag(5))
+	control.Run = "run\x1b[2J"
+	cases := map[string]string{
+		tag(0) + ".json": "not json at all",
+		tag(1) + ".json": mustJSON(t, wrongTag),
+		tag(2) + ".json": mustJSON(t, badToken),
+		tag(3) + ".json": mustJSON(t, badSocket),
+		tag(4) + ".json": mustJSON(t, newer),
+		tag(5) + ".json": mustJSON(t, control),
+		tag(6) + ".json": `{"version":1,"unknown":true}`,
+		"notes.txt":      "hello",
+		tag(7) + ".json": mustJSON(t, good(tag(7))) + "{}",
+	}
+	for name, body := range cases {
+		write(name, body, 0o600)
+	}
+	write(tag(8)+".json", mustJSON(t, good(tag(8))), 0o644)
+	write(tag(9)+".json", strings.Repeat(" ", maxRecord+1), 0o600)
+	if err := syscall.Mkfifo(filepath.Join(recs, tag(10)+".json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(filepath.Join(s.Dir(), "lock"), filepath.Join(recs, tag(11)+".json"))
+
+	done := make(chan struct{})
+	var got []Record
+	var bad []error
+	go func() { got, bad = s.Records(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Records blocked")
+	}
+	if len(got) != 1 || got[0].Relay.Tag != tag1 {
+		t.Errorf("good records: %+v, want only %s", got, tag1)
+	}
+	says := map[string]string{
+		tag(0):  "not a record",
+		tag(1):  "not its own",
+		tag(2):  "relay token",
+		tag(3):  "relay socket",
+		tag(4):  "version 2",
+		tag(5):  "run id",
+		tag(6):  "unknown field",
+		"notes": "not a relay tag",
+		tag(7):  "more after",
+		tag(8):  "mode 0644",
+		tag(9):  "more than a record",
+		tag(10): "not a regular file",
+		tag(11): "", // a symlink: refused, whatever the system's words
+	}
+	if len(bad) != len(says) {
+		t.Errorf("%d bad records reported, want %d: %v", len(bad), len(says), bad)
+	}
+	for _, err := range bad {
+		var br *BadRecord
+		if !errors.As(err, &br) {
+			t.Errorf("%v is not a BadRecord", err)
+			continue
+		}
+		key := strings.TrimSuffix(strings.TrimSuffix(br.Name, ".json"), ".txt")
+		if want, ok := says[key]; !ok || !strings.Contains(br.Reason, want) {
+			t.Errorf("%s: %q, want it to say %q", br.Name, br.Reason, want)
+		}
+		if !strings.Contains(err.Error(), "remove it") {
+			t.Errorf("%v does not say what to do", err)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, r Record) string {
+	t.Helper()
+	s, err := json_(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func json_(r Record) (string, error) {
+	b, err := json.Marshal(r)
+	return string(b), err
+}
