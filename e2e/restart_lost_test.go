@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/rpc"
+)
+
+// What Berth held only in memory, across a kill -9 and a new Berth on
+// the same state directory: kept, or declared lost with a clear word
+// (docs/operations/restarts.md, "What is kept and what is lost").
+
+// resumeAfterKill kills a with kill -9, starts a Berth on its state
+// directory and resumes each run of params there, which must answer
+// resumed.
+func resumeAfterKill(t *testing.T, a *berth, config, dir string, params ...rpc.StartRunParams) *berth {
+	t.Helper()
+	a.kill(t)
+	b := startBerth(t, config, dir)
+	for _, p := range params {
+		r, err := b.c.StartRun(testCtx(t), p)
+		if err != nil {
+			t.Fatalf("run/start of %s: %v\nthe new Berth's log:\n%s", p.RunID, err, b.stderr.String())
+		}
+		if !r.Resumed {
+			t.Fatalf("run/start of %s: %+v does not say resumed; the new Berth's log:\n%s", p.RunID, r, b.stderr.String())
+		}
+	}
+	return b
+}
+
+// A tool() call a cell was waiting on when Berth was killed fails, in
+// the kernel a new Berth took back, with "Berth restarted" and what to
+// do: the cell goes on instead of waiting for ever, in Python and in
+// JavaScript, and the next cell runs at once.
+//
+// Issue 29 item 3 (a cell's pending tool() call).
+func TestPendingToolCallFailsWithBerthRestarted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	config := writeConfig(t, "kernels:\n  python: /usr/bin/python3\nenclosure:\n  reattach_grace: 2m\n")
+	a := startBerth(t, config, dir)
+	called := make(chan string, 2)
+	a.c.OnCallTool(func(ctx context.Context, p rpc.HarnessCallToolParams) (*orchestrator.Result, error) {
+		called <- p.Name
+		<-ctx.Done() // never answered: Berth is killed first
+		return nil, ctx.Err()
+	})
+	cells := []struct{ lang, wait, read string }{
+		{"python", "try:\n    tool('slow_py', {})\n    box = 'answered'\nexcept ToolError as e:\n    box = str(e)\nbox", "box"},
+		{"javascript", "try { await tool('slow_js', {}); globalThis.box = 'answered' } catch (e) { globalThis.box = e.message }\nglobalThis.box", "globalThis.box"},
+	}
+	var params []rpc.StartRunParams
+	for _, c := range cells {
+		p := rpc.StartRunParams{RunID: "run-" + c.lang, ConversationID: "conv-" + c.lang, Workdir: t.TempDir()}
+		if _, err := a.c.StartRun(testCtx(t), p); err != nil {
+			t.Fatal(err)
+		}
+		params = append(params, p)
+		// Not awaited: its answer is lost with the Berth that is killed.
+		go func() {
+			_, _ = a.c.CallTool(testCtx(t), p.RunID, "", "eval", map[string]any{"code": c.wait, "language": c.lang, "description": "wait on a tool call across a restart"})
+		}()
+	}
+	for range cells {
+		select {
+		case <-called:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the cells' tool() calls never reached the harness")
+		}
+	}
+	for _, r := range records(t, dir) {
+		t.Cleanup(func() { _ = syscallKill(r.Relay.Pid) })
+	}
+	b := resumeAfterKill(t, a, config, dir, params...)
+	for i, c := range cells {
+		start := time.Now()
+		res := evalCell(t, b.c, params[i].RunID, c.lang, c.read)
+		got := text(res)
+		if res.IsError || !strings.Contains(got, "Berth restarted while this call was pending") || !strings.Contains(got, "check its effect before calling it again") {
+			t.Errorf("%s: the pending tool() call after the restart: %s", c.lang, got)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("%s: the first cell after the restart took %v: the old cell waited on its call", c.lang, took)
+		}
+	}
+}
+
+// What a kernel prints while no Berth is connected waits in its pipes
+// and reaches the next cell's output once a new Berth took it back:
+// 128 KiB printed during the gap is held without the kernel waiting
+// (the stdout pipe holds 256 KiB), and the first 2000 lines all arrive,
+// in order; 8 MiB more, past what the pipes and the driver's queue hold,
+// is not dropped: the printing thread waits in its write until the new
+// Berth reads, and its last line arrives.
+//
+// Issue 29 item 3 (output a relay buffers while no Berth is connected).
+func TestOutputPrintedWhileBerthIsDownReachesTheNextCell(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	config := writeConfig(t, "kernels:\n  python: /usr/bin/python3\n  output_limit: 1048576\nenclosure:\n  reattach_grace: 2m\n")
+	workdir := t.TempDir()
+	a := startBerth(t, config, dir)
+	p := rpc.StartRunParams{RunID: "run-gap", ConversationID: "conv-gap", Workdir: workdir}
+	if _, err := a.c.StartRun(testCtx(t), p); err != nil {
+		t.Fatal(err)
+	}
+	const small, big = 2000, 8192 // lines of 64 and 1024 bytes
+	code := fmt.Sprintf(`import os, threading, time
+def gap():
+    while not os.path.exists('go-on'):
+        time.sleep(0.02)
+    for i in range(%d):
+        print('gap line %%06d %%s' %% (i, 'x' * 47))
+    open('printed-small', 'w').close()
+    for i in range(%d):
+        print('y' * 1023)
+    print('gap end')
+    open('printed-big', 'w').close()
+th = threading.Thread(target=gap)
+th.start()
+'armed'`, small, big)
+	if res := evalCell(t, a.c, p.RunID, "python", code); res.IsError || text(res) != "'armed'" {
+		t.Fatalf("the first cell: %s", text(res))
+	}
+	for _, r := range records(t, dir) {
+		t.Cleanup(func() { _ = syscallKill(r.Relay.Pid) })
+	}
+	a.kill(t)
+	if err := os.WriteFile(filepath.Join(workdir, "go-on"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(name string) bool { _, err := os.Stat(filepath.Join(workdir, name)); return err == nil }
+	for deadline := time.Now().Add(15 * time.Second); !exists("printed-small"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("128 KiB printed while Berth was down did not fit the kernel's pipes: the kernel waited")
+		}
+	}
+	time.Sleep(2 * time.Second)
+	if exists("printed-big") {
+		t.Fatal("8 MiB printed while Berth was down all went somewhere: past the pipes, the kernel should wait")
+	}
+
+	b := startBerth(t, config, dir)
+	if r, err := b.c.StartRun(testCtx(t), p); err != nil || !r.Resumed {
+		t.Fatalf("run/start: %+v, %v\nthe new Berth's log:\n%s", r, err, b.stderr.String())
+	}
+	res := evalCell(t, b.c, p.RunID, "python", "th.join(60)\n'joined'")
+	got := text(res)
+	if res.IsError || !strings.HasSuffix(got, "'joined'") {
+		t.Fatalf("the cell after the restart: %.300s … %.300s", got, got[max(0, len(got)-300):])
+	}
+	at := 0
+	for i := range small {
+		line := fmt.Sprintf("gap line %06d %s\n", i, strings.Repeat("x", 47))
+		j := strings.Index(got[at:], line)
+		if j < 0 {
+			t.Fatalf("line %d printed while Berth was down is missing from the next cell's output (or out of order)", i)
+		}
+		at += j + len(line)
+	}
+	if !strings.Contains(got, "gap end\n") || !strings.Contains(got, "of output cut here") {
+		t.Errorf("the end of the 8 MiB printed while Berth was down: %.300s", got[max(0, len(got)-300):])
+	}
+	if !exists("printed-big") {
+		t.Error("the printing thread did not finish once the new Berth read its output")
+	}
+}
