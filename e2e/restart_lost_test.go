@@ -39,26 +39,34 @@ func resumeAfterKill(t *testing.T, a *berth, config, dir string, params ...rpc.S
 // A tool() call a cell was waiting on when Berth was killed fails, in
 // the kernel a new Berth took back, with "Berth restarted" and what to
 // do: the cell goes on instead of waiting for ever, in Python and in
-// JavaScript, and the next cell runs at once.
+// JavaScript, and the next cell runs at once. The next cell's output
+// says what the cell that ran when Berth restarted returned, or the
+// error it ended with when it let the ToolError go.
 //
 // Issue 29 item 3 (a cell's pending tool() call).
 func TestPendingToolCallFailsWithBerthRestarted(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	config := writeConfig(t, "kernels:\n  python: /usr/bin/python3\nenclosure:\n  reattach_grace: 2m\n")
 	a := startBerth(t, config, dir)
-	called := make(chan string, 2)
+	called := make(chan string, 3)
 	a.c.OnCallTool(func(ctx context.Context, p rpc.HarnessCallToolParams) (*orchestrator.Result, error) {
 		called <- p.Name
 		<-ctx.Done() // never answered: Berth is killed first
 		return nil, ctx.Err()
 	})
-	cells := []struct{ lang, wait, read string }{
-		{"python", "try:\n    tool('slow_py', {})\n    box = 'answered'\nexcept ToolError as e:\n    box = str(e)\nbox", "box"},
-		{"javascript", "try { await tool('slow_js', {}); globalThis.box = 'answered' } catch (e) { globalThis.box = e.message }\nglobalThis.box", "globalThis.box"},
+	failed := []string{"Berth restarted while this call was pending", "check its effect before calling it again"}
+	returned := append([]string{"The cell that was running when Berth restarted returned:"}, failed...)
+	cells := []struct {
+		lang, wait, next string
+		want             []string
+	}{
+		{"python", "try:\n    tool('slow_py', {})\n    box = 'answered'\nexcept ToolError as e:\n    box = str(e)\nbox", "box", returned},
+		{"javascript", "try { await tool('slow_js', {}); globalThis.box = 'answered' } catch (e) { globalThis.box = e.message }\nglobalThis.box", "globalThis.box", returned},
+		{"python", "tool('slow_uncaught', {})", "6 * 7", append([]string{"The cell that was running when Berth restarted ended with an error:", "ToolError: slow_uncaught: ", "42"}, failed...)},
 	}
 	var params []rpc.StartRunParams
-	for _, c := range cells {
-		p := rpc.StartRunParams{RunID: "run-" + c.lang, ConversationID: "conv-" + c.lang, Workdir: t.TempDir()}
+	for i, c := range cells {
+		p := rpc.StartRunParams{RunID: fmt.Sprintf("run-%d", i), ConversationID: fmt.Sprintf("conv-%d", i), Workdir: t.TempDir()}
 		if _, err := a.c.StartRun(testCtx(t), p); err != nil {
 			t.Fatal(err)
 		}
@@ -81,10 +89,13 @@ func TestPendingToolCallFailsWithBerthRestarted(t *testing.T) {
 	b := resumeAfterKill(t, a, config, dir, params...)
 	for i, c := range cells {
 		start := time.Now()
-		res := evalCell(t, b.c, params[i].RunID, c.lang, c.read)
+		res := evalCell(t, b.c, params[i].RunID, c.lang, c.next)
 		got := text(res)
-		if res.IsError || !strings.Contains(got, "Berth restarted while this call was pending") || !strings.Contains(got, "check its effect before calling it again") {
-			t.Errorf("%s: the pending tool() call after the restart: %s", c.lang, got)
+		t.Logf("%s, %s: the first cell after the restart:\n%s", params[i].RunID, c.lang, got)
+		for _, w := range c.want {
+			if res.IsError || !strings.Contains(got, w) {
+				t.Errorf("%s, %s: the first cell after the restart lacks %q:\n%s", params[i].RunID, c.lang, w, got)
+			}
 		}
 		if took := time.Since(start); took > 10*time.Second {
 			t.Errorf("%s: the first cell after the restart took %v: the old cell waited on its call", c.lang, took)
@@ -169,5 +180,55 @@ th.start()
 	}
 	if !exists("printed-big") {
 		t.Error("the printing thread did not finish once the new Berth read its output")
+	}
+}
+
+// Language servers end with Berth, parked ones too: after a kill -9 of
+// a Berth on a state directory, the gopls it had parked for the next
+// run is gone within seconds (its relay's parent died), no record of it
+// is left, and the Berth started on the same directory starts its own
+// gopls cold for the run.
+//
+// Issue 29 item 3 (parked servers).
+func TestParkedLanguageServerEndsWithAKilledBerth(t *testing.T) {
+	s := onHost.fresh(t)
+	copyProjectInto(t, "go", s.Dir)
+	dir := filepath.Join(t.TempDir(), "state")
+	config := writeConfig(t, "enclosure:\n  reattach_grace: 2m\n")
+	a := startBerth(t, config, dir)
+	r, err := a.c.StartRun(testCtx(t), s.params(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstReferences(t, a.c, r.RunID)
+	_, process := goplsOf(t, a.c, r.RunID)
+	if err := a.c.StopRun(testCtx(t), r.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if parked := s.named(t, "gopls"); len(parked) == 0 {
+		t.Fatalf("no gopls parked after run/stop: %v", s.processes(t))
+	}
+	a.kill(t)
+	killed := time.Now()
+	for deadline := killed.Add(15 * time.Second); len(s.processes(t)) > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("left 15 s after Berth was killed: %v", s.processes(t))
+		}
+	}
+	t.Logf("the parked gopls was gone %v after the kill", time.Since(killed).Round(time.Millisecond))
+	if recs := records(t, dir); len(recs) != 0 {
+		t.Errorf("records left for what a killed Berth had parked: %+v", recs)
+	}
+
+	b := startBerth(t, config, dir)
+	r, err = b.c.StartRun(testCtx(t), s.params(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if how, again := goplsOf(t, b.c, r.RunID); !strings.HasPrefix(how, "started cold") || again == process {
+		t.Errorf("the new Berth's gopls: %s, %s; want one started cold, not %s", how, again, process)
+	}
+	if err := b.c.StopRun(testCtx(t), r.RunID); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -38,7 +38,7 @@ func (p *Provider) Resume(run *orchestrator.Run, rec state.Record, proc enclosur
 	}
 	driver := run.Enclosure.Driver()
 	k := &kernel{driver: driver, interp: lang + " kernel (resumed)", proc: proc, w: bridge.NewWriter(proc.Stdin()),
-		frames: make(chan bridge.Frame, 256), ended: make(chan struct{}), stderr: stderr, m: p.tool.m}
+		frames: make(chan bridge.Frame, 256), ended: make(chan struct{}), stderr: stderr, m: p.tool.m, inherited: true}
 	go k.readFrames(bridge.NewReader(proc.Stdout()))
 	// A tool() call the cell running when Berth went away was waiting
 	// on is answered by no one: the driver fails it now, so the cell
