@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/internal/procfs"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
@@ -229,6 +230,95 @@ func TestParkedLanguageServerEndsWithAKilledBerth(t *testing.T) {
 		t.Errorf("the new Berth's gopls: %s, %s; want one started cold, not %s", how, again, process)
 	}
 	if err := b.c.StopRun(testCtx(t), r.RunID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// What a run's tools held in Berth's memory is declared lost, in plain
+// words, in the run a Berth on the same state directory resumed after a
+// kill -9 of the one before: resolve of a change staged before says to
+// stage it again, vibe_wait of a worker from before says it is gone
+// (and its process is), debug says the session and breakpoints from
+// before ended with Berth, and the first write report says problems
+// reported before may read as new (the error gopls reported before the
+// kill is reported again, with that line).
+//
+// Issue 29 item 3 (staged edits, workers, debug sessions, the
+// diagnostics registry).
+func TestWhatToolsHeldInMemoryIsDeclaredLostAfterARestart(t *testing.T) {
+	s := onHost.fresh(t)
+	copyProjectInto(t, "go", s.Dir)
+	marker := fmt.Sprint(400000 + time.Now().UnixNano()%500000)
+	cfg := map[string]any{
+		"kernels":   map[string]any{"python": "/usr/bin/python3"},
+		"enclosure": map[string]any{"reattach_grace": "2m"},
+		"vibe": map[string]any{"runners": map[string][]string{
+			"fast": {"/bin/sh", "-c", "cat >/dev/null; sleep " + marker + " & wait"},
+		}},
+	}
+	config := writeConfig(t, string(mustJSON(t, cfg))) // YAML reads JSON
+	dir := filepath.Join(t.TempDir(), "state")
+	a := startBerth(t, config, dir)
+	p := s.params(map[string]bool{"vibe": true})
+	p.RunID = "run-lost"
+	if _, err := a.c.StartRun(testCtx(t), p); err != nil {
+		t.Fatal(err)
+	}
+	before := func(name string, args map[string]any, want string) {
+		t.Helper()
+		if res := callTool(t, a.c, p.RunID, name, args); res.IsError || !strings.Contains(text(res), want) {
+			t.Fatalf("%s before the kill: %s", name, text(res))
+		}
+	}
+	before("eval", map[string]any{"code": "x = 41", "description": "keep a kernel for the run to resume"}, "")
+	before("ast_edit", map[string]any{"pattern": "fmt.Println($X)", "rewrite": "fmt.Print($X)", "path": "main.go"}, `edit_id "edit_1"`)
+	before("vibe_spawn", map[string]any{"brief": "work until stopped", "label": "worker"}, "w1")
+	before("debug", map[string]any{"operation": "breakpoints", "file": "main.go", "lines": []int{10}}, "main.go")
+	main := filepath.Join(s.Dir, "main.go")
+	orig, err := os.ReadFile(main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(orig), "func main() {", "var count int = \"three\"\n\nfunc main() {", 1)
+	if err := os.WriteFile(main, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := a.c.DidWrite(testCtx(t), p.RunID, []string{"main.go"}); err != nil || rep.State != orchestrator.WriteIssues {
+		t.Fatalf("the write report before the kill: %+v, %v", rep, err)
+	}
+	worker := func() []procfs.Process {
+		return procfs.Filter(func(pr procfs.Process) bool { return pr.Live() && strings.Contains(pr.Cmdline(), "sleep "+marker) })
+	}
+	if len(worker()) == 0 {
+		t.Fatal("the worker's process is not running")
+	}
+	for _, r := range records(t, dir) {
+		t.Cleanup(func() { _ = syscallKill(r.Relay.Pid) })
+	}
+
+	b := resumeAfterKill(t, a, config, dir, p)
+	after := func(name string, args map[string]any, isError bool, want string) {
+		t.Helper()
+		res := callTool(t, b.c, p.RunID, name, args)
+		t.Logf("%s after the restart: %s", name, text(res))
+		if res.IsError != isError || !strings.Contains(text(res), want) {
+			t.Errorf("%s after the restart (isError %v): %s\nwant %q", name, res.IsError, text(res), want)
+		}
+	}
+	after("resolve", map[string]any{"edit_id": "edit_1", "action": "accept"}, true, `edit_id "edit_1" is not staged: Berth restarted since it was staged`)
+	after("vibe_wait", map[string]any{"worker_id": "w1"}, true, `worker "w1" is gone: Berth restarted since it was spawned`)
+	after("debug", map[string]any{"operation": "status"}, false, "Berth restarted since this run began: any debug session of this conversation from before the restart ended with it, and its stored breakpoints are gone")
+	rep, err := b.c.DidWrite(testCtx(t), p.RunID, []string{"main.go"})
+	if err != nil || !strings.Contains(rep.Text, `cannot use "three"`) || !strings.Contains(rep.Text, "Berth restarted since this run's earlier reports") {
+		t.Errorf("the first write report after the restart: %+v, %v", rep, err)
+	}
+	if got, _ := os.ReadFile(main); string(got) != bad {
+		t.Errorf("main.go after a resolve of a lost edit:\n%s", got)
+	}
+	if left := worker(); len(left) != 0 {
+		t.Errorf("the worker from before the restart still runs: %v", procfs.Strings(left))
+	}
+	if err := os.WriteFile(main, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
