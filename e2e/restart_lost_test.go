@@ -322,3 +322,68 @@ func TestWhatToolsHeldInMemoryIsDeclaredLostAfterARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// In a Docker container too, a kernel taken back after a kill -9 of
+// Berth (through berth-relay take in the container) has the tool() call
+// it was waiting on fail with "Berth restarted", and what it printed
+// while no Berth was connected comes with the next cell's output.
+//
+// Issue 29 item 3 (a cell's pending tool() call; output while no Berth
+// is connected).
+func TestContainersDockerPendingToolCallFailsWithBerthRestarted(t *testing.T) {
+	s := inContainer(kernelImage).fresh(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	config := writeConfig(t, "kernels:\n  python: /usr/bin/python3\nenclosure:\n  reattach_grace: 2m\n")
+	a := startBerth(t, config, dir)
+	called := make(chan struct{}, 1)
+	a.c.OnCallTool(func(ctx context.Context, _ rpc.HarnessCallToolParams) (*orchestrator.Result, error) {
+		called <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	p := s.params(nil)
+	p.RunID = "run-docker-pending"
+	if _, err := a.c.StartRun(testCtx(t), p); err != nil {
+		t.Fatal(err)
+	}
+	code := `import os, threading, time
+def gap():
+    while not os.path.exists('go-on'):
+        time.sleep(0.02)
+    print('printed while Berth was down')
+threading.Thread(target=gap).start()
+try:
+    tool('slow', {})
+except ToolError as e:
+    box = str(e)
+box`
+	go func() {
+		_, _ = a.c.CallTool(testCtx(t), p.RunID, "", "eval", map[string]any{"code": code, "description": "wait on a tool call across a restart"})
+	}()
+	select {
+	case <-called:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the cell's tool() call never reached the harness")
+	}
+	a.kill(t)
+	if err := os.WriteFile(filepath.Join(s.Dir, "go-on"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the kernel prints while no Berth is connected
+	b := startBerth(t, config, dir)
+	if r, err := b.c.StartRun(testCtx(t), p); err != nil || !r.Resumed {
+		t.Fatalf("run/start: %+v, %v\nthe new Berth's log:\n%s", r, err, b.stderr.String())
+	}
+	res := evalCell(t, b.c, p.RunID, "python", "box")
+	got := text(res)
+	t.Logf("the first cell after the restart:\n%s", got)
+	for _, w := range []string{"printed while Berth was down", "The cell that was running when Berth restarted returned:", "slow: Berth restarted while this call was pending"} {
+		if res.IsError || !strings.Contains(got, w) {
+			t.Errorf("the first cell after the restart lacks %q", w)
+		}
+	}
+	if err := b.c.StopRun(testCtx(t), p.RunID); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNoProcesses(t, "run/stop of the resumed run")
+}
