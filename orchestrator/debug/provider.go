@@ -41,7 +41,16 @@ type conversation struct {
 	refs int // runs that joined it
 	sess *session
 	last *session
+	// restarted: a run resumed after Berth restarted made it, so a
+	// session and breakpoints of the conversation from before the
+	// restart ended with the Berth that held them (restartedNote).
+	restarted bool
 }
+
+// restartedNote is what a conversation made by a resumed run says while
+// no session has run in it since (issue 29 item 3): debug sessions end
+// with Berth, and are not taken back.
+const restartedNote = "Berth restarted since this run began: any debug session of this conversation from before the restart ended with it, and its stored breakpoints are gone (debug sessions do not outlive Berth); set breakpoints and launch again"
 
 // New builds the provider; cfg must be valid (Validate).
 func New(cfg Config, m *metrics.Metrics) (*Provider, error) {
@@ -166,7 +175,7 @@ func (p *Provider) join(run *orchestrator.Run) (*conversation, error) {
 	defer p.mu.Unlock()
 	c, ok := p.convs[run.ConversationID]
 	if !ok {
-		c = &conversation{id: run.ConversationID, owner: run.Owner, lock: make(chan struct{}, 1), bps: map[string][]int{}}
+		c = &conversation{id: run.ConversationID, owner: run.Owner, lock: make(chan struct{}, 1), bps: map[string][]int{}, restarted: run.Resumed}
 		p.convs[run.ConversationID] = c
 	}
 	if c.owner != run.Owner {
