@@ -455,6 +455,18 @@ func TestContainersKubernetesStandInKernelIsResumedByABerthOnTheSameStateDirecto
 	kernelIsResumedInAContainer(t, p.fresh(t), kubernetesSection(t, p).config)
 }
 
+// The same in a pod of the real cluster: its kubelet's exec stream
+// dropped with Berth leaves the relay holding the kernel, and a new
+// Berth takes it back through another exec.
+//
+// Issue 29 item 3 (kernels, in containers; the check on the real cluster
+// of item 4).
+func TestClusterKernelIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
+	t.Parallel()
+	p := inCluster(t, fullImage)
+	kernelIsResumedInAContainer(t, p.fresh(t), clusterSection(t, p).config)
+}
+
 // kernelIsResumedInAContainer: x = 41 in a Python kernel in s's
 // container, kill -9 of Berth, a new Berth on the same state directory
 // (its driver's section in sections): a run/start of another
