@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"encoding/json"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/internal/procfs"
+)
+
+// A debugpy session launched on the host and stopped at a breakpoint is
+// given back to its conversation by a Berth started on the state
+// directory of one killed with kill -9: run/start of the same run
+// answers resumed, and the session is there without a relaunch (the same
+// adapter process): status and stack show the same frame, on the same
+// line, evaluate answers in it, the breakpoint is the stored one, and
+// continue runs the program to its end with its output.
+//
+// Issue 29 item 3 (debug sessions).
+func TestDebugSessionIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
+	debugSessionIsResumed(t, onHost.fresh(t), nil)
+}
+
+// The same with the session in a Docker container: its adapter is taken
+// back through berth-relay take, as a kernel is.
+//
+// Issue 29 item 3 (debug sessions, in containers).
+func TestContainersDockerDebugSessionIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
+	debugSessionIsResumed(t, inContainer(debugImage).fresh(t), nil)
+}
+
+// restartDebugConfig is a configuration for s's driver (its sections)
+// with debugpy under Debian's python, a reattach grace of 2 minutes, and
+// tune's changes.
+func restartDebugConfig(t *testing.T, sections map[string]any, debug map[string]any) string {
+	t.Helper()
+	cfg := map[string]any{}
+	maps.Copy(cfg, sections)
+	enc, _ := cfg["enclosure"].(map[string]any)
+	enc = maps.Clone(enc)
+	if enc == nil {
+		enc = map[string]any{}
+	}
+	enc["reattach_grace"] = "2m"
+	cfg["enclosure"] = enc
+	d := map[string]any{"python": "/usr/bin/python3", "stop_wait": "5s"}
+	maps.Copy(d, debug)
+	cfg["debug"] = d
+	cfg["runs"] = map[string]any{"disconnect_grace": "30s"}
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeConfig(t, string(js)) // YAML reads JSON
+}
+
+// debugSessionIsResumed: a debugpy session stopped at app.py:3 in s,
+// kill -9 of Berth, a new Berth on the same state directory, run/start
+// of the same run: the session is back, stopped where it was, in the
+// same adapter; continue ends the program with its output; run/stop then
+// leaves nothing, and no record.
+func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any) {
+	t.Helper()
+	writeTree(t, s.Dir, debugApp)
+	dir := filepath.Join(t.TempDir(), "state")
+	config := restartDebugConfig(t, sections, nil)
+	a := startBerth(t, config, dir)
+	params := s.params(nil)
+	params.RunID = "run-debug-resumed"
+	if _, err := a.c.StartRun(testCtx(t), params); err != nil {
+		t.Fatal(err)
+	}
+	debugCall(t, a.c, params.RunID, map[string]any{"operation": "breakpoints", "file": "app.py", "lines": []int{3}}, "stored 1 breakpoint")
+	debugCall(t, a.c, params.RunID, map[string]any{"operation": "launch", "program": "app.py"}, "app.py:3 verified", "stopped (breakpoint)", `3 | print("hello", name)`)
+	before := debugCall(t, a.c, params.RunID, map[string]any{"operation": "stack"}, "#0 frame_id", "app.py:3 in main", "app.py:6 in <module>")
+	driver := "host"
+	if s.Container != "" {
+		driver = s.driver()
+	}
+	recs := records(t, dir)
+	if len(recs) != 1 || recs[0].Kind != "debug" || recs[0].Role != "debugpy" || recs[0].Conversation != s.Conversation || recs[0].Enclosure.Driver != driver {
+		t.Fatalf("records %+v, want the debugpy adapter's", recs)
+	}
+	var data struct {
+		Program     string
+		Launched    time.Time
+		Breakpoints map[string][]int
+		Stop        *struct {
+			Thread int
+			Reason string
+		}
+	}
+	if err := json.Unmarshal(recs[0].Data, &data); err != nil || data.Program != "app.py" || data.Launched.IsZero() ||
+		data.Stop == nil || data.Stop.Reason != "breakpoint" || len(data.Breakpoints) != 1 {
+		t.Fatalf("the record's data %s (%v): want the program, its launch, its breakpoint and its stop", recs[0].Data, err)
+	}
+	adapters := func() []string {
+		var out []string
+		for _, p := range s.processes(t) {
+			if strings.Contains(p, "-m debugpy.adapter") && !strings.Contains(p, "berth-relay") {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	adapter := adapters()
+	if len(adapter) != 1 {
+		t.Fatalf("debugpy's adapter: %v, want one in %v", adapter, s.processes(t))
+	}
+	a.kill(t)
+
+	start := time.Now()
+	b := startBerth(t, config, dir)
+	started := time.Since(start)
+	s.asker.set(b.c) // the language servers it parks are not left over
+	resumedAt := time.Now()
+	r, err := b.c.StartRun(testCtx(t), params)
+	if err != nil {
+		t.Fatalf("run/start: %v\nthe new Berth's log:\n%s", err, b.stderr.String())
+	}
+	t.Logf("%s: from the new Berth's start to the resumed debug session: %v (its start, the take back and initialize: %v; the resuming run/start, with the session read again from the adapter: %v)",
+		driver, time.Since(start).Round(time.Millisecond), started.Round(time.Millisecond), time.Since(resumedAt).Round(time.Millisecond))
+	if !r.Resumed {
+		t.Fatalf("run/start's result %+v does not say resumed; the new Berth's log:\n%s", r, b.stderr.String())
+	}
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "status"}, "session: debugpy debugging app.py", "stopped (breakpoint)", "app.py:3 in main", `3 | print("hello", name)`)
+	after := debugCall(t, b.c, params.RunID, map[string]any{"operation": "stack"}, "#0 frame_id", "app.py:3 in main", "app.py:6 in <module>")
+	if frames(before) != frames(after) {
+		t.Errorf("the stack before the restart:\n%s\nafter:\n%s\nwant the same frames", before, after)
+	}
+	if now := adapters(); len(now) != 1 || now[0] != adapter[0] {
+		t.Errorf("debugpy's adapter was %v, and is %v after the resume: want the same, not a relaunch", adapter, now)
+	}
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "evaluate", "expression": "name * 2"}, "'berthberth'")
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "breakpoints", "file": "app.py", "lines": []int{3}}, "app.py:3 verified")
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "continue"}, "the program ended (exit code 0)")
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "output"}, "hello berth")
+	if err := b.c.StopRun(testCtx(t), params.RunID); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNoProcesses(t, "run/stop of the resumed run")
+	for deadline := time.Now().Add(10 * time.Second); len(records(t, dir)) != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("records left after run/stop: %+v", records(t, dir))
+		}
+	}
+}
+
+// frames is a stack's frames without their ids.
+func frames(stack string) string {
+	var out []string
+	for _, l := range strings.Split(stack, "\n") {
+		if i := strings.Index(l, ": "); strings.HasPrefix(l, "#") && i > 0 {
+			out = append(out, l[:strings.Index(l, " ")]+l[i:])
+		} else {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// A debug session whose time to live (debug.session_ttl, counted from
+// its launch) passed while no Berth was there is ended by the Berth that
+// comes back, not resumed: its adapter and program are gone, status
+// says why, and the stored breakpoints are kept.
+//
+// Issue 29 item 3 (debug sessions: the TTL keeps counting from the
+// launch).
+func TestDebugSessionWhoseTTLPassedWhileBerthWasAwayIsEnded(t *testing.T) {
+	s := onHost.fresh(t)
+	writeTree(t, s.Dir, debugApp)
+	dir := filepath.Join(t.TempDir(), "state")
+	const ttl = 3 * time.Second
+	config := restartDebugConfig(t, nil, map[string]any{"session_ttl": ttl.String()})
+	a := startBerth(t, config, dir)
+	params := s.params(nil)
+	params.RunID = "run-debug-ttl"
+	if _, err := a.c.StartRun(testCtx(t), params); err != nil {
+		t.Fatal(err)
+	}
+	debugCall(t, a.c, params.RunID, map[string]any{"operation": "breakpoints", "file": "app.py", "lines": []int{3}}, "stored 1 breakpoint")
+	debugCall(t, a.c, params.RunID, map[string]any{"operation": "launch", "program": "app.py"}, "stopped (breakpoint)")
+	launched := time.Now()
+	rec := records(t, dir)
+	if len(rec) != 1 {
+		t.Fatalf("records %+v, want the adapter's", rec)
+	}
+	a.kill(t)
+	time.Sleep(ttl - time.Since(launched) + 500*time.Millisecond)
+	if !procfs.Alive(rec[0].Relay.Pid) {
+		t.Fatal("the adapter did not outlive Berth")
+	}
+
+	b := startBerth(t, config, dir)
+	s.asker.set(b.c)
+	if _, err := b.c.StartRun(testCtx(t), params); err != nil {
+		t.Fatalf("run/start: %v\nthe new Berth's log:\n%s", err, b.stderr.String())
+	}
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "status"}, "no debug session is running", "its time to live (3s) passed while Berth was away",
+		"stored breakpoints in 1 file")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left := slices.DeleteFunc(s.processes(t), func(p string) bool { return !strings.Contains(p, "debugpy") })
+		if len(left) == 0 && !procfs.Alive(rec[0].Relay.Pid) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session past its time to live was not ended: %v", left)
+		}
+	}
+	if err := b.c.StopRun(testCtx(t), params.RunID); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNoProcesses(t, "run/stop")
+	if !strings.Contains(b.stderr.String(), "passed while Berth was away") {
+		t.Errorf("the new Berth's log does not say why the session was ended:\n%s", b.stderr.String())
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(records(t, dir)) != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("records left: %+v", records(t, dir))
+		}
+	}
+}
