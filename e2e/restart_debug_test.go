@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -22,7 +23,15 @@ import (
 //
 // Issue 29 item 3 (debug sessions).
 func TestDebugSessionIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
-	debugSessionIsResumed(t, onHost.fresh(t), nil)
+	debugSessionIsResumed(t, onHost.fresh(t), nil, resumedDebugpy)
+}
+
+// The same with lldb-dap on a C program built with the host's gcc: the
+// same code keeps every adapter that talks over its stdio.
+//
+// Issue 29 item 3 (debug sessions, other adapters).
+func TestLLDBSessionIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
+	debugSessionIsResumed(t, onHost.fresh(t), nil, resumedLLDB)
 }
 
 // The same with the session in a Docker container: its adapter is taken
@@ -30,7 +39,39 @@ func TestDebugSessionIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
 //
 // Issue 29 item 3 (debug sessions, in containers).
 func TestContainersDockerDebugSessionIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
-	debugSessionIsResumed(t, inContainer(debugImage).fresh(t), nil)
+	debugSessionIsResumed(t, inContainer(debugImage).fresh(t), nil, resumedDebugpy)
+}
+
+// resumedSession is what debugSessionIsResumed launches and checks, for
+// one adapter.
+type resumedSession struct {
+	adapter, program string
+	setup            func(t *testing.T, s *site)
+	file             string
+	line             int
+	adapterProcess   string // in the adapter's command line
+	stopped, stack   []string
+	expression, is   string
+	output           string
+}
+
+var resumedDebugpy = resumedSession{
+	adapter: "debugpy", program: "app.py", file: "app.py", line: 3, adapterProcess: "-m debugpy.adapter",
+	setup:      func(t *testing.T, s *site) { writeTree(t, s.Dir, debugApp) },
+	stopped:    []string{"app.py:3 in main", `3 | print("hello", name)`},
+	stack:      []string{"#0 frame_id", "app.py:3 in main", "app.py:6 in <module>"},
+	expression: "name * 2", is: "'berthberth'", output: "hello berth",
+}
+
+var resumedLLDB = resumedSession{
+	adapter: "lldb", program: "prog", file: "prog.c", line: 17, adapterProcess: "lldb-dap",
+	setup: func(t *testing.T, s *site) {
+		copyTree(t, filepath.Join("..", "orchestrator", "debug", "testdata", "c"), s.Dir)
+		s.run(t, "gcc", "-g", "-O0", "-o", "prog", "prog.c")
+	},
+	stopped:    []string{"prog.c:17 in main", "17 | int total = square(7);"},
+	stack:      []string{"#0 frame_id", "prog.c:17 in main"},
+	expression: "name", is: "berth", output: "total 49 berth 10000",
 }
 
 // restartDebugConfig is a configuration for s's driver (its sections)
@@ -58,14 +99,14 @@ func restartDebugConfig(t *testing.T, sections map[string]any, debug map[string]
 	return writeConfig(t, string(js)) // YAML reads JSON
 }
 
-// debugSessionIsResumed: a debugpy session stopped at app.py:3 in s,
+// debugSessionIsResumed: a session of d's adapter stopped at d's breakpoint in s,
 // kill -9 of Berth, a new Berth on the same state directory, run/start
 // of the same run: the session is back, stopped where it was, in the
 // same adapter; continue ends the program with its output; run/stop then
 // leaves nothing, and no record.
-func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any) {
+func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any, d resumedSession) {
 	t.Helper()
-	writeTree(t, s.Dir, debugApp)
+	d.setup(t, s)
 	dir := filepath.Join(t.TempDir(), "state")
 	config := restartDebugConfig(t, sections, nil)
 	a := startBerth(t, config, dir)
@@ -74,15 +115,16 @@ func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any) {
 	if _, err := a.c.StartRun(testCtx(t), params); err != nil {
 		t.Fatal(err)
 	}
-	debugCall(t, a.c, params.RunID, map[string]any{"operation": "breakpoints", "file": "app.py", "lines": []int{3}}, "stored 1 breakpoint")
-	debugCall(t, a.c, params.RunID, map[string]any{"operation": "launch", "program": "app.py"}, "app.py:3 verified", "stopped (breakpoint)", `3 | print("hello", name)`)
-	before := debugCall(t, a.c, params.RunID, map[string]any{"operation": "stack"}, "#0 frame_id", "app.py:3 in main", "app.py:6 in <module>")
+	at := fmt.Sprintf("%s:%d", d.file, d.line)
+	debugCall(t, a.c, params.RunID, map[string]any{"operation": "breakpoints", "file": d.file, "lines": []int{d.line}}, "stored 1 breakpoint")
+	debugCall(t, a.c, params.RunID, map[string]any{"operation": "launch", "program": d.program}, append([]string{at + " verified", "stopped (breakpoint)"}, d.stopped...)...)
+	before := debugCall(t, a.c, params.RunID, map[string]any{"operation": "stack"}, d.stack...)
 	driver := "host"
 	if s.Container != "" {
 		driver = s.driver()
 	}
 	recs := records(t, dir)
-	if len(recs) != 1 || recs[0].Kind != "debug" || recs[0].Role != "debugpy" || recs[0].Conversation != s.Conversation || recs[0].Enclosure.Driver != driver {
+	if len(recs) != 1 || recs[0].Kind != "debug" || recs[0].Role != d.adapter || recs[0].Conversation != s.Conversation || recs[0].Enclosure.Driver != driver {
 		t.Fatalf("records %+v, want the debugpy adapter's", recs)
 	}
 	var data struct {
@@ -94,14 +136,14 @@ func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any) {
 			Reason string
 		}
 	}
-	if err := json.Unmarshal(recs[0].Data, &data); err != nil || data.Program != "app.py" || data.Launched.IsZero() ||
+	if err := json.Unmarshal(recs[0].Data, &data); err != nil || data.Program != d.program || data.Launched.IsZero() ||
 		data.Stop == nil || data.Stop.Reason != "breakpoint" || len(data.Breakpoints) != 1 {
 		t.Fatalf("the record's data %s (%v): want the program, its launch, its breakpoint and its stop", recs[0].Data, err)
 	}
 	adapters := func() []string {
 		var out []string
 		for _, p := range s.processes(t) {
-			if strings.Contains(p, "-m debugpy.adapter") && !strings.Contains(p, "berth-relay") {
+			if strings.Contains(p, d.adapterProcess) && !strings.Contains(p, "berth-relay") {
 				out = append(out, p)
 			}
 		}
@@ -109,7 +151,7 @@ func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any) {
 	}
 	adapter := adapters()
 	if len(adapter) != 1 {
-		t.Fatalf("debugpy's adapter: %v, want one in %v", adapter, s.processes(t))
+		t.Fatalf("the adapter's process: %v, want one in %v", adapter, s.processes(t))
 	}
 	a.kill(t)
 
@@ -127,18 +169,18 @@ func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any) {
 	if !r.Resumed {
 		t.Fatalf("run/start's result %+v does not say resumed; the new Berth's log:\n%s", r, b.stderr.String())
 	}
-	debugCall(t, b.c, params.RunID, map[string]any{"operation": "status"}, "session: debugpy debugging app.py", "stopped (breakpoint)", "app.py:3 in main", `3 | print("hello", name)`)
-	after := debugCall(t, b.c, params.RunID, map[string]any{"operation": "stack"}, "#0 frame_id", "app.py:3 in main", "app.py:6 in <module>")
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "status"}, append([]string{"session: " + d.adapter + " debugging " + d.program, "stopped (breakpoint)"}, d.stopped...)...)
+	after := debugCall(t, b.c, params.RunID, map[string]any{"operation": "stack"}, d.stack...)
 	if frames(before) != frames(after) {
 		t.Errorf("the stack before the restart:\n%s\nafter:\n%s\nwant the same frames", before, after)
 	}
 	if now := adapters(); len(now) != 1 || now[0] != adapter[0] {
-		t.Errorf("debugpy's adapter was %v, and is %v after the resume: want the same, not a relaunch", adapter, now)
+		t.Errorf("the adapter's process was %v, and is %v after the resume: want the same, not a relaunch", adapter, now)
 	}
-	debugCall(t, b.c, params.RunID, map[string]any{"operation": "evaluate", "expression": "name * 2"}, "'berthberth'")
-	debugCall(t, b.c, params.RunID, map[string]any{"operation": "breakpoints", "file": "app.py", "lines": []int{3}}, "app.py:3 verified")
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "evaluate", "expression": d.expression}, d.is)
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "breakpoints", "file": d.file, "lines": []int{d.line}}, at+" verified")
 	debugCall(t, b.c, params.RunID, map[string]any{"operation": "continue"}, "the program ended (exit code 0)")
-	debugCall(t, b.c, params.RunID, map[string]any{"operation": "output"}, "hello berth")
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "output"}, d.output)
 	if err := b.c.StopRun(testCtx(t), params.RunID); err != nil {
 		t.Fatal(err)
 	}
