@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/internal/procfs"
+	"github.com/berth-dev/berth/orchestrator/state"
 )
 
 // A debugpy session launched on the host and stopped at a breakpoint is
@@ -24,6 +25,15 @@ import (
 // Issue 29 item 3 (debug sessions).
 func TestDebugSessionIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
 	debugSessionIsResumed(t, onHost.fresh(t), nil, resumedDebugpy)
+}
+
+// The same with the handoff (orchestrator handoff) instead of kill -9.
+//
+// Issue 29 items 3 and 4 (debug sessions).
+func TestDebugSessionIsResumedAfterAHandoff(t *testing.T) {
+	d := resumedDebugpy
+	d.handoff = true
+	debugSessionIsResumed(t, onHost.fresh(t), nil, d)
 }
 
 // The same with lldb-dap on a C program built with the host's gcc: the
@@ -53,6 +63,7 @@ type resumedSession struct {
 	stopped, stack   []string
 	expression, is   string
 	output           string
+	handoff          bool // Berth hands off rather than being killed
 }
 
 var resumedDebugpy = resumedSession{
@@ -92,6 +103,7 @@ func restartDebugConfig(t *testing.T, sections map[string]any, debug map[string]
 	maps.Copy(d, debug)
 	cfg["debug"] = d
 	cfg["runs"] = map[string]any{"disconnect_grace": "30s"}
+	cfg["kernels"] = map[string]any{"python": "/usr/bin/python3"}
 	js, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -99,11 +111,12 @@ func restartDebugConfig(t *testing.T, sections map[string]any, debug map[string]
 	return writeConfig(t, string(js)) // YAML reads JSON
 }
 
-// debugSessionIsResumed: a session of d's adapter stopped at d's breakpoint in s,
-// kill -9 of Berth, a new Berth on the same state directory, run/start
-// of the same run: the session is back, stopped where it was, in the
-// same adapter; continue ends the program with its output; run/stop then
-// leaves nothing, and no record.
+// debugSessionIsResumed is issue 29's check: x = 41 in a Python kernel
+// and a session of d's adapter stopped at d's breakpoint in s, kill -9
+// of Berth (or its handoff), a new Berth on the same state directory,
+// run/start of the same run: x + 1 is 42, and the session is back,
+// stopped where it was, in the same adapter; continue ends the program
+// with its output; run/stop then leaves nothing, and no record.
 func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any, d resumedSession) {
 	t.Helper()
 	d.setup(t, s)
@@ -115,6 +128,9 @@ func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any, d res
 	if _, err := a.c.StartRun(testCtx(t), params); err != nil {
 		t.Fatal(err)
 	}
+	if res := evalCell(t, a.c, params.RunID, "python", "x = 41\nx"); res.IsError || text(res) != "41" {
+		t.Fatalf("the kernel's first cell: %s", text(res))
+	}
 	at := fmt.Sprintf("%s:%d", d.file, d.line)
 	debugCall(t, a.c, params.RunID, map[string]any{"operation": "breakpoints", "file": d.file, "lines": []int{d.line}}, "stored 1 breakpoint")
 	debugCall(t, a.c, params.RunID, map[string]any{"operation": "launch", "program": d.program}, append([]string{at + " verified", "stopped (breakpoint)"}, d.stopped...)...)
@@ -123,7 +139,7 @@ func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any, d res
 	if s.Container != "" {
 		driver = s.driver()
 	}
-	recs := records(t, dir)
+	recs := slices.DeleteFunc(records(t, dir), func(r state.Record) bool { return r.Kind == "kernel" })
 	if len(recs) != 1 || recs[0].Kind != "debug" || recs[0].Role != d.adapter || recs[0].Conversation != s.Conversation || recs[0].Enclosure.Driver != driver {
 		t.Fatalf("records %+v, want the debugpy adapter's", recs)
 	}
@@ -153,7 +169,11 @@ func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any, d res
 	if len(adapter) != 1 {
 		t.Fatalf("the adapter's process: %v, want one in %v", adapter, s.processes(t))
 	}
-	a.kill(t)
+	if d.handoff {
+		t.Logf("handoff: %s", strings.TrimSpace(a.handOff(t)))
+	} else {
+		a.kill(t)
+	}
 
 	start := time.Now()
 	b := startBerth(t, config, dir)
@@ -178,6 +198,9 @@ func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any, d res
 		t.Errorf("the adapter's process was %v, and is %v after the resume: want the same, not a relaunch", adapter, now)
 	}
 	debugCall(t, b.c, params.RunID, map[string]any{"operation": "evaluate", "expression": d.expression}, d.is)
+	if res := evalCell(t, b.c, params.RunID, "python", "x + 1"); res.IsError || text(res) != "42" {
+		t.Fatalf("x + 1 in the resumed kernel: %s", text(res))
+	}
 	debugCall(t, b.c, params.RunID, map[string]any{"operation": "breakpoints", "file": d.file, "lines": []int{d.line}}, at+" verified")
 	debugCall(t, b.c, params.RunID, map[string]any{"operation": "continue"}, "the program ended (exit code 0)")
 	debugCall(t, b.c, params.RunID, map[string]any{"operation": "output"}, d.output)
