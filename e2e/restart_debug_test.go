@@ -289,3 +289,52 @@ func TestDebugSessionWhoseTTLPassedWhileBerthWasAwayIsEnded(t *testing.T) {
 		}
 	}
 }
+
+// A program that reaches its breakpoint while no Berth is there (launched,
+// still running when Berth was killed) is found stopped there by the
+// Berth that comes back: the adapter's stopped event, held in its pipe by
+// the relay, is read by the resumed session.
+//
+// Issue 29 item 3 (debug sessions).
+func TestDebugProgramThatStoppedWhileBerthWasAwayIsFoundStopped(t *testing.T) {
+	s := onHost.fresh(t)
+	writeTree(t, s.Dir, map[string]string{"requirements.txt": "# none\n", "late.py": "import time\ntime.sleep(3)\nx = 1\nprint(\"late\", x)\n"})
+	dir := filepath.Join(t.TempDir(), "state")
+	config := restartDebugConfig(t, nil, map[string]any{"stop_wait": "1s"})
+	a := startBerth(t, config, dir)
+	params := s.params(nil)
+	params.RunID = "run-debug-late"
+	if _, err := a.c.StartRun(testCtx(t), params); err != nil {
+		t.Fatal(err)
+	}
+	debugCall(t, a.c, params.RunID, map[string]any{"operation": "breakpoints", "file": "late.py", "lines": []int{4}}, "stored 1 breakpoint")
+	debugCall(t, a.c, params.RunID, map[string]any{"operation": "launch", "program": "late.py"}, "still running")
+	a.kill(t)
+	time.Sleep(4 * time.Second) // the program stops at line 4 meanwhile
+
+	b := startBerth(t, config, dir)
+	s.asker.set(b.c)
+	if r, err := b.c.StartRun(testCtx(t), params); err != nil || !r.Resumed {
+		t.Fatalf("run/start: %+v, %v\nthe new Berth's log:\n%s", r, err, b.stderr.String())
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		st := text(callTool(t, b.c, params.RunID, "debug", map[string]any{"operation": "status"}))
+		if strings.Contains(st, "stopped (breakpoint)") {
+			has := strings.Contains(st, "late.py:4 in <module>")
+			if !has {
+				t.Fatalf("status: %s, want the stop at late.py:4", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status: %s, want the program stopped at its breakpoint", st)
+		}
+	}
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "evaluate", "expression": "x + 1"}, "2")
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "continue"}, "the program ended (exit code 0)")
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "output"}, "late 1")
+	if err := b.c.StopRun(testCtx(t), params.RunID); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNoProcesses(t, "run/stop")
+}

@@ -155,6 +155,9 @@ func (p *Provider) Resume(run *orchestrator.Run, rec state.Record, proc enclosur
 	}
 	c.lock <- struct{}{}
 	defer func() { <-c.lock }()
+	if err := p.refuseSecond(c); err != nil {
+		return err
+	}
 	for f, lines := range d.Breakpoints {
 		if filepath.IsAbs(f) && filepath.Clean(f) == f {
 			c.setLines(f, positive(lines))
