@@ -68,6 +68,9 @@ func (s *session) keepFor(run *orchestrator.Run, bps map[string][]int) {
 	if _, ok := proc.(enclosure.Kept); !ok {
 		return
 	}
+	if _, ok := run.Enclosure.(orchestrator.Noter); !ok {
+		return // Berth keeps no state
+	}
 	k := &keeper{s: s, bps: bps, note: func(d kept) error { return run.Note(proc, d) }}
 	s.keep.Store(k)
 	k.save(nil)
