@@ -52,6 +52,21 @@ func TestContainersDockerDebugSessionIsResumedByABerthOnTheSameStateDirectory(t 
 	debugSessionIsResumed(t, inContainer(debugImage).fresh(t), nil, resumedDebugpy)
 }
 
+// The same in containerd.
+//
+// Issue 29 item 3 (debug sessions, in containers).
+func TestContainersContainerdDebugSessionIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
+	debugSessionIsResumed(t, inContainerd(t, debugImage).fresh(t), containerdSection.config, resumedDebugpy)
+}
+
+// The same in a pod of the Kubernetes stand-in.
+//
+// Issue 29 item 3 (debug sessions, in containers).
+func TestContainersKubernetesStandInDebugSessionIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
+	p := inKubernetes(t, debugImage)
+	debugSessionIsResumed(t, p.fresh(t), kubernetesSection(t, p).config, resumedDebugpy)
+}
+
 // resumedSession is what debugSessionIsResumed launches and checks, for
 // one adapter.
 type resumedSession struct {
