@@ -7,7 +7,7 @@ import "encoding/json"
 const Version = 1
 
 // Frame types. Driver → Berth: Ready, Output, Display, Result, Error, Done,
-// ToolCall. Berth → driver: Execute, ToolResult, Interrupt.
+// ToolCall. Berth → driver: Execute, ToolResult, Interrupt, Restarted.
 const (
 	TypeReady      = "ready"
 	TypeExecute    = "execute"
@@ -19,6 +19,10 @@ const (
 	TypeToolCall   = "tool_call"
 	TypeToolResult = "tool_result"
 	TypeInterrupt  = "interrupt"
+	// TypeRestarted is what a Berth that took a kernel back after a
+	// restart sends it first: every tool() call still waiting for the
+	// Berth before fails with Error, since no answer will come.
+	TypeRestarted = "restarted"
 	// TypeStray is never sent: the reader reports bytes outside any frame
 	// with it, in Text.
 	TypeStray = "stray"
@@ -45,6 +49,7 @@ const (
 //	tool_call    Cell, ID, Name, Arguments
 //	tool_result  ID, and Result (a tool result object) or Error
 //	interrupt    Cell
+//	restarted    Error: every pending tool() call fails with it
 type Frame struct {
 	Type           string                     `json:"type"`
 	Version        int                        `json:"version,omitempty"`

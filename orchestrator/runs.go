@@ -132,6 +132,9 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	run := NewRun(id, p.ConversationID, wd, enc, p.Harness, p.Features)
 	run.Owner = p.Owner
 	run.WriteReadOnly = rs.WriteReadOnlyMounts
+	// Set before the run is published: its tools' state, made on first
+	// use, says what a restart lost when it was resumed.
+	run.Resumed = back != nil
 	rs.mu.Lock()
 	if _, dup := rs.runs[id]; dup {
 		rs.mu.Unlock()
@@ -145,7 +148,6 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	rs.mu.Unlock()
 	rs.metrics.RunsActive.Inc()
 	if back != nil {
-		run.Resumed = true
 		rs.resume(run, back)
 	}
 	if rs.OnStart != nil {

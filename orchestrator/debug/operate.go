@@ -68,8 +68,11 @@ func (p *Provider) live(c *conversation) (*session, error) {
 		return s, nil
 	}
 	msg := "no debug session is running in this conversation: set breakpoints, then call launch with a program (or attach with a port)"
-	if last != nil {
+	switch {
+	case last != nil:
 		msg += "; the last one " + strings.TrimPrefix(last.endText(), "the session ")
+	case c.restarted:
+		msg = "no debug session is running in this conversation: " + restartedNote
 	}
 	return nil, errors.New(msg)
 }
@@ -112,8 +115,11 @@ func (p *Provider) status(ctx context.Context, c *conversation) string {
 			s.adapter.ID, s.program, age, left, s.describeStop(ctx))
 	}
 	msg := "no debug session is running in this conversation"
-	if last != nil {
+	switch {
+	case last != nil:
 		msg += fmt.Sprintf("; the last one (%s, %s) %s", last.adapter.ID, last.program, strings.TrimPrefix(last.endText(), "the session "))
+	case c.restarted:
+		msg += ": " + restartedNote
 	}
 	if n := len(c.bps); n > 0 {
 		msg += fmt.Sprintf("\nstored breakpoints in %s; launch sets them", text.Count(n, "file"))
@@ -335,6 +341,9 @@ func (p *Provider) output(c *conversation) string {
 		s = last
 	}
 	if s == nil {
+		if c.restarted {
+			return "no output: no debug session has run in this conversation since Berth restarted. " + restartedNote
+		}
 		return "no output: no debug session has run in this conversation"
 	}
 	out, errOut := s.paths.shown(s.state.stdout.report()), s.paths.shown(s.state.stderrOut.report())
@@ -352,8 +361,11 @@ func (p *Provider) output(c *conversation) string {
 
 // terminate ends the running session.
 func (p *Provider) terminate(c *conversation) string {
-	s, _ := p.current(c)
+	s, last := p.current(c)
 	if s == nil || !s.alive() {
+		if s == nil && last == nil && c.restarted {
+			return "no debug session is running; nothing to terminate. " + restartedNote
+		}
 		return "no debug session is running; nothing to terminate"
 	}
 	age := time.Since(s.started).Round(time.Second)

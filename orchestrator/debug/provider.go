@@ -41,7 +41,18 @@ type conversation struct {
 	refs int // runs that joined it
 	sess *session
 	last *session
+	// restarted: a run resumed after Berth restarted made it, so a
+	// session the Berth before did not keep, and breakpoints stored
+	// while no session ran, ended with it (restartedNote); a kept
+	// session is given back (Resume).
+	restarted bool
 }
+
+// restartedNote is what a conversation made by a resumed run says while
+// no session has run in it since (issue 29 item 3): a launched session
+// over stdio is given back (Resume), and then the conversation speaks of
+// it; the others end with Berth.
+const restartedNote = "Berth restarted since this run began: a debug session of this conversation from before the restart that Berth does not keep (delve's, or an attached one) ended with it, and breakpoints stored while no session ran are gone; set breakpoints and launch (or attach) again"
 
 // New builds the provider; cfg must be valid (Validate).
 func New(cfg Config, m *metrics.Metrics) (*Provider, error) {
@@ -166,7 +177,7 @@ func (p *Provider) join(run *orchestrator.Run) (*conversation, error) {
 	defer p.mu.Unlock()
 	c, ok := p.convs[run.ConversationID]
 	if !ok {
-		c = &conversation{id: run.ConversationID, owner: run.Owner, lock: make(chan struct{}, 1), bps: map[string][]int{}}
+		c = &conversation{id: run.ConversationID, owner: run.Owner, lock: make(chan struct{}, 1), bps: map[string][]int{}, restarted: run.Resumed}
 		p.convs[run.ConversationID] = c
 	}
 	if c.owner != run.Owner {

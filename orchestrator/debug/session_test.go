@@ -258,3 +258,32 @@ func TestJoinAfterRunEnd(t *testing.T) {
 		}
 	}
 }
+
+// A debug session Berth does not keep ends with the Berth that ran it:
+// in the run resumed by the Berth that came next, the conversation's
+// debug calls say that a session from before the restart that Berth
+// does not keep ended with it, with the breakpoints stored while no
+// session ran, and to launch again, until a session runs there; then
+// they speak of that one.
+//
+// Issue 29 item 3 (a debug session and its TTL).
+func TestDebugSessionFromBeforeARestartIsDeclaredLost(t *testing.T) {
+	before := newEnv(t, "python", quickStops)
+	before.ok(`{"operation":"launch","program":"serve.py"}`, "launched serve.py with debugpy", stillRunning)
+	before.ok(`{"operation":"terminate"}`, "terminated serve.py (debugpy)") // what Berth's death does
+
+	// The Berth that came next: a provider of its own, and the run
+	// resumed there.
+	e := newEnv(t, "python", quickStops)
+	e.run.Resumed = true
+	e.fails(`{"operation":"stack"}`, "no debug session is running in this conversation: "+restartedNote)
+	e.ok(`{"operation":"status"}`, "no debug session is running in this conversation: "+restartedNote)
+	e.ok(`{"operation":"output"}`, restartedNote)
+	e.ok(`{"operation":"terminate"}`, "nothing to terminate. "+restartedNote)
+	e.ok(`{"operation":"launch","program":"serve.py"}`, "launched serve.py with debugpy", stillRunning)
+	e.ok(`{"operation":"terminate"}`, "terminated serve.py (debugpy)")
+	if got := e.ok(`{"operation":"status"}`, "the last one (debugpy, serve.py)"); strings.Contains(got, "Berth restarted") {
+		t.Errorf("status after a session ran since the restart still speaks of it: %s", got)
+	}
+	noProcess(t, e.dir)
+}

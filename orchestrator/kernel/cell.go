@@ -83,9 +83,20 @@ func (k *kernel) execute(ctx context.Context, cfg Config, run *orchestrator.Run,
 				rearm()
 				go c.serveCall(callCtx, f, callDone, loopDone)
 				continue
+			case bridge.TypeError, bridge.TypeResult:
+				if f.Cell != id && k.inherited {
+					// The error or value of the cell that ran when
+					// Berth went away: said, not taken for this cell's.
+					c.out.addInherited(f)
+					rearm()
+					continue
+				}
 			case bridge.TypeDone:
 				if f.Cell != id {
-					continue // a late done of a cell given up on
+					// A late done of a cell given up on, or of the one
+					// a resumed kernel ran when Berth went away.
+					k.inherited = false
+					continue
 				}
 				// An interrupt that came as the cell finished on its own
 				// changed nothing: report the cell as it ended.

@@ -30,6 +30,10 @@ type kernel struct {
 	driver  string // the enclosure's, for metrics
 	mu      sync.Mutex
 	readErr error // why the reader stopped before the end of stdout
+	// inherited: the kernel was resumed after Berth restarted, and the
+	// done of the cell that ran then has not come yet (only execute
+	// reads and writes it, one cell at a time).
+	inherited bool
 
 	endOnce sync.Once
 }

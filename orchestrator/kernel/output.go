@@ -48,6 +48,21 @@ func (o *output) add(f bridge.Frame, cell string) {
 	}
 }
 
+// addInherited keeps the error or the value of the cell a resumed
+// kernel ran when Berth went away, said to be that cell's.
+func (o *output) addInherited(f bridge.Frame) {
+	if f.Type == bridge.TypeResult {
+		o.blocks = append(o.blocks, orchestrator.TextBlock("The cell that was running when Berth restarted returned:"))
+		o.addBundle(f.Data)
+		return
+	}
+	tb := f.Traceback
+	if tb == "" {
+		tb = f.Name + ": " + f.Value
+	}
+	o.blocks = append(o.blocks, orchestrator.TextBlock("The cell that was running when Berth restarted ended with an error:\n"+capString(tb, o.cfg.OutputLimit)))
+}
+
 // addBundle turns a MIME bundle into one block: a table, an image, or the
 // most telling text form.
 func (o *output) addBundle(data map[string]json.RawMessage) {

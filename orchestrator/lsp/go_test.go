@@ -357,3 +357,43 @@ func TestCodeActionsOrder(t *testing.T) {
 		t.Errorf("only entries with no edit: %s", got)
 	}
 }
+
+// The record of the diagnostics a run was told of is held in Berth's
+// memory alone: in the run resumed after Berth restarted, the first
+// write report says plainly that problems reported before the restart
+// may be reported again as new (gopls re-reports an error the run had
+// been told of, written again without files/willWrite), and the reports
+// after it say nothing of the restart. A run that was not resumed never
+// says it.
+//
+// Issue 29 item 3 (the run's diagnostics registry).
+func TestFirstReportAfterARestartSaysEarlierProblemsMayReadAsNew(t *testing.T) {
+	before := newFixture(t, "go", DefaultConfig())
+	orig := before.read(t, "main.go")
+	bad := strings.Replace(orig, "func main() {", "var count int = \"three\"\n\nfunc main() {", 1)
+	rep := before.write(t, "main.go", bad)
+	if rep.State != orchestrator.WriteIssues || strings.Contains(rep.Text, "Berth restarted") {
+		t.Fatalf("the first report of a new run: %s: %s", rep.State, rep.Text)
+	}
+	before.run.End("Berth was killed")
+
+	// The Berth that came next, the same run resumed on the same workdir.
+	f := newFixtureIn(t, before.dir, "run-go", DefaultConfig())
+	f.run.Resumed = true
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	again := strings.Replace(bad, "func main() {", "// a comment\nfunc main() {", 1)
+	if err := os.WriteFile(filepath.Join(f.dir, "main.go"), []byte(again), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.p.DidWrite(ctx, f.run, []string{"main.go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the first report after the restart: %s: %s", rep.State, rep.Text)
+	contains(t, rep.Text, "cannot use \"three\"", restartedReport)
+	if rep = f.write(t, "main.go", bad); rep.State != orchestrator.WriteClean || strings.Contains(rep.Text, "Berth restarted") {
+		t.Errorf("the second report after the restart: %s: %s", rep.State, rep.Text)
+	}
+	f.write(t, "main.go", orig)
+}

@@ -124,8 +124,17 @@ func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []
 		}()
 	}
 	wg.Wait()
-	return p.report(fresh, unknown, unmeant, order), nil
+	rep = p.report(fresh, unknown, unmeant, order)
+	if run.Resumed && p.state(run).restartNoted.CompareAndSwap(false, true) {
+		rep.Text = strings.TrimPrefix(rep.Text+"\n"+restartedReport, "\n")
+	}
+	return rep, nil
 }
+
+// restartedReport ends the first write report of a run resumed after
+// Berth restarted (issue 29 item 3): the registry of the diagnostics
+// already reported is held in memory alone, and was lost.
+const restartedReport = "(Berth restarted since this run's earlier reports, and its record of the problems already reported was lost with it: a problem reported before the restart may be reported here again as new. From this report on, only new ones are.)"
 
 // meantFor says whether a server of the catalog is meant for the file's
 // extension, whether or not one can serve it here.

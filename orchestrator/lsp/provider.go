@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -74,6 +75,9 @@ func (p *Provider) Tools(run *orchestrator.Run) []orchestrator.Tool {
 type runState struct {
 	sv  *supervisor
 	reg *registry
+	// restartNoted: the run was resumed after Berth restarted, and its
+	// first write report said that reg starts empty (restartedReport).
+	restartNoted atomic.Bool
 }
 
 // Close ends the run's servers; run.Value calls it when the run ends.

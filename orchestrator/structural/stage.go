@@ -1,6 +1,9 @@
 package structural
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -35,13 +38,26 @@ type runState struct {
 	next     int
 	edits    map[string]*stagedEdit
 	resolved map[string]string // edit id → how it was resolved
+	// prefix starts the run's edit ids: "edit_" in a new run; in a run
+	// resumed after Berth restarted, one with a random tag too, so that
+	// no id staged before the restart (lost with that Berth) names a
+	// change staged after it.
+	prefix string
+	// resumed: the run was resumed after Berth restarted.
+	resumed bool
 }
 
 type stateKey struct{}
 
 func stateOf(run *orchestrator.Run, cacheLimit int64) *runState {
 	return run.Value(stateKey{}, func() any {
-		return &runState{cache: newTreeCache(cacheLimit), edits: map[string]*stagedEdit{}, resolved: map[string]string{}}
+		s := &runState{cache: newTreeCache(cacheLimit), edits: map[string]*stagedEdit{}, resolved: map[string]string{}, prefix: "edit_"}
+		if run.Resumed {
+			var b [2]byte
+			_, _ = rand.Read(b[:])
+			s.prefix, s.resumed = "edit_"+hex.EncodeToString(b[:])+"_", true
+		}
+		return s
 	}).(*runState)
 }
 
@@ -59,7 +75,7 @@ func (s *runState) stage(files []stagedFile, replacements int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.next++
-	id := fmt.Sprintf("edit_%d", s.next)
+	id := fmt.Sprintf("%s%d", s.prefix, s.next)
 	s.edits[id] = &stagedEdit{id: id, files: files, replacements: replacements}
 	return id
 }
@@ -80,10 +96,18 @@ func (s *runState) take(id string) (*stagedEdit, error) {
 	for k := range s.edits {
 		open = append(open, k)
 	}
+	sort.Strings(open)
+	if s.resumed && !strings.HasPrefix(id, s.prefix) {
+		// Issue 29 item 3: staged changes are held in memory alone.
+		msg := fmt.Sprintf("edit_id %q is not staged: Berth restarted since it was staged, and the changes staged before a restart are lost with it; call ast_edit again to stage the change anew", id)
+		if len(open) > 0 {
+			msg += "; the changes staged since the restart are " + strings.Join(open, ", ")
+		}
+		return nil, errors.New(msg)
+	}
 	if len(open) == 0 {
 		return nil, fmt.Errorf("unknown edit_id %q: this run has no staged change; call ast_edit first", id)
 	}
-	sort.Strings(open)
 	return nil, fmt.Errorf("unknown edit_id %q: the staged changes of this run are %s", id, strings.Join(open, ", "))
 }
 

@@ -439,3 +439,48 @@ func TestGrepTextListsEachMatch(t *testing.T) {
 		t.Errorf("max_results 1:\n%s", text)
 	}
 }
+
+// A change staged before Berth restarted is lost with that Berth: in
+// the run resumed after the restart, resolve of its id says so and says
+// to stage it again, and never names a change staged since (their ids
+// carry a tag of their own).
+//
+// Issue 29 item 3 (staged ast_edit edits).
+func TestEditStagedBeforeARestartIsDeclaredLost(t *testing.T) {
+	f := newFixture(t, DefaultConfig(), map[string]string{"a.go": goCall})
+	f.ok("ast_edit", map[string]any{"pattern": "done($X)", "rewrite": "finish($X)", "path": "a.go"})
+	f.run.End("Berth was killed")
+	// The same run, resumed by the Berth that came next.
+	resumed := orchestrator.NewRun("r1", "c1", f.dir, host.New(), nil, nil)
+	resumed.Resumed = true
+	defer resumed.End("test over")
+	call := func(name string, args map[string]any) *orchestrator.Result {
+		t.Helper()
+		raw, _ := json.Marshal(args)
+		res, err := f.reg.Call(context.Background(), resumed, orchestrator.SurfaceFull, name, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	lost := "Berth restarted since it was staged, and the changes staged before a restart are lost with it; call ast_edit again to stage the change anew"
+	res := call("resolve", map[string]any{"edit_id": "edit_1", "action": "accept"})
+	if !res.IsError || !strings.Contains(res.FirstText(), `edit_id "edit_1" is not staged: `+lost) {
+		t.Errorf("resolve of an edit staged before the restart: %s", res.FirstText())
+	}
+	res = call("ast_edit", map[string]any{"pattern": "done($X)", "rewrite": "finish($X)", "path": "a.go"})
+	id := regexp.MustCompile(`edit_id "(edit_[0-9a-f]{4}_1)"`).FindStringSubmatch(res.FirstText())
+	if res.IsError || id == nil {
+		t.Fatalf("ast_edit in the resumed run: %s", res.FirstText())
+	}
+	res = call("resolve", map[string]any{"edit_id": "edit_1", "action": "accept"})
+	if !res.IsError || !strings.Contains(res.FirstText(), lost+"; the changes staged since the restart are "+id[1]) {
+		t.Errorf("resolve of an edit staged before the restart, with one staged since: %s", res.FirstText())
+	}
+	if f.read("a.go") != goCall {
+		t.Fatal("a resolve of a lost edit wrote")
+	}
+	if res = call("resolve", map[string]any{"edit_id": id[1], "action": "accept"}); res.IsError || !strings.Contains(f.read("a.go"), "finish(1)") {
+		t.Errorf("resolve of the edit staged since the restart: %s", res.FirstText())
+	}
+}

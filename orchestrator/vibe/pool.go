@@ -2,6 +2,9 @@ package vibe
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -41,6 +44,12 @@ type pool struct {
 	closed  bool
 	next    int
 	workers []*worker // in spawn order
+	// prefix starts the run's worker ids: "w" in a new run; in a run
+	// resumed after Berth restarted, one with a random tag too, so that
+	// no id of a worker from before the restart (lost with that Berth)
+	// names one spawned after it.
+	prefix  string
+	resumed bool
 
 	closeOnce sync.Once
 }
@@ -53,7 +62,12 @@ type poolKey struct{}
 // register its Close).
 func poolOf(run *orchestrator.Run, cfg Config, m *metrics.Metrics) *pool {
 	return run.Value(poolKey{}, func() any {
-		p := &pool{cfg: cfg, metrics: m, enc: run.Enclosure, run: run, runCtx: run.Context(), workdir: run.Workdir}
+		p := &pool{cfg: cfg, metrics: m, enc: run.Enclosure, run: run, runCtx: run.Context(), workdir: run.Workdir, prefix: "w"}
+		if run.Resumed {
+			var b [2]byte
+			_, _ = rand.Read(b[:])
+			p.prefix, p.resumed = "w"+hex.EncodeToString(b[:])+"_", true
+		}
 		context.AfterFunc(run.Context(), p.Close)
 		return p
 	}).(*pool)
@@ -74,7 +88,7 @@ func (p *pool) spawn(tier, label, brief string, surface orchestrator.Surface) (*
 	if live := p.live(); live >= p.cfg.MaxWorkers {
 		return nil, fmt.Errorf("this run already has %d workers (vibe.max_workers is %d): vibe_kill one you no longer need (a finished worker still holds a slot) and spawn again", live, p.cfg.MaxWorkers)
 	}
-	w := &worker{id: fmt.Sprintf("w%d", p.next+1), label: label, tier: tier, argv: argv, brief: brief, surface: surface}
+	w := &worker{id: fmt.Sprintf("%s%d", p.prefix, p.next+1), label: label, tier: tier, argv: argv, brief: brief, surface: surface}
 	if err := p.begin(w); err != nil {
 		p.metrics.SessionFailed(metrics.KindWorker)
 		if enclosure.Down(err) {
@@ -196,6 +210,14 @@ func (p *pool) find(id string) (*worker, error) {
 			return w, nil
 		}
 		ids = append(ids, w.id)
+	}
+	if p.resumed && !strings.HasPrefix(id, p.prefix) {
+		// Issue 29 item 3: workers end with the Berth that ran them.
+		msg := fmt.Sprintf("worker %q is gone: Berth restarted since it was spawned, and workers end with the Berth that runs them (its process, its output and its slot are lost); spawn a new worker with vibe_spawn to do its work", id)
+		if len(ids) > 0 {
+			msg += "; the workers spawned since the restart are " + strings.Join(ids, ", ")
+		}
+		return nil, errors.New(msg)
 	}
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("unknown worker %q: this run has no workers; start one with vibe_spawn", id)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -499,4 +500,33 @@ func TestWorkersLearnTheirSurface(t *testing.T) {
 	if got := callOn(orchestrator.SurfaceFull, "vibe_wait", obj{"worker_id": "w3"}); !strings.Contains(got, "env=plan arg=plan") {
 		t.Fatalf("a rerun sent from plan printed:\n%s", got)
 	}
+}
+
+// Workers end with the Berth that runs them: in the run resumed after
+// Berth restarted, vibe_* of a worker from before the restart says it
+// is gone because Berth restarted, and to spawn a new one; workers
+// spawned since have ids of their own, which no earlier id names.
+//
+// Issue 29 item 3 (vibe workers).
+func TestWorkerFromBeforeARestartIsDeclaredLost(t *testing.T) {
+	f := newFixture(t, config(script(t, "steer"), nil))
+	f.ok(t, "vibe_spawn", obj{"brief": "b", "label": "l"}, "w1")
+	f.run.End("Berth was killed")
+	// The same run, resumed by the Berth that came next.
+	resumed := orchestrator.NewRun("r1", "c1", f.run.Workdir, host.New(), nil, map[string]bool{orchestrator.FeatureVibe: true})
+	resumed.Resumed = true
+	t.Cleanup(func() { resumed.End("test") })
+	f.run = resumed
+	gone := `worker "w1" is gone: Berth restarted since it was spawned, and workers end with the Berth that runs them (its process, its output and its slot are lost); spawn a new worker with vibe_spawn to do its work`
+	for _, tool := range []string{"vibe_wait", "vibe_kill"} {
+		f.fails(t, tool, obj{"worker_id": "w1"}, gone)
+	}
+	f.fails(t, "vibe_send", obj{"worker_id": "w1", "message": "go on"}, gone)
+	spawned := f.ok(t, "vibe_spawn", obj{"brief": "b", "label": "l"})
+	id := regexp.MustCompile(`w[0-9a-f]{4}_1`).FindString(spawned)
+	if id == "" {
+		t.Fatalf("a worker spawned after the restart: %s", spawned)
+	}
+	f.fails(t, "vibe_wait", obj{"worker_id": "w1"}, gone+"; the workers spawned since the restart are "+id)
+	f.ok(t, "vibe_kill", obj{"worker_id": id})
 }

@@ -436,6 +436,13 @@
       toolResult(frame);
     } else if (frame.type === 'interrupt') {
       if (running) process.kill(process.pid, 'SIGINT');
+    } else if (frame.type === 'restarted') {
+      // A new Berth took this kernel back: the one its pending tool()
+      // calls went to is gone, and no answer will come.
+      for (const [id, call] of calls) {
+        calls.delete(id);
+        call.reject(toolError(call, frame.error || 'Berth restarted'));
+      }
     }
   });
   // Berth closed the pipe: it is gone or done with this kernel.

@@ -987,6 +987,14 @@ def _reader():
         elif kind == "interrupt":
             if _cell["running"]:
                 os.kill(os.getpid(), signal.SIGINT)
+        elif kind == "restarted":
+            # A new Berth took this kernel back: the one its pending
+            # tool() calls went to is gone, and no answer will come.
+            with _calls_lock:
+                slots = list(_calls.values())
+            for slot in slots:
+                slot["frame"] = {"error": frame.get("error") or "Berth restarted"}
+                slot["event"].set()
     # Berth closed the pipe: it is gone or done with this kernel.
     _real_exit(0)
 
