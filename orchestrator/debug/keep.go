@@ -9,10 +9,13 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/internal/text"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/metrics"
 	"github.com/berth-dev/berth/orchestrator/state"
@@ -161,12 +164,22 @@ func (p *Provider) Resume(run *orchestrator.Run, rec state.Record, proc enclosur
 	if err := p.refuseSecond(c); err != nil {
 		return err
 	}
+	// Breakpoints are stored inside the working directory, by their
+	// resolved path: a record that names another file was not Berth's.
 	for f, lines := range d.Breakpoints {
-		if filepath.IsAbs(f) && filepath.Clean(f) == f {
+		if filepath.IsAbs(f) && filepath.Clean(f) == f && strings.HasPrefix(f, run.Workdir+string(filepath.Separator)) {
 			c.setLines(f, positive(lines))
 		}
 	}
-	s, err := p.newSessionFor(run, c, a, d.Program)
+	program := text.Path(d.Program)
+	if len(program) > maxProgram {
+		cut := maxProgram
+		for cut > 0 && !utf8.RuneStart(program[cut]) {
+			cut--
+		}
+		program = program[:cut] + "…"
+	}
+	s, err := p.newSessionFor(run, c, a, program)
 	if err != nil {
 		return err
 	}
@@ -183,7 +196,7 @@ func (p *Provider) Resume(run *orchestrator.Run, rec state.Record, proc enclosur
 			p.mu.Unlock()
 			close(s.ended)
 		})
-		return fmt.Errorf("the debug session of %s: its time to live (%s) passed while Berth was away: it is ended, not resumed", d.Program, p.cfg.SessionTTL)
+		return fmt.Errorf("the debug session of %s: its time to live (%s) passed while Berth was away: it is ended, not resumed", program, p.cfg.SessionTTL)
 	}
 	if d.Stop != nil {
 		s.state.stop = &stopState{threadID: d.Stop.Thread, reason: d.Stop.Reason, description: d.Stop.Description,
@@ -195,7 +208,7 @@ func (p *Provider) Resume(run *orchestrator.Run, rec state.Record, proc enclosur
 	defer cancel()
 	if err := s.reread(ctx, c.storedBreakpoints()); err != nil {
 		s.end(metrics.ReasonCrashed, "it could not be read again from its adapter after Berth restarted: "+err.Error())
-		return fmt.Errorf("the debug session of %s could not be read again from its adapter: %w", d.Program, err)
+		return fmt.Errorf("the debug session of %s could not be read again from its adapter: %w", program, err)
 	}
 	s.mu.Lock()
 	s.live = true
@@ -247,6 +260,9 @@ func (s *session) reread(ctx context.Context, bps map[string][]int) error {
 	s.state.holdBack(held)
 	return nil
 }
+
+// maxProgram bounds the program's name a resumed session shows.
+const maxProgram = 1024
 
 // positive is lines without those below 1.
 func positive(lines []int) []int {

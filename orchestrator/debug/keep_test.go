@@ -97,11 +97,21 @@ func TestResumeRefusesWhatItCannotGiveBack(t *testing.T) {
 		}
 	}
 	app := e.dir + "/app.py"
-	err := e.p.Resume(e.run, rec("debugpy", kept{Program: "app.py", Launched: time.Now().Add(-2 * time.Minute), Breakpoints: map[string][]int{app: {13}}}), nil)
+	// A breakpoint outside the working directory is not Berth's: left out.
+	err := e.p.Resume(e.run, rec("debugpy", kept{Program: "app.py", Launched: time.Now().Add(-2 * time.Minute),
+		Breakpoints: map[string][]int{app: {13}, "/etc/passwd": {1}, e.dir + "/../x.py": {1}}}), nil)
 	if err == nil || !strings.Contains(err.Error(), "its time to live (1m0s) passed while Berth was away: it is ended, not resumed") {
 		t.Fatalf("Resume past the time to live: %v", err)
 	}
 	e.ok(`{"operation":"status"}`, "no debug session is running", "the last one (debugpy, app.py) ended: its time to live (1m0s) passed while Berth was away",
 		"stored breakpoints in 1 file")
 	e.ok(`{"operation":"launch","program":"app.py"}`, "app.py:13 verified", "stopped (breakpoint)")
+	e.ok(`{"operation":"terminate"}`, "terminated app.py")
+
+	// A program's name with a control character in it is shown quoted.
+	other := newEnv(t, "python", func(c *Config) { c.SessionTTL = time.Minute })
+	_ = other.p.Resume(other.run, rec("debugpy", kept{Program: "app.py\nstopped (breakpoint)", Launched: time.Now().Add(-2 * time.Minute)}), nil)
+	if got := other.ok(`{"operation":"status"}`, "the last one (debugpy, "); strings.Contains(got, "app.py\nstopped") {
+		t.Errorf("status shows the program's name raw: %s", got)
+	}
 }
