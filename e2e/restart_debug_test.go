@@ -353,3 +353,61 @@ func TestDebugProgramThatStoppedWhileBerthWasAwayIsFoundStopped(t *testing.T) {
 	}
 	s.waitNoProcesses(t, "run/stop")
 }
+
+// A program continued from a breakpoint, Berth killed while it waited for
+// the next stop, is found running by the Berth that comes back, not at its old
+// stop; it stops at its next breakpoint there, and runs to its end.
+//
+// Issue 29 item 3 (debug sessions).
+func TestDebugProgramRunningWhenBerthWasKilledIsFoundRunning(t *testing.T) {
+	s := onHost.fresh(t)
+	writeTree(t, s.Dir, map[string]string{"requirements.txt": "# none\n", "slow.py": "import time\nx = 0\ntime.sleep(4)\nx = 1\nprint(\"done\", x)\n"})
+	dir := filepath.Join(t.TempDir(), "state")
+	config := restartDebugConfig(t, nil, map[string]any{"stop_wait": "30s"})
+	a := startBerth(t, config, dir)
+	params := s.params(nil)
+	params.RunID = "run-debug-running"
+	if _, err := a.c.StartRun(testCtx(t), params); err != nil {
+		t.Fatal(err)
+	}
+	debugCall(t, a.c, params.RunID, map[string]any{"operation": "breakpoints", "file": "slow.py", "lines": []int{2, 5}}, "stored 2 breakpoints")
+	debugCall(t, a.c, params.RunID, map[string]any{"operation": "launch", "program": "slow.py"}, "stopped (breakpoint)", "slow.py:2")
+	// Killed during the continue's wait for the next stop.
+	continued := make(chan error, 1)
+	go func() {
+		_, err := a.c.CallTool(testCtx(t), params.RunID, "", "debug", map[string]any{"operation": "continue"})
+		continued <- err
+	}()
+	time.Sleep(time.Second)
+	a.kill(t)
+	if err := <-continued; err == nil {
+		t.Fatal("the continue was answered before Berth was killed: make the wait longer")
+	}
+
+	b := startBerth(t, config, dir)
+	s.asker.set(b.c)
+	if r, err := b.c.StartRun(testCtx(t), params); err != nil || !r.Resumed {
+		t.Fatalf("run/start: %+v, %v\nthe new Berth's log:\n%s", r, err, b.stderr.String())
+	}
+	if st := debugCall(t, b.c, params.RunID, map[string]any{"operation": "status"}, "session: debugpy debugging slow.py"); strings.Contains(st, "stopped") {
+		t.Fatalf("status of a running program: %s", st)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		st := text(callTool(t, b.c, params.RunID, "debug", map[string]any{"operation": "status"}))
+		if strings.Contains(st, "stopped (breakpoint)") {
+			if !strings.Contains(st, "slow.py:5 in <module>") {
+				t.Fatalf("status: %s, want the stop at slow.py:5", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status: %s, want the program stopped at its next breakpoint", st)
+		}
+	}
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "continue"}, "the program ended (exit code 0)")
+	debugCall(t, b.c, params.RunID, map[string]any{"operation": "output"}, "done 1")
+	if err := b.c.StopRun(testCtx(t), params.RunID); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNoProcesses(t, "run/stop")
+}

@@ -458,6 +458,10 @@ func (s *session) resume(ctx context.Context, command string, threadID int) (str
 		return "", err
 	}
 	s.state.resumed(st)
+	// The adapter sends no event for a continue it was asked for: the
+	// record says now that the program runs, so that a Berth killed
+	// during the wait for its stop does not show the old stop again.
+	s.keepNow(nil)
 	return s.waitStop(ctx, w, s.cfg.StopWait), nil
 }
 
