@@ -225,7 +225,7 @@ func strangersOnTheSocket(t *testing.T, s *site, c *rpc.Client) {
 	if len(bytesGot) > 0 {
 		t.Errorf("the racing stranger received %d bytes of the program's stdin (the cell's text in them: %v):\n%.300q", len(bytesGot), bytes.Contains(bytesGot, []byte(secret)), bytesGot)
 	}
-	relays := regexp.MustCompile(`(?m)^relay \d+ .*--connect \S+ --token-stdin$`).FindAllString(log, -1)
+	relays := regexp.MustCompile(`(?m)^relay \d+ .*--connect \S+ .*--token-stdin\s*$`).FindAllString(log, -1)
 	if len(relays) == 0 {
 		t.Errorf("no relay seen with --connect and --token-stdin")
 	}

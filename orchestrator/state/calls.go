@@ -160,7 +160,7 @@ func (s *Store) Calls() (calls []Call, bad []error) {
 // readCall reads and checks one call's file.
 func (s *Store) readCall(name string) (Call, error) {
 	var c Call
-	b, err := readSafe(s.calls, name, maxCall)
+	b, err := readSafe(s.calls, name, "a call record", maxCall)
 	if err != nil {
 		return c, err
 	}
@@ -178,10 +178,10 @@ func (s *Store) readCall(name string) (Call, error) {
 	return c, nil
 }
 
-// readSafe reads a file of root that Berth wrote: a regular file of
-// Berth's user, mode 0600 or tighter, at most max bytes; it never blocks
-// (a FIFO is opened non-blocking and refused).
-func readSafe(root *os.Root, name string, max int64) ([]byte, error) {
+// readSafe reads a file of root that Berth wrote (what it is, for the
+// error): a regular file of Berth's user, mode 0600 or tighter, at most
+// max bytes; it never blocks (a FIFO is opened non-blocking and refused).
+func readSafe(root *os.Root, name, what string, max int64) ([]byte, error) {
 	f, err := root.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -199,7 +199,7 @@ func readSafe(root *os.Root, name string, max int64) ([]byte, error) {
 	case st.Mode&0o077 != 0:
 		return nil, fmt.Errorf("mode %04o lets others read it", st.Mode&0o777)
 	case st.Size > max:
-		return nil, fmt.Errorf("%d bytes, more than %d", st.Size, max)
+		return nil, fmt.Errorf("%d bytes, more than %s's %d", st.Size, what, max)
 	}
 	return io.ReadAll(io.LimitReader(f, max+1))
 }

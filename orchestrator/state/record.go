@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/renameio/v2"
-	"golang.org/x/sys/unix"
 )
 
 // Version is the records' format; a record of another is refused.
@@ -228,26 +226,7 @@ func (s *Store) read(name string) (Record, error) {
 	if !ok || !tagPattern.MatchString(tag) {
 		return r, errors.New("its name is not a relay tag and .json")
 	}
-	f, err := s.records.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return r, err
-	}
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return r, err
-	}
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return r, errors.New("not a regular file")
-	case int(st.Uid) != os.Geteuid():
-		return r, fmt.Errorf("owned by uid %d, not Berth's %d", st.Uid, os.Geteuid())
-	case st.Mode&0o077 != 0:
-		return r, fmt.Errorf("mode %04o lets others read it", st.Mode&0o777)
-	case st.Size > maxRecord:
-		return r, fmt.Errorf("%d bytes, more than a record's %d", st.Size, maxRecord)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
+	b, err := readSafe(s.records, name, "a record", maxRecord)
 	if err != nil {
 		return r, err
 	}
