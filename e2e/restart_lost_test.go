@@ -238,8 +238,8 @@ func TestParkedLanguageServerEndsWithAKilledBerth(t *testing.T) {
 // words, in the run a Berth on the same state directory resumed after a
 // kill -9 of the one before: resolve of a change staged before says to
 // stage it again, vibe_wait of a worker from before says it is gone
-// (and its process is), debug says the session and breakpoints from
-// before ended with Berth, and the first write report says problems
+// (and its process is), debug says the breakpoints stored while no
+// session ran ended with Berth, and the first write report says problems
 // reported before may read as new (the error gopls reported before the
 // kill is reported again, with that line).
 //
@@ -307,7 +307,7 @@ func TestWhatToolsHeldInMemoryIsDeclaredLostAfterARestart(t *testing.T) {
 	}
 	after("resolve", map[string]any{"edit_id": "edit_1", "action": "accept"}, true, `edit_id "edit_1" is not staged: Berth restarted since it was staged`)
 	after("vibe_wait", map[string]any{"worker_id": "w1"}, true, `worker "w1" is gone: Berth restarted since it was spawned`)
-	after("debug", map[string]any{"operation": "status"}, false, "Berth restarted since this run began: any debug session of this conversation from before the restart ended with it, and its stored breakpoints are gone")
+	after("debug", map[string]any{"operation": "status"}, false, "Berth restarted since this run began: a debug session of this conversation from before the restart that Berth does not keep (delve's, or an attached one) ended with it, and breakpoints stored while no session ran are gone")
 	rep, err := b.c.DidWrite(testCtx(t), p.RunID, []string{"main.go"})
 	if err != nil || !strings.Contains(rep.Text, `cannot use "three"`) || !strings.Contains(rep.Text, "Berth restarted since this run's earlier reports") {
 		t.Errorf("the first write report after the restart: %+v, %v", rep, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"log/slog"
 	"sync"
 	"time"
@@ -26,6 +27,9 @@ type Keeping struct {
 
 	watch sync.WaitGroup // one per record: removes it when its process ends
 	once  sync.Once      // the one log line of a record that cannot be written
+
+	mu   sync.Mutex              // guards live, and orders a record's writes and its removal
+	live map[string]state.Record // the records of live processes, by tag: what Note rewrites
 }
 
 // DefaultReattachGrace is enclosure.reattach_grace's default.
@@ -104,7 +108,56 @@ func (k *Keeping) record(r state.Record, p enclosure.Process) {
 		})
 		return
 	}
-	k.watchRecord(r.Relay.Tag, p)
+	k.watchRecord(r, p)
+}
+
+// Noter is an enclosure that keeps a family's data with the record of a
+// kept process (the run's enclosure when Berth has a state directory).
+type Noter interface {
+	Note(proc enclosure.Process, data json.RawMessage) error
+}
+
+// Note keeps data (a JSON object) with the record of proc, a process the
+// run's enclosure started with Cmd.Keep or one given back to the run
+// after a restart: what its family needs to give it back (Resumer reads
+// it as the record's Data). Each Note replaces the last. It does nothing
+// when Berth keeps no state or proc is not kept; a process that ended
+// has no record left to write.
+func (r *Run) Note(proc enclosure.Process, data any) error {
+	n, ok := r.Enclosure.(Noter)
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	return n.Note(proc, b)
+}
+
+// Note rewrites the record of proc with data.
+func (e *keptEnclosure) Note(proc enclosure.Process, data json.RawMessage) error {
+	return e.k.note(proc, data)
+}
+
+func (k *Keeping) note(proc enclosure.Process, data json.RawMessage) error {
+	kept, ok := proc.(enclosure.Kept)
+	if !ok {
+		return nil
+	}
+	_, tag, _ := kept.Held()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	r, ok := k.live[tag]
+	if !ok {
+		return nil // not kept, or ended: its record is gone
+	}
+	r.Data = data
+	if err := k.Store.Put(r); err != nil {
+		return err
+	}
+	k.live[tag] = r
+	return nil
 }
 
 // newToken is a relay's token: 128 random bits in hex.

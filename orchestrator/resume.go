@@ -117,7 +117,7 @@ func (rs *Runs) reattach(ctx context.Context, rec state.Record, unclaimed time.D
 		forget(outcome, err.Error())
 		return
 	}
-	k.watchRecord(rec.Relay.Tag, proc)
+	k.watchRecord(rec, proc)
 	resumer := rs.Resumers[rec.Kind]
 	if resumer == nil {
 		rs.metrics.Reattached(rec.Kind, metrics.ReattachStopped)
@@ -221,10 +221,21 @@ func (rs *Runs) endPending() {
 	}
 }
 
-// watchRecord removes the record of tag when proc ends.
-func (k *Keeping) watchRecord(tag string, proc enclosure.Process) {
+// watchRecord keeps rec, proc's record, for Note while proc lives, and
+// removes it when proc ends.
+func (k *Keeping) watchRecord(rec state.Record, proc enclosure.Process) {
+	tag := rec.Relay.Tag
+	k.mu.Lock()
+	if k.live == nil {
+		k.live = map[string]state.Record{}
+	}
+	k.live[tag] = rec
+	k.mu.Unlock()
 	k.watch.Go(func() {
 		<-proc.Done()
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		delete(k.live, tag)
 		if err := k.Store.Remove(tag); err != nil {
 			k.Log.Warn("state: a record outlives its process", "err", err)
 		}

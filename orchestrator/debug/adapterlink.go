@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-dap"
 
 	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
 // adapterLink is a session's adapter process (none for attach, where the
@@ -43,7 +44,14 @@ type adapterLink struct {
 // prints within the request wait, through the enclosure's Dial. onEvent
 // is the client's.
 func (l *adapterLink) start(ctx context.Context, a *Adapter, exe, dir string, onEvent func(dap.EventMessage)) error {
-	proc, err := l.enc.Start(ctx, enclosure.Cmd{Path: exe, Args: a.Args, Dir: dir, Stderr: l.stderr})
+	cmd := enclosure.Cmd{Path: exe, Args: a.Args, Dir: dir, Stderr: l.stderr}
+	if a.Transport == "stdio" {
+		// A stopped program is work a restart of Berth must not lose:
+		// the relay holds the adapter (and its debuggee) for a Berth
+		// that comes back. One over TCP ends with Berth's connection.
+		cmd.Keep = &enclosure.Keep{Kind: metrics.KindDebug, Role: a.ID}
+	}
+	proc, err := l.enc.Start(ctx, cmd)
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", a.ID, err)
 	}
@@ -75,6 +83,53 @@ func (l *adapterLink) attach(conn net.Conn, onEvent func(dap.EventMessage)) {
 // connect starts the DAP client on the stream.
 func (l *adapterLink) connect(r io.Reader, w io.Writer, onEvent func(dap.EventMessage)) {
 	l.c = newClient(r, w, onEvent)
+}
+
+// resume starts the DAP client on the stdio of an adapter a Berth before
+// this one started (proc, taken back after a restart): its stream is
+// read from the next message's header on (the Berth before may have
+// read part of one), and its requests are numbered from resumedSeq, so
+// that an answer to one of the Berth before's, still on its way, never
+// answers one of this Berth's.
+func (l *adapterLink) resume(proc enclosure.Process, onEvent func(dap.EventMessage)) {
+	l.proc = proc
+	if r := proc.Stderr(); r != nil {
+		go func() { _, _ = io.Copy(l.stderr, r) }()
+	}
+	l.c = newClientFrom(&resyncReader{r: bufio.NewReader(proc.Stdout())}, proc.Stdin(), onEvent, resumedSeq)
+}
+
+// resumedSeq is the first sequence number of a resumed session's
+// requests: past any a session could have sent before Berth restarted.
+const resumedSeq = 1 << 30
+
+// resyncReader is an adapter's stream read from the first message header
+// on: what comes before it is the rest of a message a Berth that went
+// away had begun to read.
+type resyncReader struct {
+	r      *bufio.Reader
+	synced bool
+}
+
+// dapHeader starts every message's header.
+const dapHeader = "Content-Length:"
+
+func (x *resyncReader) Read(p []byte) (int, error) {
+	for skipped := 0; !x.synced; skipped++ {
+		head, err := x.r.Peek(len(dapHeader))
+		if err != nil {
+			return 0, err
+		}
+		if string(head) == dapHeader {
+			x.synced = true
+			break
+		}
+		if skipped > maxMessage {
+			return 0, fmt.Errorf("the adapter's stream holds no message header in its first %d bytes after Berth restarted", maxMessage)
+		}
+		_, _ = x.r.Discard(1)
+	}
+	return x.r.Read(p)
 }
 
 // stopped says why the adapter's stream ended before the program did:

@@ -43,7 +43,12 @@ type waiter struct {
 
 // newClient starts the reader goroutine on r.
 func newClient(r io.Reader, w io.Writer, onEvent func(dap.EventMessage)) *client {
-	c := &client{w: w, onEvent: onEvent, pending: map[int]chan dap.Message{}, done: make(chan struct{})}
+	return newClientFrom(r, w, onEvent, 0)
+}
+
+// newClientFrom is newClient whose first request is numbered seq+1.
+func newClientFrom(r io.Reader, w io.Writer, onEvent func(dap.EventMessage), seq int) *client {
+	c := &client{w: w, onEvent: onEvent, seq: seq, pending: map[int]chan dap.Message{}, done: make(chan struct{})}
 	// go-dap reads a header to its first '\r' with no limit: the reader
 	// in front of it refuses a header line, a header block or a declared
 	// body over its limit before go-dap buffers it (issue 24 item 1).

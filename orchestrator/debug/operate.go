@@ -282,6 +282,7 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 		return "", ferr
 	}
 	s.markLive()
+	s.keepFor(run, c.storedBreakpoints())
 	var b strings.Builder
 	fmt.Fprintf(&b, "launched %s with %s (the session ends by itself in %s)\n", root.Rel(abs), a.ID, p.cfg.SessionTTL)
 	s.state.writeBreakpoints(&b, s.paths, s.adapter.ID)

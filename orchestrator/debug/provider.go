@@ -42,15 +42,17 @@ type conversation struct {
 	sess *session
 	last *session
 	// restarted: a run resumed after Berth restarted made it, so a
-	// session and breakpoints of the conversation from before the
-	// restart ended with the Berth that held them (restartedNote).
+	// session the Berth before did not keep, and breakpoints stored
+	// while no session ran, ended with it (restartedNote); a kept
+	// session is given back (Resume).
 	restarted bool
 }
 
 // restartedNote is what a conversation made by a resumed run says while
-// no session has run in it since (issue 29 item 3): debug sessions end
-// with Berth, and are not taken back.
-const restartedNote = "Berth restarted since this run began: any debug session of this conversation from before the restart ended with it, and its stored breakpoints are gone (debug sessions do not outlive Berth); set breakpoints and launch again"
+// no session has run in it since (issue 29 item 3): a launched session
+// over stdio is given back (Resume), and then the conversation speaks of
+// it; the others end with Berth.
+const restartedNote = "Berth restarted since this run began: a debug session of this conversation from before the restart that Berth does not keep (delve's, or an attached one) ended with it, and breakpoints stored while no session ran are gone; set breakpoints and launch (or attach) again"
 
 // New builds the provider; cfg must be valid (Validate).
 func New(cfg Config, m *metrics.Metrics) (*Provider, error) {

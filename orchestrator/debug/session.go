@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -63,6 +64,10 @@ type session struct {
 	// onEnd is called once, from end, after everything is stopped.
 	onEnd func(*session)
 
+	// keep writes the session's record in the state directory, for a
+	// Berth that comes back; nil when it is not kept (see keep.go).
+	keep atomic.Pointer[keeper]
+
 	mu     sync.Mutex // guards what follows
 	live   bool       // the start succeeded and was counted
 	reason string     // why it ended, for status
@@ -84,7 +89,7 @@ func (s *session) start(ctx context.Context, exe, dir string) error {
 	if err := s.link.start(ctx, s.adapter, exe, dir, s.onEvent); err != nil {
 		return err
 	}
-	s.supervise()
+	s.supervise(s.cfg.SessionTTL)
 	return nil
 }
 
@@ -93,13 +98,14 @@ func (s *session) start(ctx context.Context, exe, dir string) error {
 func (s *session) attach(conn net.Conn) {
 	s.attached = true
 	s.link.attach(conn, s.onEvent)
-	s.supervise()
+	s.supervise(s.cfg.SessionTTL)
 }
 
-// supervise starts the TTL timer and the watcher that ends the session
-// when the adapter's stream does.
-func (s *session) supervise() {
-	s.ttl = time.AfterFunc(s.cfg.SessionTTL, func() {
+// supervise starts the TTL timer, ending the session after left (its
+// time to live, less what passed before Berth restarted), and the
+// watcher that ends the session when the adapter's stream does.
+func (s *session) supervise(left time.Duration) {
+	s.ttl = time.AfterFunc(left, func() {
 		s.end(metrics.ReasonTTL, fmt.Sprintf("its time to live (%s) passed", s.cfg.SessionTTL))
 	})
 	go func() {
@@ -117,6 +123,10 @@ func (s *session) supervise() {
 
 // onEvent keeps the program's state; it runs on the reader goroutine.
 func (s *session) onEvent(e dap.EventMessage) {
+	switch e.(type) {
+	case *dap.StoppedEvent, *dap.ContinuedEvent, *dap.ExitedEvent:
+		defer s.keepLater()
+	}
 	if s.state.apply(e) {
 		go s.end(metrics.ReasonStopped, "the program ended")
 	}
@@ -448,6 +458,10 @@ func (s *session) resume(ctx context.Context, command string, threadID int) (str
 		return "", err
 	}
 	s.state.resumed(st)
+	// The adapter sends no event for a continue it was asked for: the
+	// record says now that the program runs, so that a Berth killed
+	// during the wait for its stop does not show the old stop again.
+	s.keepNow(nil)
 	return s.waitStop(ctx, w, s.cfg.StopWait), nil
 }
 

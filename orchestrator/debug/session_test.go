@@ -259,10 +259,11 @@ func TestJoinAfterRunEnd(t *testing.T) {
 	}
 }
 
-// A debug session ends with the Berth that ran it: in the run resumed
-// by the Berth that came next, the conversation's debug calls say that
-// a session from before the restart ended with it, with its stored
-// breakpoints, and to launch again, until a session runs there; then
+// A debug session Berth does not keep ends with the Berth that ran it:
+// in the run resumed by the Berth that came next, the conversation's
+// debug calls say that a session from before the restart that Berth
+// does not keep ended with it, with the breakpoints stored while no
+// session ran, and to launch again, until a session runs there; then
 // they speak of that one.
 //
 // Issue 29 item 3 (a debug session and its TTL).

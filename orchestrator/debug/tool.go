@@ -156,6 +156,10 @@ func (t tool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessa
 		return orchestrator.Errorf("debug %s was not run: another debug operation in this conversation is still running and this call was cancelled while waiting", a.Operation), nil
 	}
 	text, err := t.p.operate(ctx, run, c, a)
+	if s, _ := t.p.current(c); s != nil {
+		// What the answer says survives a Berth killed right after it.
+		s.keepNow(c.storedBreakpoints())
+	}
 	if err != nil {
 		return orchestrator.Errorf("debug %s: %s", a.Operation, t.p.explain(c, err)).Classed(err), nil
 	}

@@ -45,7 +45,7 @@ const (
 	// Outcomes of a kept process a Berth found in its state directory
 	// at start (berth_reattaches_total).
 	ReattachResumed   = "resumed"   // taken back, then given back to its run by run/start
-	ReattachUnclaimed = "unclaimed" // taken back, but no run/start claimed it within runs.disconnect_grace: ended
+	ReattachUnclaimed = "unclaimed" // taken back, but no run/start claimed it within runs.disconnect_grace, or its run could not be given it (a debug session past its TTL): ended
 	ReattachStopped   = "stopped"   // taken back and ended: no Berth resumes a process of its kind yet
 	ReattachLost      = "lost"      // its relay did not answer (or refused the record's token), or its container cannot be attached: record removed
 	ReattachExpired   = "expired"   // its relay had ended it, no Berth having come back within enclosure.reattach_grace

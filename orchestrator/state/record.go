@@ -38,7 +38,15 @@ type Record struct {
 	Role string `json:"role,omitempty"`
 	// Started is when it started.
 	Started time.Time `json:"started"`
+	// Data is what its family keeps to give it back (a debug session's
+	// program, launch time, breakpoints and stop): a JSON object of at
+	// most MaxData bytes, which only the family reads. A Berth before
+	// this field refuses a record that has it.
+	Data json.RawMessage `json:"data,omitempty"`
 }
+
+// MaxData bounds a record's Data.
+const MaxData = 32 << 10
 
 // Enclosure names an enclosure as run/start does.
 type Enclosure struct {
@@ -106,6 +114,12 @@ func (r *Record) Check() error {
 	}
 	if !printable(r.Role, 256) {
 		bad = append(bad, "a role that is not printable text of at most 256 bytes")
+	}
+	if len(r.Data) > 0 {
+		var obj map[string]json.RawMessage
+		if len(r.Data) > MaxData || json.Unmarshal(r.Data, &obj) != nil || obj == nil {
+			bad = append(bad, fmt.Sprintf("data that is not a JSON object of at most %d bytes", MaxData))
+		}
 	}
 	if len(bad) > 0 {
 		return errors.New(strings.Join(bad, "; "))

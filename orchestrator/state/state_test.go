@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,7 +53,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, bad := s.Records()
-	if len(bad) != 0 || len(got) != 1 || got[0] != want {
+	if len(bad) != 0 || len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Fatalf("Records() = %+v, %v; want %+v", got, bad, want)
 	}
 	if err := s.Remove(tag1); err != nil {
@@ -67,6 +68,53 @@ func TestRecordsRoundTrip(t *testing.T) {
 	bad1 := record("../../etc/x")
 	if err := s.Put(bad1); err == nil {
 		t.Error("Put of a record with a tag that is a path: nil error")
+	}
+}
+
+// A record keeps its family's data, a JSON object, as written; data
+// that is not an object, or over MaxData, is refused at Put and when
+// read.
+//
+// Issue 29 item 3 (debug sessions).
+func TestRecordKeepsItsFamilysData(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := record(tag1)
+	want.Kind, want.Role = "debug", "debugpy"
+	want.Data = json.RawMessage(`{"program":"app.py","breakpoints":{"/src/app/app.py":[3]}}`)
+	if err := s.Put(want); err != nil {
+		t.Fatal(err)
+	}
+	got, bad := s.Records()
+	if len(bad) != 0 || len(got) != 1 {
+		t.Fatalf("Records() = %+v, %v", got, bad)
+	}
+	var back, sent any
+	_ = json.Unmarshal(got[0].Data, &back)
+	_ = json.Unmarshal(want.Data, &sent)
+	if !reflect.DeepEqual(back, sent) {
+		t.Errorf("data read back %s, want %s", got[0].Data, want.Data)
+	}
+	for _, d := range []string{`[1]`, `"text"`, `null`, `{"a":"` + strings.Repeat("x", MaxData) + `"}`} {
+		r := record(tag1)
+		r.Data = json.RawMessage(d)
+		if err := s.Put(r); err == nil || !strings.Contains(err.Error(), "JSON object") {
+			t.Errorf("Put with data %.20s: %v, want a refusal", d, err)
+		}
+	}
+	// Written by hand: read and refused.
+	r := record(tag1)
+	r.Data = json.RawMessage(`[1]`)
+	b, _ := json.Marshal(r)
+	if err := os.WriteFile(filepath.Join(dir, "records", tag1+".json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, bad := s.Records(); len(got) != 0 || len(bad) != 1 || !strings.Contains(bad[0].Error(), "JSON object") {
+		t.Errorf("a record with data not an object: %+v, %v", got, bad)
 	}
 }
 
