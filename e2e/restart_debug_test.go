@@ -67,6 +67,17 @@ func TestContainersKubernetesStandInDebugSessionIsResumedByABerthOnTheSameStateD
 	debugSessionIsResumed(t, p.fresh(t), kubernetesSection(t, p).config, resumedDebugpy)
 }
 
+// The same in a pod of the real cluster (its image berth/full:dev holds
+// debugpy).
+//
+// Issue 29 item 3 (debug sessions, in containers; the real cluster's
+// check of the issue).
+func TestClusterDebugSessionIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
+	t.Parallel()
+	p := inCluster(t, fullImage)
+	debugSessionIsResumed(t, p.fresh(t), clusterSection(t, p).config, resumedDebugpy)
+}
+
 // resumedSession is what debugSessionIsResumed launches and checks, for
 // one adapter.
 type resumedSession struct {
