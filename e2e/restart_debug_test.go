@@ -116,25 +116,9 @@ var resumedLLDB = resumedSession{
 // tune's changes.
 func restartDebugConfig(t *testing.T, sections map[string]any, debug map[string]any) string {
 	t.Helper()
-	cfg := map[string]any{}
-	maps.Copy(cfg, sections)
-	enc, _ := cfg["enclosure"].(map[string]any)
-	enc = maps.Clone(enc)
-	if enc == nil {
-		enc = map[string]any{}
-	}
-	enc["reattach_grace"] = "2m"
-	cfg["enclosure"] = enc
 	d := map[string]any{"python": "/usr/bin/python3", "stop_wait": "5s"}
 	maps.Copy(d, debug)
-	cfg["debug"] = d
-	cfg["runs"] = map[string]any{"disconnect_grace": "30s"}
-	cfg["kernels"] = map[string]any{"python": "/usr/bin/python3"}
-	js, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writeConfig(t, string(js)) // YAML reads JSON
+	return keepingConfig(t, sections, map[string]any{"debug": d})
 }
 
 // debugSessionIsResumed is issue 29's check: x = 41 in a Python kernel

@@ -467,15 +467,12 @@ func TestClusterKernelIsResumedByABerthOnTheSameStateDirectory(t *testing.T) {
 	kernelIsResumedInAContainer(t, p.fresh(t), clusterSection(t, p).config)
 }
 
-// kernelIsResumedInAContainer: x = 41 in a Python kernel in s's
-// container, kill -9 of Berth, a new Berth on the same state directory
-// (its driver's section in sections): a run/start of another
-// conversation is refused, one with the same ids answers resumed, and x
-// + 1 is 42 in the same kernel; run/stop then leaves nothing in the
-// container, and no record.
-func kernelIsResumedInAContainer(t *testing.T, s *site, sections map[string]any) {
+// keepingConfig is a configuration file for a Berth that keeps Python
+// kernels across a restart: sections (a driver's), with
+// enclosure.reattach_grace 2m, runs.disconnect_grace 30s, Debian's
+// python for kernels, and more's sections over them.
+func keepingConfig(t *testing.T, sections, more map[string]any) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "state")
 	cfg := map[string]any{}
 	maps.Copy(cfg, sections)
 	enc, _ := cfg["enclosure"].(map[string]any)
@@ -487,11 +484,24 @@ func kernelIsResumedInAContainer(t *testing.T, s *site, sections map[string]any)
 	cfg["enclosure"] = enc
 	cfg["kernels"] = map[string]any{"python": "/usr/bin/python3"}
 	cfg["runs"] = map[string]any{"disconnect_grace": "30s"}
+	maps.Copy(cfg, more)
 	js, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	config := writeConfig(t, string(js)) // YAML reads JSON
+	return writeConfig(t, string(js)) // YAML reads JSON
+}
+
+// kernelIsResumedInAContainer: x = 41 in a Python kernel in s's
+// container, kill -9 of Berth, a new Berth on the same state directory
+// (its driver's section in sections): a run/start of another
+// conversation is refused, one with the same ids answers resumed, and x
+// + 1 is 42 in the same kernel; run/stop then leaves nothing in the
+// container, and no record.
+func kernelIsResumedInAContainer(t *testing.T, s *site, sections map[string]any) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "state")
+	config := keepingConfig(t, sections, nil)
 	a := startBerth(t, config, dir)
 	params := s.params(nil)
 	params.RunID = "run-resumed"
