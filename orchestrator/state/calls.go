@@ -109,16 +109,36 @@ func (s *Store) PutCall(c Call) error {
 	if err != nil {
 		return err
 	}
-	f, err := renameio.NewPendingFile(callFile(c.Run, c.ID), renameio.WithRoot(s.calls), renameio.WithStaticPermissions(0o600))
-	if err != nil {
+	if err := writeAtomic(s.calls, callFile(c.Run, c.ID), b); err != nil {
 		return fmt.Errorf("state: call %.40q: %w", c.ID, err)
+	}
+	return nil
+}
+
+// writeAtomic writes b and a newline to name in root, mode 0600, by
+// rename: a Berth that dies while writing leaves the old file or the new
+// one, never half of one.
+func writeAtomic(root *os.Root, name string, b []byte) error {
+	f, err := renameio.NewPendingFile(name, renameio.WithRoot(root), renameio.WithStaticPermissions(0o600))
+	if err != nil {
+		return err
 	}
 	defer f.Cleanup()
 	if _, err := f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("state: call %.40q: %w", c.ID, err)
+		return err
 	}
-	if err := f.CloseAtomicallyReplace(); err != nil {
-		return fmt.Errorf("state: call %.40q: %w", c.ID, err)
+	return f.CloseAtomicallyReplace()
+}
+
+// decodeStrict decodes b, one JSON object with no field v lacks, into v.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more after the JSON object")
 	}
 	return nil
 }
@@ -164,9 +184,7 @@ func (s *Store) readCall(name string) (Call, error) {
 	if err != nil {
 		return c, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	if err := decodeStrict(b, &c); err != nil {
 		return c, fmt.Errorf("not a call: %v", err)
 	}
 	if err := c.Check(); err != nil {

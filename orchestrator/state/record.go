@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/google/renameio/v2"
 )
 
 // Version is the records' format; a record of another is refused.
@@ -155,15 +152,7 @@ func (s *Store) Put(r Record) error {
 	if err != nil {
 		return err
 	}
-	f, err := renameio.NewPendingFile(fileName(r.Relay.Tag), renameio.WithRoot(s.records), renameio.WithStaticPermissions(0o600))
-	if err != nil {
-		return fmt.Errorf("state: record of %s: %w", r.Relay.Tag, err)
-	}
-	defer f.Cleanup()
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("state: record of %s: %w", r.Relay.Tag, err)
-	}
-	if err := f.CloseAtomicallyReplace(); err != nil {
+	if err := writeAtomic(s.records, fileName(r.Relay.Tag), b); err != nil {
 		return fmt.Errorf("state: record of %s: %w", r.Relay.Tag, err)
 	}
 	return nil
@@ -230,13 +219,8 @@ func (s *Store) read(name string) (Record, error) {
 	if err != nil {
 		return r, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := decodeStrict(b, &r); err != nil {
 		return r, fmt.Errorf("not a record: %v", err)
-	}
-	if dec.More() {
-		return r, errors.New("not a record: more after the JSON object")
 	}
 	if err := r.Check(); err != nil {
 		return r, err
