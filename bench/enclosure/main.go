@@ -119,7 +119,7 @@ func main() {
 }
 
 func run(starts, rounds, queries, servers, launches int, image, clusterKubeconfig string, cold bool) error {
-	root, err := moduleRoot()
+	root, err := berthserver.ModuleRoot()
 	if err != nil {
 		return err
 	}
@@ -637,16 +637,4 @@ func goEnv(name string) (string, error) {
 		return "", fmt.Errorf("go env %s: %w", name, err)
 	}
 	return strings.TrimSpace(string(out)), nil
-}
-
-// moduleRoot is the directory of the main module's go.mod.
-func moduleRoot() (string, error) {
-	mod, err := goEnv("GOMOD")
-	if err != nil {
-		return "", err
-	}
-	if mod == "" || mod == os.DevNull {
-		return "", fmt.Errorf("not inside the Berth module: run this from the repository (go run ./bench/enclosure)")
-	}
-	return filepath.Dir(mod), nil
 }

@@ -17,6 +17,20 @@ import (
 	"github.com/berth-dev/berth/orchestrator/rpc"
 )
 
+// ModuleRoot is the directory of the main module's go.mod: the benchmarks
+// run from the repository (go run ./bench/NAME).
+func ModuleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("not inside the Berth module: run the benchmark from the repository (go run ./bench/NAME)")
+	}
+	return filepath.Dir(mod), nil
+}
+
 // Build builds ./cmd/orchestrator of the module at root into tmp, with
 // -tags berthtest, next to the relay the caller builds there (built as
 // scripts/images builds the images' copy, so a container's baked-in relay
