@@ -130,17 +130,8 @@ func restartDebugConfig(t *testing.T, sections map[string]any, debug map[string]
 func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any, d resumedSession) {
 	t.Helper()
 	d.setup(t, s)
-	dir := filepath.Join(t.TempDir(), "state")
 	config := restartDebugConfig(t, sections, nil)
-	a := startBerth(t, config, dir)
-	params := s.params(nil)
-	params.RunID = "run-debug-resumed"
-	if _, err := a.c.StartRun(testCtx(t), params); err != nil {
-		t.Fatal(err)
-	}
-	if res := evalCell(t, a.c, params.RunID, "python", "x = 41\nx"); res.IsError || text(res) != "41" {
-		t.Fatalf("the kernel's first cell: %s", text(res))
-	}
+	a, dir, params := keptRunWithX(t, s, config, "run-debug-resumed")
 	at := fmt.Sprintf("%s:%d", d.file, d.line)
 	debugCall(t, a.c, params.RunID, map[string]any{"operation": "breakpoints", "file": d.file, "lines": []int{d.line}}, "stored 1 breakpoint")
 	debugCall(t, a.c, params.RunID, map[string]any{"operation": "launch", "program": d.program}, append([]string{at + " verified", "stopped (breakpoint)"}, d.stopped...)...)

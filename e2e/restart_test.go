@@ -492,6 +492,24 @@ func keepingConfig(t *testing.T, sections, more map[string]any) string {
 	return writeConfig(t, string(js)) // YAML reads JSON
 }
 
+// keptRunWithX starts a Berth with config on a new state directory, a
+// run of s named id, and x = 41 in its Python kernel; it returns the
+// Berth, the state directory and the run's params.
+func keptRunWithX(t *testing.T, s *site, config, id string) (*berth, string, rpc.StartRunParams) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "state")
+	a := startBerth(t, config, dir)
+	params := s.params(nil)
+	params.RunID = id
+	if _, err := a.c.StartRun(testCtx(t), params); err != nil {
+		t.Fatal(err)
+	}
+	if res := evalCell(t, a.c, params.RunID, "python", "x = 41\nx"); res.IsError || text(res) != "41" {
+		t.Fatalf("the kernel's first cell: %s", text(res))
+	}
+	return a, dir, params
+}
+
 // kernelIsResumedInAContainer: x = 41 in a Python kernel in s's
 // container, kill -9 of Berth, a new Berth on the same state directory
 // (its driver's section in sections): a run/start of another
@@ -500,17 +518,8 @@ func keepingConfig(t *testing.T, sections, more map[string]any) string {
 // container, and no record.
 func kernelIsResumedInAContainer(t *testing.T, s *site, sections map[string]any) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "state")
 	config := keepingConfig(t, sections, nil)
-	a := startBerth(t, config, dir)
-	params := s.params(nil)
-	params.RunID = "run-resumed"
-	if _, err := a.c.StartRun(testCtx(t), params); err != nil {
-		t.Fatal(err)
-	}
-	if res := evalCell(t, a.c, params.RunID, "python", "x = 41\nx"); res.IsError || text(res) != "41" {
-		t.Fatalf("the first cell: %s", text(res))
-	}
+	a, dir, params := keptRunWithX(t, s, config, "run-resumed")
 	recs := records(t, dir)
 	if len(recs) != 1 || recs[0].Enclosure.Driver != s.driver() || !strings.HasPrefix(recs[0].Relay.Socket, relay.HoldDir+"/berth-") {
 		t.Fatalf("records %+v, want the kernel's in the %s container", recs, s.driver())
