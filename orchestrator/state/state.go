@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -101,6 +102,7 @@ func Default(base string) (*Store, error) {
 	if err := makeDir(base); err != nil {
 		return nil, err
 	}
+	sweep(base)
 	dir, err := os.MkdirTemp(base, "berth-"+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("state directory under %s: %w", base, err)
@@ -111,6 +113,52 @@ func Default(base string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// staleAfter is how long the records of a directory Default made, whose
+// Berth is gone, are kept for a Berth given its path: far past any relay's
+// grace (enclosure.reattach_grace), after which no process is held.
+const staleAfter = 24 * time.Hour
+
+// sweep removes, under base, the directories Default made for Berths that
+// are gone (their lock is free: a Berth killed without an orderly stop
+// leaves its directory), when no record is left in them or every record
+// is older than staleAfter. Each Berth's start sweeps, so that the
+// directories of killed Berths do not pile up; a directory a live Berth
+// holds, or one whose records a Berth may still take back, stays.
+func sweep(base string) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "berth-") {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		lock, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // not a state directory (or not ours to judge)
+		}
+		if unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil && stale(dir) {
+			os.RemoveAll(dir)
+		}
+		lock.Close()
+	}
+}
+
+// stale says whether no record in dir is younger than staleAfter.
+func stale(dir string) bool {
+	records, err := os.ReadDir(filepath.Join(dir, recordsName))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	for _, r := range records {
+		if info, err := r.Info(); err != nil || time.Since(info.ModTime()) < staleAfter {
+			return false
+		}
+	}
+	return true
 }
 
 // DefaultBase is where Default makes its directories:

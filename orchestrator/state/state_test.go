@@ -352,3 +352,62 @@ func json_(r Record) (string, error) {
 	b, err := json.Marshal(r)
 	return string(b), err
 }
+
+// A Berth's start sweeps the default directories of Berths that went away
+// without an orderly stop (a kill -9 leaves its directory, as it leaves
+// its lock free): one with no record goes, one whose records a Berth may
+// still take back stays until they are older than a day, and one a live
+// Berth holds stays.
+//
+// Issue 29 item 1.
+func TestDefaultSweepsTheDirectoriesOfBerthsThatAreGone(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "berth", "state")
+	killed := func(records ...string) *Store {
+		t.Helper()
+		s, err := Default(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tag := range records {
+			if err := s.Put(record(tag)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.records.Close()
+		s.calls.Close()
+		s.lock.Close() // as a killed Berth's lock goes: the directory stays
+		return s
+	}
+	empty := killed()
+	recent := killed(tag1)
+	old := killed(tag1)
+	day := time.Now().Add(-25 * time.Hour)
+	if err := os.Chtimes(filepath.Join(old.Dir(), recordsName, fileName(tag1)), day, day); err != nil {
+		t.Fatal(err)
+	}
+	live, err := Default(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	next, err := Default(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	for _, c := range []struct {
+		what  string
+		dir   string
+		stays bool
+	}{
+		{"a gone Berth's directory with no record", empty.Dir(), false},
+		{"a gone Berth's directory with a record of a minute ago", recent.Dir(), true},
+		{"a gone Berth's directory whose records are older than a day", old.Dir(), false},
+		{"a live Berth's directory", live.Dir(), true},
+	} {
+		_, err := os.Stat(c.dir)
+		if stays := err == nil; stays != c.stays {
+			t.Errorf("%s: stays %v, want %v (%v)", c.what, stays, c.stays, err)
+		}
+	}
+}
