@@ -870,7 +870,10 @@ func ptr[T any](v T) *T { return &v }
 // the container anew in the same pod, on the same berth-home emptyDir.
 // It waits for the new container to be Ready, checks that the pod is the
 // same and that the old container handed off (its log's "handed off"
-// line, exit status 0), and returns when the patch was sent.
+// line, exit status 0), and returns when the patch was sent. The hook
+// has the pod's grace, which the overlay cuts to 2 s: enough for a
+// handoff with no call in flight (0.1 s); the shapes keep Kubernetes'
+// 30 s, which must exceed runs.handoff_timeout.
 func replaceBerthContainer(ctx context.Context, t *testing.T, k *kubectl, s clusterShape, ns, pod, uid string) time.Time {
 	t.Helper()
 	before := getPod(ctx, t, k, ns, pod)
@@ -880,11 +883,11 @@ func replaceBerthContainer(ctx context.Context, t *testing.T, k *kubectl, s clus
 	}
 	old := berthStatus(t, before)
 	image := before.Spec.InitContainers[index].Image
-	name, _, ok := strings.Cut(image, ":")
-	if !ok {
+	colon := strings.LastIndex(image, ":")
+	if colon < 0 || strings.Contains(image[colon:], "/") || strings.Contains(image, "@") {
 		t.Fatalf("pod %s's berth container runs image %q, which has no tag to replace", pod, image)
 	}
-	tagged := name + ":replaced-" + strings.TrimPrefix(ns, s.name+"-")
+	tagged := image[:colon] + ":replaced-" + strings.TrimPrefix(ns, s.name+"-")
 	tagImage(ctx, t, image, tagged)
 
 	patched := time.Now()
