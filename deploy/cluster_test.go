@@ -87,8 +87,17 @@ var clusterShapes = []clusterShape{
 // nodeName), waits for Ready, and through a port-forward to Berth's
 // listener drives run/start with enclosure "auto", one eval and one lsp
 // call. Berth's process holds a connection to the API server at
-// 127.0.0.1 and none elsewhere. Everything is deleted at the end, and no
-// process of the pods is left.
+// 127.0.0.1 and none elsewhere.
+//
+// Issue 29: then, with x = 41 in the run's Python kernel, Berth's
+// container is replaced in the running pod (replaceBerthContainer: a new
+// tag of its image patched into the pod; its preStop hook hands off),
+// and the run/start with the same runId, conversationId, workdir and
+// enclosure, through a new port-forward, answers resumed with x + 1 42:
+// in both shapes the kernel runs in the sandbox container, in Berth's pod
+// (sidecar) or in the sandbox pod (beside the harness), and outlives
+// Berth's container. The pod is the same (its UID). Everything is deleted
+// at the end, and no process of the pods is left.
 func TestClusterDeployShapesServeEvalAndLSP(t *testing.T) {
 	if os.Getenv(clusterEnv) != "1" {
 		t.Logf("NOT RUN: no real cluster given. To apply deploy/kubernetes's shapes to one (scripts/kube start makes it; see docs/development/testing.md), set %s=1, $KUBECONFIG, and put kubectl on PATH (scripts/kube-stage does)", clusterEnv)
@@ -298,14 +307,17 @@ func applyShape(ctx context.Context, t *testing.T, k *kubectl, s clusterShape, n
 	if _, err := c.Initialize(ctx, "berth-deploy-cluster", "test"); err != nil {
 		t.Fatal(err)
 	}
-	r, err := c.StartRun(ctx, rpc.StartRunParams{Workdir: workdir, ConversationID: conv, Enclosure: &rpc.EnclosureParam{Driver: "auto"}})
+	// A runId of the harness's own: the run/start after the replacement
+	// of Berth's container names it again.
+	params := rpc.StartRunParams{RunID: "run-" + conv, Workdir: workdir, ConversationID: conv, Enclosure: &rpc.EnclosureParam{Driver: "auto"}}
+	r, err := c.StartRun(ctx, params)
 	if err != nil {
 		t.Fatalf("run/start: %v\n%s", err, berthLog(k, ns, berthPod))
 	}
 	if want := (enclosure.Spec{Driver: "kubernetes", ID: ns + "/" + sandboxPod}); r.Enclosure.Driver != want.Driver || !strings.HasPrefix(r.Enclosure.ID, want.ID) {
 		t.Errorf("run/start with enclosure auto chose %+v, want the sandbox pod %s", r.Enclosure, want.ID)
 	}
-	call := func(name string, args map[string]any, want string) {
+	call := func(c *rpc.Client, name string, args map[string]any, want string) {
 		t.Helper()
 		s := time.Now()
 		res, err := c.CallTool(ctx, r.RunID, orchestrator.SurfaceFull, name, args)
@@ -324,9 +336,45 @@ func applyShape(ctx context.Context, t *testing.T, k *kubectl, s clusterShape, n
 		// The pod's emptyDir starts empty: the kernel writes the module.
 		code = fmt.Sprintf("open('go.mod', 'w').write(%q)\nopen('main.go', 'w').write(%q)\n", liveTree["go.mod"], liveTree["main.go"]) + code
 	}
-	call("eval", map[string]any{"language": "python", "code": code, "description": description}, "/workspace True 42")
-	call("lsp", map[string]any{"action": "definition", "file": "main.go", "line": 7, "symbol": "greet"}, "main.go:5")
+	call(c, "eval", map[string]any{"language": "python", "code": code, "description": description}, "/workspace True 42")
+	call(c, "lsp", map[string]any{"action": "definition", "file": "main.go", "line": 7, "symbol": "greet"}, "main.go:5")
 	checkAPIServerDialedOnLoopback(t, k, bp)
+
+	// Berth's container replaced in the running pod, which keeps its
+	// berth-home emptyDir (the state directory) and, in both shapes, the
+	// kernel: it runs in the sandbox container, of this pod (sidecar) or
+	// of the sandbox pod (beside the harness), held by its relay while no
+	// Berth is there.
+	call(c, "eval", map[string]any{"language": "python", "code": "x = 41\nx", "description": "set x to 41 for after the replacement"}, "41")
+	replaced := replaceBerthContainer(ctx, t, k, s, ns, berthPod, string(bp.UID))
+	c.Close()
+	addr = portForward(ctx, t, k, ns, berthPod, s.port)
+	c, err = rpc.DialWebSocket(ctx, "ws://"+addr+rpc.RPCPath, o.token, rpc.ClientOptions{})
+	if err != nil {
+		t.Fatalf("dialing the new Berth through a new port-forward: %v\n%s", err, describe(k, ns))
+	}
+	if _, err := c.Initialize(ctx, "berth-deploy-cluster", "test"); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c.StartRun(ctx, params)
+	if err != nil {
+		t.Fatalf("run/start of the run from before the replacement: %v\n%s", err, berthLog(k, ns, berthPod))
+	}
+	resumed := time.Since(replaced)
+	if !r2.Resumed || r2.RunID != r.RunID || r2.Enclosure != r.Enclosure {
+		t.Fatalf("run/start after the replacement answered %+v, want run %s resumed in %+v\n%s", r2, r.RunID, r.Enclosure, berthLog(k, ns, berthPod))
+	}
+	call(c, "eval", map[string]any{"language": "python", "code": "x + 1", "description": "add one to x set before the replacement"}, "42")
+	t.Logf("%s: from the request to replace Berth's container to the resumed run/start: %s, to x + 1 answered: %s", s.name, resumed.Round(time.Millisecond), time.Since(replaced).Round(time.Millisecond))
+	metrics := scrape(ctx, t, "http://"+addr+"/metrics")
+	for _, want := range []string{`berth_restarts_total{how="handoff"} 1`, `berth_reattaches_total{kind="kernel",outcome="resumed"} 1`} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("the new Berth's /metrics has no %s: its preStop hook's handoff did not happen, or the kernel was not taken back", want)
+		}
+	}
+	if after := getPod(ctx, t, k, ns, berthPod); after.UID != bp.UID {
+		t.Errorf("pod %s's UID is %s after the replacement of Berth's container, was %s: the pod was replaced, not the container", berthPod, after.UID, bp.UID)
+	}
 	if err := c.StopRun(ctx, r.RunID); err != nil {
 		t.Fatal(err)
 	}
@@ -810,3 +858,125 @@ func randomHex(t *testing.T, n int) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// replaceBerthContainer replaces Berth's container in the running pod
+// without deleting the pod, as a new image of Berth patched into the pod
+// does: it tags the image the container runs (berth/berth:dev) with a
+// new tag in the cluster's containerd (nothing to pull or import: the
+// overlay's imagePullPolicy is Never) and patches the pod's berth
+// container to it. On v1.34 the kubelet replaces a native sidecar whose
+// image changed in place ("Init container berth definition changed"):
+// it runs the preStop hook (orchestrator handoff --pid 1), then starts
+// the container anew in the same pod, on the same berth-home emptyDir.
+// It waits for the new container to be Ready, checks that the pod is the
+// same and that the old container handed off (its log's "handed off"
+// line, exit status 0), and returns when the patch was sent. The hook
+// has the pod's grace, which the overlay cuts to 2 s: enough for a
+// handoff with no call in flight (0.1 s); the shapes keep Kubernetes'
+// 30 s, which must exceed runs.handoff_timeout.
+func replaceBerthContainer(ctx context.Context, t *testing.T, k *kubectl, s clusterShape, ns, pod, uid string) time.Time {
+	t.Helper()
+	before := getPod(ctx, t, k, ns, pod)
+	index := slices.IndexFunc(before.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == "berth" })
+	if index < 0 {
+		t.Fatalf("pod %s has no berth init container (a native sidecar in both shapes)", pod)
+	}
+	old := berthStatus(t, before)
+	image := before.Spec.InitContainers[index].Image
+	colon := strings.LastIndex(image, ":")
+	if colon < 0 || strings.Contains(image[colon:], "/") || strings.Contains(image, "@") {
+		t.Fatalf("pod %s's berth container runs image %q, which has no tag to replace", pod, image)
+	}
+	tagged := image[:colon] + ":replaced-" + strings.TrimPrefix(ns, s.name+"-")
+	tagImage(ctx, t, image, tagged)
+
+	patched := time.Now()
+	patch := []map[string]any{{"op": "replace", "path": fmt.Sprintf("/spec/initContainers/%d/image", index), "value": tagged}}
+	k.run(ctx, t, "", "-n", ns, "patch", "pod", pod, "--type=json", "-p", string(must(json.Marshal(patch))))
+	var now corev1.Pod
+	var st corev1.ContainerStatus
+	for {
+		now = getPod(ctx, t, k, ns, pod)
+		st = berthStatus(t, now)
+		if st.ContainerID != old.ContainerID && st.RestartCount > old.RestartCount && st.Ready {
+			break
+		}
+		if ctx.Err() != nil || time.Since(patched) > 2*time.Minute {
+			t.Fatalf("Berth's container in pod %s was not replaced and Ready within 2 minutes of the patch to image %s: its status %+v\n%s", pod, tagged, st, describe(k, ns))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ready := time.Since(patched)
+	if string(now.UID) != uid {
+		t.Fatalf("pod %s's UID is %s after its berth container's image was patched, was %s: the pod was replaced, not the container", pod, now.UID, uid)
+	}
+	if st.ImageID != old.ImageID {
+		t.Errorf("the new berth container runs image %s, want the old one's %s under the new tag", st.ImageID, old.ImageID)
+	}
+	term := st.LastTerminationState.Terminated
+	if term == nil || term.ExitCode != 0 || term.ContainerID != old.ContainerID {
+		t.Errorf("Berth's old container %s ended as %+v, want exit status 0 (a handoff)", old.ContainerID, term)
+	}
+	prev, err := k.try(ctx, "", "-n", ns, "logs", pod, "-c", "berth", "--previous")
+	if err != nil {
+		t.Fatal(err)
+	}
+	handedOff := regexp.MustCompile(`handed off: exiting without ending the runs.* took=(\S+)`).FindStringSubmatch(prev)
+	if handedOff == nil {
+		t.Fatalf("the old berth container's log has no handoff: its preStop hook did not run, or did not hand off:\n%s", prev)
+	}
+	t.Logf("%s: Berth's container replaced in pod %s (same UID, restartCount %d -> %d): Ready %s after the patch; the old one handed off in %s",
+		s.name, pod, old.RestartCount, st.RestartCount, ready.Round(time.Millisecond), handedOff[1])
+	return patched
+}
+
+// berthStatus is the status of pod's berth container.
+func berthStatus(t *testing.T, pod corev1.Pod) corev1.ContainerStatus {
+	t.Helper()
+	for _, st := range pod.Status.InitContainerStatuses {
+		if st.Name == "berth" {
+			return st
+		}
+	}
+	t.Fatalf("pod %s has no status of its berth container", pod.Name)
+	return corev1.ContainerStatus{}
+}
+
+// tagImage tags image as tagged in the cluster's containerd, in the
+// namespace the kubelet's CRI uses (k8s.io), with ctr through the socket
+// scripts/kube starts it on ($KUBECONFIG's directory, run/containerd.sock);
+// the tag is removed at cleanup.
+func tagImage(ctx context.Context, t *testing.T, image, tagged string) {
+	t.Helper()
+	ctr, err := exec.LookPath("ctr")
+	if err != nil {
+		t.Fatalf("ctr (containerd's client, of Debian's containerd package; scripts/setup installs it) is not on PATH: %v", err)
+	}
+	sock := filepath.Join(filepath.Dir(os.Getenv("KUBECONFIG")), "run", "containerd.sock")
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("the cluster's containerd socket: %v (scripts/kube starts it beside the admin kubeconfig, in run/)", err)
+	}
+	ref := func(name string) string {
+		// containerd's name of a Docker Hub image: docker.io/ in front of a
+		// name without a registry.
+		if strings.Count(strings.Split(name, ":")[0], "/") < 2 {
+			return "docker.io/" + name
+		}
+		return name
+	}
+	run := func(ctx context.Context, args ...string) error {
+		out, err := exec.CommandContext(ctx, ctr, append([]string{"-a", sock, "-n", "k8s.io", "images"}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ctr images %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := run(ctx, "tag", ref(image), ref(tagged)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := run(context.Background(), "rm", ref(tagged)); err != nil {
+			t.Error(err)
+		}
+	})
+}
