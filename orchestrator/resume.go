@@ -23,6 +23,17 @@ type Resumer interface {
 	Resume(run *Run, rec state.Record, proc enclosure.Process) error
 }
 
+// Taker takes a process a Berth took back after a restart at once, for
+// no run: a family whose processes outlive their runs (language servers,
+// parked for the next run on the same enclosure and root). enc is the
+// process's enclosure, as a run's would be: it notes the process's record
+// (Noter). Take owns proc from its call: on an error, the caller kills
+// it, and the error says why it was not kept. A Resumer that is also a
+// Taker takes its processes this way, never through run/start.
+type Taker interface {
+	Take(enc enclosure.Enclosure, rec state.Record, proc enclosure.Process) error
+}
+
 // pending is what a Berth took back at start for one run, waiting for a
 // run/start with the same run id.
 type pending struct {
@@ -41,6 +52,7 @@ const reattachWait = 5 * time.Second
 //   - pending for its run: a run/start with the same run id,
 //     conversation, workdir and enclosure gets it back (Start, with
 //     Resumed set), else it is ended after unclaimed (runs.disconnect_grace);
+//   - taken at once by its kind's Taker (a language server, parked);
 //   - ended at once when no Berth resumes its kind yet;
 //   - forgotten when its relay does not answer (or refuses the token).
 //
@@ -69,13 +81,14 @@ func (rs *Runs) reattach(ctx context.Context, rec state.Record, unclaimed time.D
 	}
 	var (
 		r   enclosure.Reattacher
+		enc enclosure.Enclosure
 		dir string
 	)
 	switch {
 	case rs.lookup == nil:
 	case rec.Enclosure.Driver == "host":
-		if rs.lookup.Host != nil {
-			r, _ = rs.lookup.Host.(enclosure.Reattacher)
+		if enc = rs.lookup.Host; enc != nil {
+			r, _ = enc.(enclosure.Reattacher)
 		}
 		// A host relay listens in this state directory, nowhere else:
 		// a record that says otherwise was not written by Berth.
@@ -88,7 +101,8 @@ func (rs *Runs) reattach(ctx context.Context, rec state.Record, unclaimed time.D
 		// it; its relay passes the process on through a stdio socket in
 		// the run's workdir, as the container sees it.
 		actx, cancel := context.WithTimeout(ctx, reattachWait)
-		enc, err := rs.lookup.Find(actx, enclosure.Spec{Driver: rec.Enclosure.Driver, ID: rec.Enclosure.ID}, rec.Conversation)
+		var err error
+		enc, err = rs.lookup.Find(actx, enclosure.Spec{Driver: rec.Enclosure.Driver, ID: rec.Enclosure.ID}, rec.Conversation)
 		cancel()
 		if err != nil {
 			forget(metrics.ReattachLost, "its enclosure cannot be attached: "+err.Error())
@@ -119,6 +133,18 @@ func (rs *Runs) reattach(ctx context.Context, rec state.Record, unclaimed time.D
 	}
 	k.watchRecord(rec, proc)
 	resumer := rs.Resumers[rec.Kind]
+	if t, ok := resumer.(Taker); ok {
+		kept := k.enclosure(rs.metrics.Enclosure(enc), rec.Run, rec.Conversation, rec.Workdir)
+		if err := t.Take(kept, rec, proc); err != nil {
+			rs.metrics.Reattached(rec.Kind, metrics.ReattachStopped)
+			log.Info("state: a kept process was taken back and ended: " + err.Error())
+			_ = proc.Kill()
+			return
+		}
+		rs.metrics.Reattached(rec.Kind, metrics.ReattachParked)
+		log.Info("state: a kept process was taken back and parked for the next run on its enclosure and root")
+		return
+	}
 	if resumer == nil {
 		rs.metrics.Reattached(rec.Kind, metrics.ReattachStopped)
 		log.Info("state: a kept process of a kind no Berth resumes yet is ended")

@@ -49,6 +49,7 @@ const (
 	ReattachStopped   = "stopped"   // taken back and ended: no Berth resumes a process of its kind yet
 	ReattachLost      = "lost"      // its relay did not answer (or refused the record's token), or its container cannot be attached: record removed
 	ReattachExpired   = "expired"   // its relay had ended it, no Berth having come back within enclosure.reattach_grace
+	ReattachParked    = "parked"    // taken back and parked for the next run on its enclosure and root (a language server)
 	// How a run's language server came to it
 	// (berth_lsp_server_starts_total{how}).
 	LSPCold    = "cold"    // started from nothing
@@ -76,7 +77,7 @@ var (
 	InterruptOutcomes = []string{InterruptInterrupted, InterruptKilled}
 	EnclosureOps      = []string{OpAttach, OpStart, OpDial, OpLookPath}
 	StartOutcomes     = []string{"ok", "error"}
-	ReattachOutcomes  = []string{ReattachResumed, ReattachUnclaimed, ReattachStopped, ReattachLost, ReattachExpired}
+	ReattachOutcomes  = []string{ReattachResumed, ReattachParked, ReattachUnclaimed, ReattachStopped, ReattachLost, ReattachExpired}
 	LSPStartKinds     = []string{LSPCold, LSPAdopted}
 	ParkedEndReasons  = []string{ParkedExpired, ParkedCapped, ParkedMemory, ParkedExited, ParkedShutdown}
 	// ToolOutcomes are berth_tool_calls_total's outcome values.
