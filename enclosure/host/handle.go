@@ -87,8 +87,10 @@ func (h *handle) findProg() {
 
 // RSS is the resident memory of the program and everything it started,
 // read in /proc.
-func (h *handle) RSS(context.Context) (int64, error) {
-	pid := h.Pid()
+func (h *handle) RSS(context.Context) (int64, error) { return treeRSS(h.Pid()) }
+
+// treeRSS is the resident memory of pid and its descendants.
+func treeRSS(pid int) (int64, error) {
 	if pid <= 0 {
 		return 0, fmt.Errorf("the process has ended: %w", enclosure.ErrNotFound)
 	}

@@ -156,8 +156,22 @@ func (e *Enclosure) Reattach(ctx context.Context, hold enclosure.Hold) (enclosur
 		return nil, err
 	}
 	relayPid := h.Relay
-	return relay.NewHeld(h, conn, func() { killTree(relayPid, h.Tag) }), nil
+	return &taken{relay.NewHeld(h, conn, func() { killTree(relayPid, h.Tag) })}, nil
 }
+
+// taken is a process taken back from its relay, whose memory is read in
+// /proc as a started one's is (a parked language server's counts
+// against lsp.max_parked_rss_bytes).
+type taken struct{ *heldProcess }
+
+// heldProcess names the embedded relay.Held so that its Held method is
+// promoted (a field named Held would hide it).
+type heldProcess = relay.Held
+
+// RSS is the resident memory of the program and everything it started.
+func (p *taken) RSS(context.Context) (int64, error) { return treeRSS(p.Pid()) }
+
+var _ enclosure.Resident = (*taken)(nil)
 
 // killTree kills the relay tagged tag at pid and everything under it,
 // if pid is still that relay (its command line carries the tag).
