@@ -1,8 +1,12 @@
 package main
 
-import "github.com/berth-dev/berth/orchestrator/lsp"
+import (
+	"github.com/berth-dev/berth/orchestrator/lsp"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+)
 
-// lsp: the language-server tools and diagnostics on write.
+// lsp: the language-server tools and diagnostics on write; the servers a
+// Berth before this one left to their relays are parked again (Resumers).
 func init() {
 	cfg := lsp.DefaultConfig()
 	register(component{section: "lsp", config: &cfg, build: func(d *deps) error {
@@ -12,6 +16,7 @@ func init() {
 		}
 		d.Registry.Add(p)
 		d.Registry.SetWriteObserver(p)
+		d.Resumers[metrics.KindLSP] = p
 		return nil
 	}})
 }

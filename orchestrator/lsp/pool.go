@@ -2,9 +2,6 @@ package lsp
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -60,15 +57,12 @@ type parkKey struct {
 
 // keyOf is the park key of a server for m started in run's enclosure.
 func keyOf(run *orchestrator.Run, m match) parkKey {
-	caps := run.Enclosure.Capabilities()
-	cfg, _ := json.Marshal(m.cfg) // an entry is plain data: it marshals
-	sum := sha256.Sum256(cfg)
 	return parkKey{
 		driver: run.Enclosure.Driver(), id: run.Enclosure.ID(),
 		workdir: run.Workdir, root: m.root, name: m.cfg.Name,
 		command:  strings.Join(append([]string{m.exe}, m.cfg.Command[1:]...), "\x00"),
-		config:   hex.EncodeToString(sum[:8]),
-		identity: "user=" + caps.User + " relay=" + caps.Relay,
+		config:   configDigest(m.cfg),
+		identity: identityOf(run.Enclosure),
 	}
 }
 
@@ -122,9 +116,18 @@ func (p *pool) park(key parkKey, srv *server) bool {
 		ws.Close()
 		return false
 	}
-	stamps := stampFiles(key.root, srv.cfg)
+	return p.put(key, srv, ws, stampFiles(key.root, srv.cfg), p.conf.KeepWarm)
+}
+
+// put parks srv, its documents closed and reading the workdir through
+// ws (which it closes when srv is not parked), for left, with stamps,
+// its files as it knows them; it says whether srv was parked.
+func (p *pool) put(key parkKey, srv *server, ws *workspace.Root, stamps fileStamps, left time.Duration) bool {
 	now := time.Now()
-	ps := &parkedServer{key: key, srv: srv, ws: ws, stamps: stamps, at: now, deadline: now.Add(p.conf.KeepWarm), left: make(chan struct{})}
+	ps := &parkedServer{key: key, srv: srv, ws: ws, stamps: stamps, at: now, deadline: now.Add(left), left: make(chan struct{})}
+	// Recorded first: a Berth that comes back after a crash parks it
+	// again for what is left of its time, with what it knew of the files.
+	srv.keep.Load().parked(ps.deadline, stamps)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -133,7 +136,7 @@ func (p *pool) park(key parkKey, srv *server) bool {
 	}
 	p.parked = append(p.parked, ps)
 	p.metrics.LSPParked.WithLabelValues(key.driver).Inc()
-	ps.timer = time.AfterFunc(p.conf.KeepWarm, func() { p.end(ps, metrics.ParkedExpired) })
+	ps.timer = time.AfterFunc(left, func() { p.end(ps, metrics.ParkedExpired) })
 	victims := p.trimLocked()
 	p.wg.Add(2) // watch and measure
 	p.mu.Unlock()
@@ -310,6 +313,7 @@ func (p *pool) adopt(key parkKey, ws *workspace.Root) (*server, time.Duration) {
 	}
 	ps.srv.paths.bind(ws)
 	ps.ws.Close()
+	ps.srv.keep.Load().adopted()
 	return ps.srv, time.Since(ps.at)
 }
 

@@ -70,15 +70,25 @@ func (p *process) start(ctx context.Context, encl enclosure.Enclosure, cmd enclo
 	if err != nil {
 		return err
 	}
+	p.open(p.handle.Stdout(), client, nil)
+	return nil
+}
+
+// open opens the connection over the process's stdio, stdout read from
+// out, with client answering what the server asks; wrap, when set, wraps
+// the stream.
+func (p *process) open(out io.Reader, client protocol.Client, wrap func(jsonrpc2.Stream) jsonrpc2.Stream) {
 	p.started = time.Now()
 	go func() {
 		<-p.handle.Done()
 		close(p.exited)
 	}()
-	p.stdout = boundedio.NewFramed(p.handle.Stdout(), boundedio.Limits{Body: p.maxMessage})
+	p.stdout = boundedio.NewFramed(out, boundedio.Limits{Body: p.maxMessage})
 	stream := jsonrpc2.NewHeaderStream(stdio{p.stdout, p.handle.Stdin()})
+	if wrap != nil {
+		stream = wrap(stream)
+	}
 	_, p.conn, p.api = protocol.NewClient(context.Background(), client, stream)
-	return nil
 }
 
 // exitError says how the process ended before it answered initialize.

@@ -44,6 +44,14 @@ type server struct {
 	cache  fileCache
 	writes writeCheck
 
+	// takenBack: a Berth before this one started it (Provider.Take).
+	takenBack bool
+	// initResult is its answer to initialize, as it sent it.
+	initResult json.RawMessage
+	// keep writes its record in the state directory; nil when it is not
+	// kept (keep.go).
+	keep atomic.Pointer[keeper]
+
 	// complained: the server said it is in error (window/showMessage of
 	// type Error: gopls that cannot load the workspace, a server that
 	// rejects its settings), so it is never parked for another run.
@@ -65,19 +73,17 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 	if err != nil {
 		return nil, err
 	}
-	signal, _ := parseReady(m.cfg.Ready) // validated with the configuration
-	proc := newProcess(m.cfg.Name, conf, mt)
-	s := &server{
-		cfg: m.cfg, conf: conf, proc: proc, load: newLoadState(signal, conf.ProgressGrace), quirks: quirksFor(m.cfg, signal),
-		paths: pathMap{root: m.root, workdir: run.Workdir, encl: run.Enclosure},
-		diags: diagStore{debounce: conf.Debounce, timeout: conf.DiagnosticsTimeout, stop: proc.exited},
-	}
+	s := newServer(m.cfg, conf, mt, m.root, run.Workdir, run.Enclosure)
+	proc := s.proc
 	s.paths.bind(ws)
 	dir, err := run.Enclosure.MapPath(m.root)
 	if err != nil {
 		return nil, err
 	}
-	if err := proc.start(ctx, run.Enclosure, enclosure.Cmd{Path: m.exe, Args: m.cfg.Command[1:], Dir: dir}, &client{s: s}); err != nil {
+	// Kept: its relay holds it when Berth goes away without stopping it,
+	// for a Berth on the same state directory to park (keep.go).
+	cmd := enclosure.Cmd{Path: m.exe, Args: m.cfg.Command[1:], Dir: dir, Keep: &enclosure.Keep{Kind: metrics.KindLSP, Role: m.cfg.Name}}
+	if err := proc.start(ctx, run.Enclosure, cmd, &client{s: s}); err != nil {
 		return nil, fmt.Errorf("starting %s: %w; check that %s runs in the run's enclosure (lsp status)", m.cfg.Name, err, m.exe)
 	}
 	if err := s.initialize(ctx); err != nil {
@@ -89,7 +95,21 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 		msg += "\nIt is tried again on the next call (with backoff, up to a cap); fix its installation or the lsp section of the configuration if it keeps failing."
 		return nil, errors.New(msg)
 	}
+	s.keepFor(run, keyOf(run, m))
 	return s, nil
+}
+
+// newServer is a server of the entry cfg for root in workdir, in the
+// enclosure encl, before its process
+// starts (or is taken back after a restart).
+func newServer(cfg ServerConfig, conf Config, mt *metrics.Metrics, root, workdir string, encl enclosure.Enclosure) *server {
+	signal, _ := parseReady(cfg.Ready) // validated with the configuration
+	proc := newProcess(cfg.Name, conf, mt)
+	return &server{
+		cfg: cfg, conf: conf, proc: proc, load: newLoadState(signal, conf.ProgressGrace), quirks: quirksFor(cfg, signal),
+		paths: pathMap{root: root, workdir: workdir, encl: encl},
+		diags: diagStore{debounce: conf.Debounce, timeout: conf.DiagnosticsTimeout, stop: proc.exited},
+	}
 }
 
 // initialize sends initialize and initialized, and reads the
@@ -136,21 +156,8 @@ func (s *server) initialize(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("no answer to initialize within the start timeout (%s): %w", s.conf.StartTimeout, ctx.Err())
 	}
-	var res protocol.InitializeResult
-	if err := protocol.Unmarshal(raw, &res); err != nil {
-		return fmt.Errorf("reading its capabilities: %w", err)
-	}
-	s.caps = res.Capabilities
-	s.enc, _ = parseEncoding(string(res.Capabilities.PositionEncoding))
-	var ext struct {
-		OffsetEncoding string `json:"offsetEncoding"`
-	}
-	if res.Capabilities.PositionEncoding == "" && json.Unmarshal(raw, &ext) == nil {
-		// clangd before 15 negotiates through its own offsetEncoding.
-		s.enc, _ = parseEncoding(ext.OffsetEncoding)
-	}
-	if e, ok := parseEncoding(s.cfg.PositionEncoding); ok {
-		s.enc = e
+	if err := s.readInitResult(raw); err != nil {
+		return err
 	}
 	if err := s.proc.api.Initialized(ctx, &protocol.InitializedParams{}); err != nil {
 		return err
@@ -165,6 +172,30 @@ func (s *server) initialize(ctx context.Context) error {
 		}
 	}
 	s.load.initialized()
+	return nil
+}
+
+// readInitResult reads the server's answer to initialize: its
+// capabilities and the negotiated position encoding. A server taken back
+// after a restart reads the one its record kept.
+func (s *server) readInitResult(raw []byte) error {
+	var res protocol.InitializeResult
+	if err := protocol.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("reading its capabilities: %w", err)
+	}
+	s.initResult = raw
+	s.caps = res.Capabilities
+	s.enc, _ = parseEncoding(string(res.Capabilities.PositionEncoding))
+	var ext struct {
+		OffsetEncoding string `json:"offsetEncoding"`
+	}
+	if res.Capabilities.PositionEncoding == "" && json.Unmarshal(raw, &ext) == nil {
+		// clangd before 15 negotiates through its own offsetEncoding.
+		s.enc, _ = parseEncoding(ext.OffsetEncoding)
+	}
+	if e, ok := parseEncoding(s.cfg.PositionEncoding); ok {
+		s.enc = e
+	}
 	return nil
 }
 
@@ -265,6 +296,7 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 	cp, opened, changed := s.docs.update(abs, text, st.Size(), st.ModTime(), s.diags.count())
 	switch {
 	case opened:
+		s.keep.Load().opened(s) // recorded before the server hears of it
 		lang := s.cfg.Extensions[strings.ToLower(filepath.Ext(abs))]
 		err = s.proc.api.DidOpen(ctx, &protocol.DidOpenTextDocumentParams{TextDocument: protocol.TextDocumentItem{
 			URI: u, LanguageID: protocol.LanguageKind(lang), Version: cp.version, Text: text}})
@@ -287,6 +319,7 @@ func (s *server) gone(ctx context.Context, abs string) error {
 	s.diags.forget(abs)
 	if open {
 		_ = s.proc.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}})
+		s.keep.Load().opened(s) // recorded once the server heard of it
 	}
 	return fmt.Errorf("%s: %w", s.paths.rel(abs), errGone)
 }

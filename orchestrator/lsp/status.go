@@ -42,6 +42,9 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 			how := "started cold " + why
 			if sl.how == metrics.LSPAdopted {
 				how = fmt.Sprintf("adopted %s: parked %s by an earlier run", why, sl.parkedFor.Round(time.Millisecond))
+				if s.takenBack {
+					how += " (kept across a restart of Berth)"
+				}
 			}
 			fmt.Fprintf(&b, "  %s for root %s: %s, %s, %s, up %s, positions in %s\n", sl.key.name, root, state, how,
 				enclosure.Describe(s.proc.handle), time.Since(s.proc.started).Round(time.Second), s.enc)

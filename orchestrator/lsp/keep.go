@@ -1,0 +1,452 @@
+package lsp
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
+
+	"github.com/berth-dev/berth/enclosure"
+	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/state"
+	"github.com/berth-dev/berth/orchestrator/workspace"
+)
+
+// A language server outlives a Berth that goes away without stopping it
+// (issue 29 item 3), as a kernel does: it is started with Cmd.Keep, so
+// that its relay holds it, and its record in the state directory keeps
+// what a Berth that comes back needs to park it again (keptServer). That
+// Berth takes it back at its start (Provider.Take) and parks it, for the
+// next run on the same enclosure and root to adopt, as if the run that
+// owned it had ended: it closes the documents the record says may be
+// open, and the server keeps what was left of its lsp.keep_warm (the
+// full time when a run owned it).
+
+// keptServer is a language server's data in its record.
+type keptServer struct {
+	// Key is its park key but the enclosure, which the record names.
+	Key keptKey `json:"key"`
+	// Init is its answer to initialize: its capabilities and position
+	// encoding, which a Berth that takes it back cannot ask again.
+	Init json.RawMessage `json:"init"`
+	// Loaded: it had loaded its project (a server taken back that had not
+	// would never say so again: its progress went to the Berth before).
+	Loaded bool `json:"loaded,omitempty"`
+	// Complained: it said it is in error, so it is never parked.
+	Complained bool `json:"complained,omitempty"`
+	// Open lists the documents it may have open, relative to the workdir:
+	// a document is added before the server hears of it and removed once
+	// it heard it closed, so the list holds at least every open one.
+	// OpenUnknown: they were too many to record.
+	Open        []string `json:"open,omitempty"`
+	OpenUnknown bool     `json:"openUnknown,omitempty"`
+	// Deadline is the end of its keep-warm time while it is parked; zero
+	// while a run owns it.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Stamps are its files as it knows them while parked (fileStamps), a
+	// line "size modnanos path" each, path relative to the root;
+	// StampsUnknown: they were too many to record.
+	Stamps        string `json:"stamps,omitempty"`
+	StampsUnknown bool   `json:"stampsUnknown,omitempty"`
+}
+
+// keptKey is parkKey in a record.
+type keptKey struct {
+	Workdir  string `json:"workdir"`
+	Root     string `json:"root"`
+	Name     string `json:"name"`
+	Command  string `json:"command"`
+	Config   string `json:"config"`
+	Identity string `json:"identity"`
+}
+
+// keeper writes a kept server's record.
+type keeper struct {
+	note func(json.RawMessage) error // the run's enclosure's Noter, for the server's process
+
+	mu   sync.Mutex // orders the writes; guards data
+	data keptServer
+}
+
+// keepFor starts keeping s's record through run's enclosure, when it
+// keeps state and s's process is kept; key is s's park key.
+func (s *server) keepFor(run *orchestrator.Run, key parkKey) {
+	n, ok := run.Enclosure.(orchestrator.Noter)
+	if !ok {
+		return // Berth keeps no state
+	}
+	s.startKeeping(n, key)
+}
+
+// startKeeping writes s's first record through n, and its load once it
+// has loaded the project.
+func (s *server) startKeeping(n orchestrator.Noter, key parkKey) {
+	handle := s.proc.handle
+	if _, ok := handle.(enclosure.Kept); !ok {
+		return
+	}
+	k := &keeper{note: func(b json.RawMessage) error { return n.Note(handle, b) }, data: keptServer{
+		Key:  keptKey{Workdir: key.workdir, Root: key.root, Name: key.name, Command: key.command, Config: key.config, Identity: key.identity},
+		Init: s.initResult, Loaded: s.load.isLoaded(),
+	}}
+	s.keep.Store(k)
+	k.update(nil)
+	if !k.data.Loaded {
+		go func() {
+			select {
+			case <-s.load.loaded:
+				k.update(func(d *keptServer) { d.Loaded = true })
+			case <-s.proc.exited:
+			}
+		}()
+	}
+}
+
+// update changes the record's data with f (nil: none) and writes it. A
+// list too long for a record is left out and said unknown. A nil keeper
+// does nothing.
+func (k *keeper) update(f func(*keptServer)) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if f != nil {
+		f(&k.data)
+	}
+	b, err := json.Marshal(k.data)
+	if err == nil && len(b) > state.MaxData && k.data.Stamps != "" {
+		k.data.Stamps, k.data.StampsUnknown = "", true
+		b, err = json.Marshal(k.data)
+	}
+	if err == nil && len(b) > state.MaxData {
+		k.data.Open, k.data.OpenUnknown = nil, true
+		b, err = json.Marshal(k.data)
+	}
+	if err != nil {
+		return
+	}
+	// An error leaves the record before: the server may then not be
+	// parked again after a restart (Take checks what it reads).
+	_ = k.note(b)
+}
+
+// opened records the documents s has open (s.docs).
+func (k *keeper) opened(s *server) {
+	if k == nil {
+		return
+	}
+	open := s.docs.paths("")
+	rel := make([]string, 0, len(open))
+	for _, abs := range open {
+		if r, err := filepath.Rel(k.data.Key.Workdir, abs); err == nil {
+			rel = append(rel, filepath.ToSlash(r))
+		}
+	}
+	sort.Strings(rel)
+	k.update(func(d *keptServer) {
+		if !d.OpenUnknown {
+			d.Open = rel
+		}
+	})
+}
+
+// parked records that the server is parked until deadline, its
+// documents closed, knowing its files as stamps.
+func (k *keeper) parked(deadline time.Time, stamps fileStamps) {
+	k.update(func(d *keptServer) {
+		d.Open, d.OpenUnknown = nil, false
+		d.Deadline = deadline
+		d.Stamps, d.StampsUnknown = stamps.encode(d.Key.Root), false
+	})
+}
+
+// adopted records that a run owns the server again.
+func (k *keeper) adopted() {
+	k.update(func(d *keptServer) {
+		d.Deadline, d.Stamps, d.StampsUnknown = time.Time{}, "", false
+	})
+}
+
+// encode is the stamps as keptServer.Stamps has them.
+func (fs fileStamps) encode(root string) string {
+	lines := make([]string, 0, len(fs))
+	for p, st := range fs {
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%d %d %s", st.size, st.mod.UnixNano(), filepath.ToSlash(rel)))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// decodeStamps reads keptServer.Stamps, paths under root.
+func decodeStamps(root, text string) (fileStamps, error) {
+	out := fileStamps{}
+	if text == "" {
+		return out, nil
+	}
+	for line := range strings.SplitSeq(text, "\n") {
+		f := strings.SplitN(line, " ", 3)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("a stamp %.60q is not size, time and path", line)
+		}
+		size, err1 := strconv.ParseInt(f[0], 10, 64)
+		mod, err2 := strconv.ParseInt(f[1], 10, 64)
+		rel := filepath.FromSlash(f[2])
+		if err1 != nil || err2 != nil || !filepath.IsLocal(rel) {
+			return nil, fmt.Errorf("a stamp %.60q is not size, time and a path under the root", line)
+		}
+		out[filepath.Join(root, rel)] = stamp{size, time.Unix(0, mod)}
+	}
+	return out, nil
+}
+
+var _ orchestrator.Taker = (*Provider)(nil)
+
+// Resume is never called: Take takes a language server at once, for no
+// run (orchestrator.Taker).
+func (p *Provider) Resume(*orchestrator.Run, state.Record, enclosure.Process) error {
+	return errors.New("language servers are parked when taken back, not given to a run")
+}
+
+// Take parks a language server a Berth before this one started and left
+// to its relay, for the next run on its enclosure and root: the documents
+// its record says may be open are closed, and it keeps what was left of
+// its lsp.keep_warm when it was parked, or the whole of it when a run
+// owned it. It is not parked, and the error says why, when this Berth
+// would not have parked it either: its catalog entry or enclosure
+// changed, it said it is in error, it had not loaded its project, its
+// time passed while Berth was away, or what it knew is not recorded.
+func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclosure.Process) error {
+	var d keptServer
+	if err := json.Unmarshal(rec.Data, &d); err != nil || d.Key.Name == "" || len(d.Init) == 0 {
+		return errors.New("its record lacks the server's data")
+	}
+	i := slices.IndexFunc(p.conf.Servers, func(c ServerConfig) bool { return c.Name == rec.Role })
+	if i < 0 || rec.Role != d.Key.Name {
+		return fmt.Errorf("no server %q is in this Berth's catalog (lsp.servers)", rec.Role)
+	}
+	cfg := p.conf.Servers[i]
+	key := parkKey{driver: enc.Driver(), id: enc.ID(), workdir: d.Key.Workdir, root: d.Key.Root, name: d.Key.Name,
+		command: d.Key.Command, config: configDigest(cfg), identity: identityOf(enc)}
+	left := p.conf.KeepWarm
+	if !d.Deadline.IsZero() {
+		left = time.Until(d.Deadline)
+	}
+	switch {
+	case !p.pool.on():
+		return errors.New("lsp.keep_warm is 0: no server is parked")
+	case key.config != d.Key.Config:
+		return fmt.Errorf("its catalog entry (lsp.servers %s) changed", cfg.Name)
+	case key.identity != d.Key.Identity:
+		return fmt.Errorf("its enclosure's user or relay changed (%s, then %s)", d.Key.Identity, key.identity)
+	case d.Complained:
+		return errors.New("it had said it is in error")
+	case !d.Loaded:
+		return errors.New("it had not loaded its project")
+	case d.OpenUnknown:
+		return errors.New("its open documents were too many to record")
+	case left <= 0:
+		return errors.New("its keep-warm time (lsp.keep_warm) passed while Berth was away")
+	case !d.Deadline.IsZero() && d.StampsUnknown:
+		return errors.New("its files were too many to record, so what changed while Berth was away cannot be told")
+	}
+	stamps, err := decodeStamps(key.root, d.Stamps)
+	if err != nil {
+		return err
+	}
+	if d.Deadline.IsZero() {
+		// A run owned it: what the run changed, it was told; from here,
+		// the adopting run tells it what changes.
+		stamps = stampFiles(key.root, cfg)
+	}
+	ws, err := workspace.NewWith(key.workdir, workspace.Options{View: enc})
+	if err != nil {
+		return fmt.Errorf("its workdir: %w", err)
+	}
+	s := newServer(cfg, p.conf, p.metrics, key.root, key.workdir, enc)
+	s.paths.bind(ws)
+	s.proc.take(handle, &client{s: s})
+	s.takenBack = true
+	if !rec.Started.IsZero() {
+		s.proc.started = rec.Started // "up" counts from its start
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			ws.Close()
+			_ = s.proc.conn.Close()
+		}
+	}()
+	if err := s.readInitResult(d.Init); err != nil {
+		return err
+	}
+	s.load.markLoaded()
+	ctx, cancel := context.WithTimeout(context.Background(), parkTimeout)
+	defer cancel()
+	for _, rel := range d.Open {
+		abs := filepath.Join(key.workdir, filepath.FromSlash(rel))
+		if !filepath.IsLocal(filepath.FromSlash(rel)) {
+			return fmt.Errorf("its record names an open document %.80q outside the workdir", rel)
+		}
+		if err := s.proc.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}}); err != nil {
+			return fmt.Errorf("closing %s: %w", rel, err)
+		}
+	}
+	if n, isNoter := enc.(orchestrator.Noter); isNoter {
+		s.startKeeping(n, key)
+	}
+	if !s.proc.alive() {
+		return errors.New("it ended as it was taken back")
+	}
+	if !p.pool.put(key, s, ws, stamps, left) {
+		return errors.New("Berth is stopping")
+	}
+	ok = true
+	return nil
+}
+
+// configDigest is the digest of a catalog entry in a park key.
+func configDigest(cfg ServerConfig) string {
+	b, _ := json.Marshal(cfg) // an entry is plain data: it marshals
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// identityOf is who enc runs a server as, through which relay, in a park
+// key.
+func identityOf(enc enclosure.Enclosure) string {
+	caps := enc.Capabilities()
+	return "user=" + caps.User + " relay=" + caps.Relay
+}
+
+// take opens the connection to a server a Berth before this one started,
+// over handle, its process taken back from its relay: its stderr is read
+// into the ring, its stdout from its first message header on (the Berth
+// before may have read part of a message), and its requests numbered
+// apart from that Berth's (renumbered).
+func (p *process) take(handle enclosure.Process, client protocol.Client) {
+	p.handle = handle
+	if r := handle.Stderr(); r != nil {
+		go func() { _, _ = io.Copy(p.stderr, r) }()
+	}
+	p.open(&resynced{r: bufio.NewReaderSize(handle.Stdout(), 64<<10)}, client, func(s jsonrpc2.Stream) jsonrpc2.Stream { return renumbered{s} })
+}
+
+// headerPattern is the start of an LSP message: its Content-Length line.
+// It cannot occur inside a message's JSON body, where a carriage return
+// is always escaped in a string and letters occur only in strings.
+var headerPattern = regexp.MustCompile(`Content-Length:[ \t]*[0-9]+\r\n`)
+
+// resyncTail is how much of what was skipped is kept to be searched
+// again with what follows: a header line cut in two.
+const resyncTail = 64
+
+// resynced reads r from its first message header on, skipping what comes
+// before: the rest of a message the Berth before read the start of.
+type resynced struct {
+	r     *bufio.Reader
+	found bool
+}
+
+func (s *resynced) Read(b []byte) (int, error) {
+	if !s.found {
+		if err := s.skip(); err != nil {
+			return 0, err
+		}
+		s.found = true
+	}
+	return s.r.Read(b)
+}
+
+// skip discards what comes before the first header.
+func (s *resynced) skip() error {
+	for {
+		if _, err := s.r.Peek(1); err != nil {
+			return err
+		}
+		buf, _ := s.r.Peek(s.r.Buffered())
+		if loc := headerPattern.FindIndex(buf); loc != nil {
+			_, err := s.r.Discard(loc[0])
+			return err
+		}
+		if len(buf) > resyncTail {
+			if _, err := s.r.Discard(len(buf) - resyncTail); err != nil {
+				return err
+			}
+			continue
+		}
+		// Too little to tell: wait for more.
+		if _, err := s.r.Peek(len(buf) + 1); err != nil {
+			return err
+		}
+	}
+}
+
+// renumberBase sets the ids of the requests Berth sends to a server it
+// took back apart from those of the Berth before, which counted from 1:
+// an answer to one of those, still on its way, is dropped instead of
+// read as the answer to a new request of the same number.
+const renumberBase = 1 << 40
+
+// renumbered is the stream of a server taken back after a restart.
+type renumbered struct{ jsonrpc2.Stream }
+
+// Write sends msg, a call with its id moved past renumberBase. The
+// connection hands its messages over in forms of its own, so each is
+// encoded and decoded to be read (a server taken back pays it, no other).
+func (s renumbered) Write(ctx context.Context, msg jsonrpc2.Message) (int64, error) {
+	switch msg.(type) {
+	case *jsonrpc2.Notification, *jsonrpc2.Response:
+	default:
+		b, err := jsonrpc2.EncodeMessage(msg)
+		if err != nil {
+			return 0, err
+		}
+		if msg, err = jsonrpc2.DecodeMessage(b); err != nil {
+			return 0, err
+		}
+	}
+	if c, ok := msg.(*jsonrpc2.Call); ok {
+		if n, isNum := c.ID().Number(); isNum {
+			msg = jsonrpc2.NewCall(jsonrpc2.NewNumberID(n+renumberBase), c.Method(), c.Params())
+		}
+	}
+	return s.Stream.Write(ctx, msg)
+}
+
+func (s renumbered) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
+	for {
+		msg, n, err := s.Stream.Read(ctx)
+		if err != nil {
+			return msg, n, err
+		}
+		r, ok := msg.(*jsonrpc2.Response)
+		if !ok {
+			return msg, n, nil
+		}
+		id, isNum := r.ID().Number()
+		if !isNum || id <= renumberBase {
+			continue // the answer to a request of the Berth before
+		}
+		return jsonrpc2.NewResponse(jsonrpc2.NewNumberID(id-renumberBase), r.Result(), r.Err()), n, nil
+	}
+}

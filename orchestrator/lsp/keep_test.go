@@ -1,0 +1,193 @@
+package lsp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/berth-dev/berth/enclosure/host"
+	"github.com/berth-dev/berth/orchestrator/metrics"
+	"github.com/berth-dev/berth/orchestrator/state"
+)
+
+// frame is body as a message on a language server's stdout.
+func frame(body string) string {
+	return "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}
+
+// A server taken back after a restart may have its stdout cut inside a
+// message the Berth before read the start of: the connection reads from
+// the first whole message on, even when what comes before holds
+// "Content-Length:" inside a JSON string (hover text about HTTP) and the
+// header is split across reads.
+//
+// Issue 29 item 3 (language servers).
+func TestTakenBackStdoutIsReadFromTheFirstMessageHeader(t *testing.T) {
+	tail := `ng: "Content-Length: 12 is a header"}}` // the end of a message the Berth before began
+	one := `{"jsonrpc":"2.0","method":"window/logMessage","params":{"type":3,"message":"Content-Length: 5"}}`
+	two := `{"jsonrpc":"2.0","id":7,"result":null}`
+	r, w := io.Pipe()
+	go func() {
+		all := tail + frame(one) + frame(two)
+		for i := 0; i < len(all); i += 5 { // in small pieces: a header cut in two
+			_, _ = w.Write([]byte(all[i:min(i+5, len(all))]))
+		}
+		w.Close()
+	}()
+	s := jsonrpc2.NewHeaderStream(stdio{&resynced{r: bufio.NewReaderSize(r, 64<<10)}, nopCloser{io.Discard}})
+	msg, _, err := s.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := msg.(*jsonrpc2.Notification); !ok || n.Method() != "window/logMessage" {
+		t.Fatalf("first message %#v, want the logMessage notification", msg)
+	}
+	msg, _, err = s.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, ok := msg.(*jsonrpc2.Response); !ok || resp.ID() != jsonrpc2.NewNumberID(7) {
+		t.Fatalf("second message %#v, want the response to 7", msg)
+	}
+	if _, _, err := s.Read(context.Background()); err == nil {
+		t.Fatal("a third message from a stream that ended")
+	}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// A server taken back after a restart may still answer a request of the
+// Berth before, whose ids counted from 1 as the new connection's do: that
+// answer is dropped, and the new request of the same number gets the
+// server's answer to it.
+//
+// Issue 29 item 3 (language servers).
+func TestTakenBackServerAnswersToTheBerthBeforeAreDropped(t *testing.T) {
+	ours, theirs := net.Pipe()
+	defer ours.Close()
+	conn := jsonrpc2.NewConn(renumbered{jsonrpc2.NewHeaderStream(ours)})
+	conn.Go(context.Background(), jsonrpc2.MethodNotFoundHandler)
+	defer conn.Close()
+	server := jsonrpc2.NewHeaderStream(theirs)
+	go func() {
+		msg, _, err := server.Read(context.Background())
+		if err != nil {
+			return
+		}
+		call, ok := msg.(*jsonrpc2.Call)
+		if !ok {
+			return
+		}
+		// The old Berth's request 1 is answered first, then the new one.
+		_, _ = server.Write(context.Background(), jsonrpc2.NewResponse(jsonrpc2.NewNumberID(1), jsonrpc2.RawMessage(`"stale"`), nil))
+		_, _ = server.Write(context.Background(), jsonrpc2.NewResponse(call.ID(), jsonrpc2.RawMessage(`"fresh"`), nil))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got string
+	id, err := conn.Call(ctx, "textDocument/hover", map[string]any{}, &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := id.Number(); n != 1 || got != "fresh" {
+		t.Fatalf("request %v answered %q, want request 1 answered \"fresh\"", id, got)
+	}
+}
+
+// A parked server's files as it knows them survive its record: encoded
+// and read back they are the same, and a record naming a path outside
+// the root is refused.
+//
+// Issue 29 item 3 (parked servers).
+func TestParkedServerStampsSurviveTheirRecord(t *testing.T) {
+	root := t.TempDir()
+	fs := fileStamps{
+		filepath.Join(root, "main.go"):           {12, time.Unix(0, 1733400000123456789)},
+		filepath.Join(root, "dir", "a b.go"):     {0, time.Unix(5, 0)},
+		filepath.Join(root, "go.mod"):            {40, time.Unix(0, 7)},
+		filepath.Join(root, "deep", "x", "y.go"): {1 << 20, time.Unix(1e9, 1)},
+	}
+	back, err := decodeStamps(root, fs.encode(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != len(fs) || len(fs.changes(back)) != 0 {
+		t.Fatalf("read back %v, want %v", back, fs)
+	}
+	for _, bad := range []string{"1 2 ../etc/passwd", "1 2 /etc/passwd", "x 2 a.go", "1 2"} {
+		if _, err := decodeStamps(root, bad); err == nil {
+			t.Errorf("stamps %q read without an error", bad)
+		}
+	}
+}
+
+// A language server a Berth before left is not parked by a Berth that
+// would not have parked it: each reason is said. (Its parking again,
+// with real servers, is e2e's TestLanguageServersAreParkedAgainBy...)
+//
+// Issue 29 item 3 (language servers).
+func TestTakeRefusesAServerThisBerthWouldNotPark(t *testing.T) {
+	conf := DefaultConfig()
+	p, err := New(conf, metrics.NewForTest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := host.New()
+	cfg := conf.Servers[0]
+	good := keptServer{
+		Key:  keptKey{Workdir: t.TempDir(), Name: cfg.Name, Config: configDigest(cfg), Identity: identityOf(enc)},
+		Init: json.RawMessage(`{"capabilities":{}}`), Loaded: true,
+	}
+	good.Key.Root = good.Key.Workdir
+	cases := []struct {
+		name   string
+		change func(*keptServer, *state.Record)
+		want   string
+	}{
+		{"no data", func(d *keptServer, r *state.Record) { *d = keptServer{} }, "lacks the server's data"},
+		{"another catalog", func(d *keptServer, r *state.Record) { r.Role = "no-such-server" }, "catalog"},
+		{"its entry changed", func(d *keptServer, r *state.Record) { d.Key.Config = "0000000000000000" }, "changed"},
+		{"another relay", func(d *keptServer, r *state.Record) { d.Key.Identity = "user=x relay=y" }, "user or relay changed"},
+		{"in error", func(d *keptServer, r *state.Record) { d.Complained = true }, "in error"},
+		{"not loaded", func(d *keptServer, r *state.Record) { d.Loaded = false }, "not loaded"},
+		{"too many open", func(d *keptServer, r *state.Record) { d.OpenUnknown = true }, "too many to record"},
+		{"expired", func(d *keptServer, r *state.Record) { d.Deadline = time.Now().Add(-time.Second) }, "passed while Berth was away"},
+		{"parked, files unknown", func(d *keptServer, r *state.Record) {
+			d.Deadline, d.StampsUnknown = time.Now().Add(time.Minute), true
+		}, "files were too many"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := good
+			rec := state.Record{Kind: metrics.KindLSP, Role: cfg.Name}
+			c.change(&d, &rec)
+			rec.Data, _ = json.Marshal(d)
+			err := p.Take(enc, rec, nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Take: %v, want an error saying %q", err, c.want)
+			}
+		})
+	}
+	off := conf
+	off.KeepWarm = 0
+	q, err := New(off, metrics.NewForTest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := state.Record{Kind: metrics.KindLSP, Role: cfg.Name}
+	rec.Data, _ = json.Marshal(good)
+	if err := q.Take(enc, rec, nil); err == nil || !strings.Contains(err.Error(), "lsp.keep_warm is 0") {
+		t.Fatalf("Take with lsp.keep_warm 0: %v, want it refused", err)
+	}
+}
