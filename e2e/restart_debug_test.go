@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/internal/procfs"
-	"github.com/berth-dev/berth/orchestrator/state"
 )
 
 // A debugpy session launched on the host and stopped at a breakpoint is
@@ -140,7 +139,7 @@ func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any, d res
 	if s.Container != "" {
 		driver = s.driver()
 	}
-	recs := slices.DeleteFunc(records(t, dir), func(r state.Record) bool { return r.Kind == "kernel" })
+	recs := recordsOf(t, dir, "debug")
 	if len(recs) != 1 || recs[0].Kind != "debug" || recs[0].Role != d.adapter || recs[0].Conversation != s.Conversation || recs[0].Enclosure.Driver != driver {
 		t.Fatalf("records %+v, want the debugpy adapter's", recs)
 	}
@@ -209,9 +208,9 @@ func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any, d res
 		t.Fatal(err)
 	}
 	s.waitNoProcesses(t, "run/stop of the resumed run")
-	for deadline := time.Now().Add(10 * time.Second); len(records(t, dir)) != 0; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); len(recordsOf(t, dir, "debug", "kernel")) != 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("records left after run/stop: %+v", records(t, dir))
+			t.Fatalf("records left after run/stop: %+v", recordsOf(t, dir, "debug", "kernel"))
 		}
 	}
 }
@@ -251,7 +250,7 @@ func TestDebugSessionWhoseTTLPassedWhileBerthWasAwayIsEnded(t *testing.T) {
 	debugCall(t, a.c, params.RunID, map[string]any{"operation": "breakpoints", "file": "app.py", "lines": []int{3}}, "stored 1 breakpoint")
 	debugCall(t, a.c, params.RunID, map[string]any{"operation": "launch", "program": "app.py"}, "stopped (breakpoint)")
 	launched := time.Now()
-	rec := records(t, dir)
+	rec := recordsOf(t, dir, "debug")
 	if len(rec) != 1 {
 		t.Fatalf("records %+v, want the adapter's", rec)
 	}
@@ -284,9 +283,9 @@ func TestDebugSessionWhoseTTLPassedWhileBerthWasAwayIsEnded(t *testing.T) {
 	if !strings.Contains(b.stderr.String(), "passed while Berth was away") {
 		t.Errorf("the new Berth's log does not say why the session was ended:\n%s", b.stderr.String())
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(records(t, dir)) != 0; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); len(recordsOf(t, dir, "debug", "kernel")) != 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("records left: %+v", records(t, dir))
+			t.Fatalf("records left: %+v", recordsOf(t, dir, "debug", "kernel"))
 		}
 	}
 }

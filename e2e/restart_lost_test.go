@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/internal/procfs"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
+	"github.com/berth-dev/berth/orchestrator/state"
 )
 
 // What Berth held only in memory, across a kill -9 and a new Berth on
@@ -184,53 +187,174 @@ th.start()
 	}
 }
 
-// Language servers end with Berth, parked ones too: after a kill -9 of
-// a Berth on a state directory, the gopls it had parked for the next
-// run is gone within seconds (its relay's parent died), no record of it
-// is left, and the Berth started on the same directory starts its own
-// gopls cold for the run.
+// Language servers outlive a kill -9 of Berth and are parked again by
+// the Berth started on the same state directory: the gopls a run owned
+// at the kill (its document open) and the gopls another run had parked
+// each answer the first references of a new run, adopted, the same
+// processes, with no gopls started. Each has a record while it lives,
+// and none is left once that Berth stops in order.
 //
-// Issue 29 item 3 (parked servers).
-func TestParkedLanguageServerEndsWithAKilledBerth(t *testing.T) {
+// Issue 29 item 3 (language servers, parked ones too).
+func TestLanguageServersAreParkedAgainByABerthOnTheSameStateDirectory(t *testing.T) {
+	languageServersAreParkedAgain(t, onHost.fresh(t), nil)
+}
+
+// The same in a Docker container.
+//
+// Issue 29 item 3 (language servers, in containers).
+func TestContainersDockerLanguageServersAreParkedAgainByABerthOnTheSameStateDirectory(t *testing.T) {
+	languageServersAreParkedAgain(t, inContainer(fullImage).fresh(t), nil)
+}
+
+// The same in containerd.
+//
+// Issue 29 item 3 (language servers, in containers).
+func TestContainersContainerdLanguageServersAreParkedAgainByABerthOnTheSameStateDirectory(t *testing.T) {
+	languageServersAreParkedAgain(t, inContainerd(t, fullImage).fresh(t), containerdSection.config)
+}
+
+// A language server a killed Berth left, parked or owned by a run, is
+// held by its relay for enclosure.reattach_grace only: when no Berth
+// comes back, it is ended after the grace, with nothing of it left, and
+// a Berth started later on the directory finds the relays' notes that
+// they timed out and parks nothing.
+//
+// Issue 29 item 2 (language servers).
+func TestLanguageServersOutliveAKilledBerthForTheGraceOnly(t *testing.T) {
 	s := onHost.fresh(t)
 	copyProjectInto(t, "go", s.Dir)
 	dir := filepath.Join(t.TempDir(), "state")
-	config := writeConfig(t, "enclosure:\n  reattach_grace: 2m\n")
+	config := restartConfig(t)
 	a := startBerth(t, config, dir)
-	r, err := a.c.StartRun(testCtx(t), s.params(nil))
+	owner, err := a.c.StartRun(testCtx(t), s.params(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	firstReferences(t, a.c, r.RunID)
-	_, process := goplsOf(t, a.c, r.RunID)
-	if err := a.c.StopRun(testCtx(t), r.RunID); err != nil {
+	firstReferences(t, a.c, owner.RunID)
+	parker, err := a.c.StartRun(testCtx(t), s.params(nil))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if parked := s.named(t, "gopls"); len(parked) == 0 {
-		t.Fatalf("no gopls parked after run/stop: %v", s.processes(t))
+	firstReferences(t, a.c, parker.RunID)
+	if err := a.c.StopRun(testCtx(t), parker.RunID); err != nil {
+		t.Fatal(err)
+	}
+	servers := s.named(t, "gopls")
+	if len(servers) != 2 {
+		t.Fatalf("gopls processes %v, want the two runs'", servers)
 	}
 	a.kill(t)
 	killed := time.Now()
-	for deadline := killed.Add(15 * time.Second); len(s.processes(t)) > 0; time.Sleep(50 * time.Millisecond) {
+	time.Sleep(restartGrace / 4)
+	if now := s.named(t, "gopls"); !slices.Equal(now, servers) {
+		t.Fatalf("gopls processes %v a moment after the kill, want %v held by their relays", now, servers)
+	}
+	for deadline := killed.Add(restartGrace + 30*time.Second); len(s.processes(t)) > 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("left 15 s after Berth was killed: %v", s.processes(t))
+			t.Fatalf("left 30 s past the grace: %v", s.processes(t))
 		}
 	}
-	t.Logf("the parked gopls was gone %v after the kill", time.Since(killed).Round(time.Millisecond))
-	if recs := records(t, dir); len(recs) != 0 {
-		t.Errorf("records left for what a killed Berth had parked: %+v", recs)
+	if took := time.Since(killed); took < restartGrace*3/4 {
+		t.Errorf("the servers ended %v after the kill, before the grace", took)
 	}
-
 	b := startBerth(t, config, dir)
-	r, err = b.c.StartRun(testCtx(t), s.params(nil))
+	if got := s.parkedBy(t, b.c); len(got) != 0 {
+		t.Errorf("a Berth started after the grace parked %v", got)
+	}
+	if recs := records(t, dir); len(recs) != 0 {
+		t.Errorf("records left after the grace and a new Berth's start: %+v", recs)
+	}
+}
+
+// The same in a pod of the Kubernetes stand-in.
+//
+// Issue 29 item 3 (language servers, in containers).
+func TestContainersKubernetesStandInLanguageServersAreParkedAgainByABerthOnTheSameStateDirectory(t *testing.T) {
+	p := inKubernetes(t, fullImage)
+	languageServersAreParkedAgain(t, p.fresh(t), kubernetesSection(t, p).config)
+}
+
+// The same in a pod of the real cluster.
+//
+// Issue 29 item 3 (language servers, in containers).
+func TestClusterLanguageServersAreParkedAgainByABerthOnTheSameStateDirectory(t *testing.T) {
+	t.Parallel()
+	p := inCluster(t, fullImage)
+	languageServersAreParkedAgain(t, p.fresh(t), clusterSection(t, p).config)
+}
+
+// languageServersAreParkedAgain is the test above in s, with its
+// driver's section in sections.
+func languageServersAreParkedAgain(t *testing.T, s *site, sections map[string]any) {
+	t.Helper()
+	copyProjectInto(t, "go", s.Dir)
+	dir := filepath.Join(t.TempDir(), "state")
+	config := keepingConfig(t, sections, nil)
+	a := startBerth(t, config, dir)
+	s.asker.set(a.c)
+	owner, err := a.c.StartRun(testCtx(t), s.params(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if how, again := goplsOf(t, b.c, r.RunID); !strings.HasPrefix(how, "started cold") || again == process {
-		t.Errorf("the new Berth's gopls: %s, %s; want one started cold, not %s", how, again, process)
-	}
-	if err := b.c.StopRun(testCtx(t), r.RunID); err != nil {
+	firstReferences(t, a.c, owner.RunID)
+	_, owned := goplsOf(t, a.c, owner.RunID)
+	parker, err := a.c.StartRun(testCtx(t), s.params(nil))
+	if err != nil {
 		t.Fatal(err)
+	}
+	firstReferences(t, a.c, parker.RunID)
+	_, parked := goplsOf(t, a.c, parker.RunID)
+	if err := a.c.StopRun(testCtx(t), parker.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.parkedBy(t, a.c); !slices.Equal(got, []string{parked}) {
+		t.Fatalf("parked: %v, want the second run's gopls %s", got, parked)
+	}
+	recs := slices.DeleteFunc(records(t, dir), func(r state.Record) bool { return r.Kind != "lsp" })
+	if len(recs) != 2 || recs[0].Role != "gopls" || recs[1].Role != "gopls" {
+		t.Fatalf("records of language servers: %+v, want the two gopls's", recs)
+	}
+	before := s.named(t, "gopls")
+	a.kill(t)
+
+	start := time.Now()
+	b := startBerth(t, config, dir)
+	s.asker.set(b.c)
+	took := time.Since(start)
+	// In a container, a process taken back is named by its relay's tag
+	// (its pid is the relay's to know): gopls's pids in the site are
+	// what tell it is the same process.
+	if got := s.parkedBy(t, b.c); len(got) != 2 || s.Container == "" && (!slices.Contains(got, owned) || !slices.Contains(got, parked)) {
+		t.Fatalf("the new Berth has parked %v, want %s and %s; its log:\n%s", got, owned, parked, b.stderr.String())
+	}
+	var adopted []string
+	for range 2 {
+		r, err := b.c.StartRun(testCtx(t), s.params(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		answered := firstReferences(t, b.c, r.RunID)
+		how, process := goplsOf(t, b.c, r.RunID)
+		t.Logf("%v: a new run's first references, by %s (%s): %v", s.place, process, how, answered.Round(time.Millisecond))
+		if !strings.HasPrefix(how, "adopted") || !strings.HasSuffix(how, "(kept across a restart of Berth)") {
+			t.Errorf("the new Berth's run has gopls %s, %s: want one adopted, kept across the restart", process, how)
+		}
+		adopted = append(adopted, process)
+	}
+	slices.Sort(adopted)
+	if want := slices.Sorted(slices.Values([]string{owned, parked})); s.Container == "" && !slices.Equal(adopted, want) {
+		t.Errorf("the new Berth's runs adopted %v, want the servers from before the kill %v", adopted, want)
+	}
+	if after := s.named(t, "gopls"); len(before) < 2 || !slices.Equal(after, before) {
+		t.Errorf("gopls processes were %v before the kill and are %v after: want no new one", before, after)
+	}
+	t.Logf("%v: the new Berth's start, parking both again: %v", s.place, took.Round(time.Millisecond))
+	awaitExit(t, b.cmd, b.stderr.(*enclosure.Tail), b.c.Close)
+	s.waitNoProcesses(t, "the orderly stop of the Berth that parked them again")
+	for deadline := time.Now().Add(10 * time.Second); len(records(t, dir)) != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("records left after the orderly stop: %+v", records(t, dir))
+		}
 	}
 }
 

@@ -92,6 +92,14 @@ func records(t *testing.T, dir string) []state.Record {
 	return out
 }
 
+// recordsOf is records of the kinds given: a test of kernels or debug
+// sessions leaves out the records of the language servers a run/start
+// prewarmed, which are kept too, and stay while parked.
+func recordsOf(t *testing.T, dir string, kinds ...string) []state.Record {
+	t.Helper()
+	return slices.DeleteFunc(records(t, dir), func(r state.Record) bool { return !slices.Contains(kinds, r.Kind) })
+}
+
 // A Python kernel on the host outlives a kill -9 of Berth for
 // enclosure.reattach_grace, held by its relay, and is ended after it:
 // nothing of it is left. Its record names its run, conversation and
