@@ -13,6 +13,7 @@
 //	records/TAG.json  one record per kept process (mode 0600)
 //	relays/           the host relays' reattach sockets
 //	calls/ID.json     the tools/call ids the harness gave (Call)
+//	runs/ID.json      the live runs (Run)
 //
 // It is Berth's alone: mode 0700, owned by Berth's user; Open refuses any
 // other. A record holds the token that lets a Berth back into its relay,
@@ -62,6 +63,7 @@ type Store struct {
 	lock    *os.File
 	records *os.Root
 	calls   *os.Root
+	runs    *os.Root
 	// previous is how the Berth before ended (Previous).
 	previous string
 }
@@ -231,7 +233,7 @@ func open(dir string, own bool) (*Store, error) {
 		_, _ = lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	s := &Store{dir: dir, own: own, lock: lock, previous: previous}
-	for _, sub := range []string{recordsName, relaysName, callsName} {
+	for _, sub := range []string{recordsName, relaysName, callsName, runsName} {
 		if err := makeDir(filepath.Join(dir, sub)); err != nil {
 			s.Close()
 			return nil, err
@@ -242,6 +244,10 @@ func open(dir string, own bool) (*Store, error) {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
 	if s.calls, err = os.OpenRoot(filepath.Join(dir, callsName)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	if s.runs, err = os.OpenRoot(filepath.Join(dir, runsName)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
@@ -310,8 +316,13 @@ func (s *Store) close(note string) error {
 	if s.calls != nil {
 		s.calls.Close()
 	}
+	if s.runs != nil {
+		s.runs.Close()
+	}
 	if s.own {
-		if left, _ := os.ReadDir(filepath.Join(s.dir, recordsName)); len(left) == 0 {
+		records, _ := os.ReadDir(filepath.Join(s.dir, recordsName))
+		runs, _ := os.ReadDir(filepath.Join(s.dir, runsName))
+		if len(records) == 0 && len(runs) == 0 {
 			os.RemoveAll(s.dir)
 		}
 	}
