@@ -360,7 +360,9 @@ func languageServersAreParkedAgain(t *testing.T, s *site, sections map[string]an
 
 // What a run's tools held in Berth's memory is declared lost, in plain
 // words, in the run a Berth on the same state directory resumed after a
-// kill -9 of the one before: resolve of a change staged before says to
+// kill -9 of the one before. The run kept no kernel or debug session:
+// it is resumed all the same, from the state's record of the run
+// (runs/). Then resolve of a change staged before says to
 // stage it again, vibe_wait of a worker from before says it is gone
 // (and its process is), debug says the breakpoints stored while no
 // session ran ended with Berth, and the first write report says problems
@@ -394,7 +396,6 @@ func TestWhatToolsHeldInMemoryIsDeclaredLostAfterARestart(t *testing.T) {
 			t.Fatalf("%s before the kill: %s", name, text(res))
 		}
 	}
-	before("eval", map[string]any{"code": "x = 41", "description": "keep a kernel for the run to resume"}, "")
 	before("ast_edit", map[string]any{"pattern": "fmt.Println($X)", "rewrite": "fmt.Print($X)", "path": "main.go"}, `edit_id "edit_1"`)
 	before("vibe_spawn", map[string]any{"brief": "work until stopped", "label": "worker"}, "w1")
 	before("debug", map[string]any{"operation": "breakpoints", "file": "main.go", "lines": []int{10}}, "main.go")
@@ -418,6 +419,12 @@ func TestWhatToolsHeldInMemoryIsDeclaredLostAfterARestart(t *testing.T) {
 	}
 	for _, r := range records(t, dir) {
 		t.Cleanup(func() { _ = syscallKill(r.Relay.Pid) })
+	}
+	if kept := recordsOf(t, dir, "kernel", "debug"); len(kept) != 0 {
+		t.Fatalf("the run keeps %+v: want no kernel or debug session, so that only its run's record resumes it", kept)
+	}
+	if runs, _ := filepath.Glob(filepath.Join(dir, "runs", "*.json")); len(runs) != 1 {
+		t.Fatalf("the state's runs: %v, want the run's record", runs)
 	}
 
 	b := resumeAfterKill(t, a, config, dir, p)

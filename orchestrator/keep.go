@@ -25,8 +25,9 @@ type Keeping struct {
 	Grace time.Duration
 	Log   *slog.Logger
 
-	watch sync.WaitGroup // one per record: removes it when its process ends
-	once  sync.Once      // the one log line of a record that cannot be written
+	watch   sync.WaitGroup // one per record: removes it when its process ends
+	once    sync.Once      // the one log line of a record that cannot be written
+	runOnce sync.Once      // the one log line of a run that cannot be recorded
 
 	mu   sync.Mutex              // guards live, and orders a record's writes and its removal
 	live map[string]state.Record // the records of live processes, by tag: what Note rewrites
@@ -158,6 +159,31 @@ func (k *Keeping) note(proc enclosure.Process, data json.RawMessage) error {
 	}
 	k.live[tag] = r
 	return nil
+}
+
+// putRun records run, live, for a Berth that comes back: its run/start
+// of the run answers resumed even when no process of it was kept. A run
+// that cannot be recorded is logged once, and starts anew after a
+// restart.
+func (k *Keeping) putRun(run *Run) {
+	err := k.Store.PutRun(state.Run{Run: run.ID, Conversation: run.ConversationID, Workdir: run.Workdir,
+		Enclosure: state.Enclosure{Driver: run.Enclosure.Driver(), ID: run.Enclosure.ID()}, Started: time.Now().UTC()})
+	if err != nil {
+		k.runOnce.Do(func() {
+			k.Log.Warn("state: a run could not be recorded, so it would start anew after a restart (further failures are not logged)", "err", err)
+		})
+	}
+}
+
+// removeRun removes the record of the run id, which ended; a nil
+// Keeping does nothing.
+func (k *Keeping) removeRun(id string) {
+	if k == nil {
+		return
+	}
+	if err := k.Store.RemoveRun(id); err != nil {
+		k.Log.Warn(err.Error())
+	}
 }
 
 // newToken is a relay's token: 128 random bits in hex.

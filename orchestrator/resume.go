@@ -37,6 +37,7 @@ type Taker interface {
 // pending is what a Berth took back at start for one run, waiting for a
 // run/start with the same run id.
 type pending struct {
+	run   state.Run // its ids, workdir and enclosure, which run/start must match
 	recs  []state.Record
 	procs []enclosure.Process
 	timer *time.Timer // ends them at runs.disconnect_grace
@@ -61,6 +62,18 @@ const reattachWait = 5 * time.Second
 func (rs *Runs) Reattach(ctx context.Context, records []state.Record, unclaimed time.Duration) {
 	if rs.Keeping == nil {
 		return
+	}
+	// Every run the Berth before had is pending, those with no kept
+	// process too: a run/start of it answers resumed, and its tools say
+	// what the restart lost.
+	runs, bad := rs.Keeping.Store.Runs()
+	for _, err := range bad {
+		rs.Keeping.Log.Warn(err.Error())
+	}
+	for _, r := range runs {
+		rs.mu.Lock()
+		rs.pendingLocked(r, unclaimed)
+		rs.mu.Unlock()
 	}
 	var wg sync.WaitGroup
 	for _, rec := range records {
@@ -153,15 +166,22 @@ func (rs *Runs) reattach(ctx context.Context, rec state.Record, unclaimed time.D
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	p := rs.pending[rec.Run]
-	if p == nil {
-		p = &pending{}
-		p.timer = time.AfterFunc(unclaimed, func() { rs.unclaimed(rec.Run, p) })
-		rs.pending[rec.Run] = p
-	}
+	p := rs.pendingLocked(state.Run{Run: rec.Run, Conversation: rec.Conversation, Workdir: rec.Workdir, Enclosure: rec.Enclosure}, unclaimed)
 	p.recs = append(p.recs, rec)
 	p.procs = append(p.procs, proc)
 	log.Info("state: a kept process was taken back; a run/start of its run resumes it", "within", unclaimed)
+}
+
+// pendingLocked is what is pending for r's run, made (to be ended after
+// unclaimed) when nothing was. Called with mu.
+func (rs *Runs) pendingLocked(r state.Run, unclaimed time.Duration) *pending {
+	p := rs.pending[r.Run]
+	if p == nil {
+		p = &pending{run: r}
+		p.timer = time.AfterFunc(unclaimed, func() { rs.unclaimed(r.Run, p) })
+		rs.pending[r.Run] = p
+	}
+	return p
 }
 
 // unclaimed ends what was taken back for run when no run/start claimed
@@ -174,6 +194,7 @@ func (rs *Runs) unclaimed(run string, p *pending) {
 	}
 	delete(rs.pending, run)
 	rs.mu.Unlock()
+	rs.Keeping.removeRun(run)
 	for i, proc := range p.procs {
 		rs.metrics.Reattached(p.recs[i].Kind, metrics.ReattachUnclaimed)
 		_ = proc.Kill()
@@ -191,7 +212,7 @@ func (rs *Runs) claim(id, conversation, workdir string, enc enclosure.Enclosure)
 	if p == nil {
 		return nil, nil
 	}
-	rec := p.recs[0]
+	rec := p.run
 	var differ []string
 	if rec.Conversation != conversation {
 		differ = append(differ, fmt.Sprintf("conversation %q, not %q", rec.Conversation, conversation))
@@ -239,11 +260,12 @@ func (rs *Runs) endPending() {
 	all := rs.pending
 	rs.pending = map[string]*pending{}
 	rs.mu.Unlock()
-	for _, p := range all {
+	for id, p := range all {
 		p.timer.Stop()
 		for _, proc := range p.procs {
 			_ = proc.Kill()
 		}
+		rs.Keeping.removeRun(id)
 	}
 }
 

@@ -146,6 +146,9 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	}
 	rs.runs[id] = run
 	rs.mu.Unlock()
+	if rs.Keeping != nil {
+		rs.Keeping.putRun(run)
+	}
 	rs.metrics.RunsActive.Inc()
 	if back != nil {
 		rs.resume(run, back)
@@ -227,6 +230,7 @@ func (rs *Runs) end(run *Run, reason string) {
 	rs.mu.Unlock()
 	if live {
 		rs.metrics.RunsActive.Dec()
+		rs.Keeping.removeRun(run.ID)
 	}
 	run.End(reason)
 }
