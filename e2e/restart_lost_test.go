@@ -14,7 +14,6 @@ import (
 	"github.com/berth-dev/berth/internal/procfs"
 	"github.com/berth-dev/berth/orchestrator"
 	"github.com/berth-dev/berth/orchestrator/rpc"
-	"github.com/berth-dev/berth/orchestrator/state"
 )
 
 // What Berth held only in memory, across a kill -9 and a new Berth on
@@ -284,7 +283,12 @@ func TestClusterLanguageServersAreParkedAgainByABerthOnTheSameStateDirectory(t *
 }
 
 // languageServersAreParkedAgain is the test above in s, with its
-// driver's section in sections.
+// driver's section in sections. It goes twice: the servers a Berth took
+// back are kept again, and the Berth after it takes them back in turn.
+// While Berth is down each time, a file calling greet.Hello is added,
+// which both servers' next references must show: the parked one is told
+// what changed since it was parked, the owned one what changed since
+// its run last had it.
 func languageServersAreParkedAgain(t *testing.T, s *site, sections map[string]any) {
 	t.Helper()
 	copyProjectInto(t, "go", s.Dir)
@@ -310,46 +314,60 @@ func languageServersAreParkedAgain(t *testing.T, s *site, sections map[string]an
 	if got := s.parkedBy(t, a.c); !slices.Equal(got, []string{parked}) {
 		t.Fatalf("parked: %v, want the second run's gopls %s", got, parked)
 	}
-	recs := slices.DeleteFunc(records(t, dir), func(r state.Record) bool { return r.Kind != "lsp" })
+	recs := recordsOf(t, dir, "lsp")
 	if len(recs) != 2 || recs[0].Role != "gopls" || recs[1].Role != "gopls" {
 		t.Fatalf("records of language servers: %+v, want the two gopls's", recs)
 	}
 	before := s.named(t, "gopls")
-	a.kill(t)
-
-	start := time.Now()
-	b := startBerth(t, config, dir)
-	s.asker.set(b.c)
-	took := time.Since(start)
-	// In a container, a process taken back is named by its relay's tag
-	// (its pid is the relay's to know): gopls's pids in the site are
-	// what tell it is the same process.
-	if got := s.parkedBy(t, b.c); len(got) != 2 || s.Container == "" && (!slices.Contains(got, owned) || !slices.Contains(got, parked)) {
-		t.Fatalf("the new Berth has parked %v, want %s and %s; its log:\n%s", got, owned, parked, b.stderr.String())
+	if len(before) < 2 {
+		t.Fatalf("gopls processes: %v", before)
 	}
-	var adopted []string
-	for range 2 {
-		r, err := b.c.StartRun(testCtx(t), s.params(nil))
-		if err != nil {
+	for round := 1; round <= 2; round++ {
+		a.kill(t)
+		// Written while no Berth runs: neither server was told of it.
+		call := fmt.Sprintf("package main\n\nimport \"example.com/demo/greet\"\n\nfunc round%d() string { return greet.Hello(\"round %d\") }\n", round, round)
+		if err := os.WriteFile(filepath.Join(s.Dir, fmt.Sprintf("round%d.go", round)), []byte(call), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		answered := firstReferences(t, b.c, r.RunID)
-		how, process := goplsOf(t, b.c, r.RunID)
-		t.Logf("%v: a new run's first references, by %s (%s): %v", s.place, process, how, answered.Round(time.Millisecond))
-		if !strings.HasPrefix(how, "adopted") || !strings.HasSuffix(how, "(kept across a restart of Berth)") {
-			t.Errorf("the new Berth's run has gopls %s, %s: want one adopted, kept across the restart", process, how)
+		start := time.Now()
+		b := startBerth(t, config, dir)
+		s.asker.set(b.c)
+		took := time.Since(start)
+		// In a container, a process taken back is named by its relay's
+		// tag (its pid is the relay's to know): gopls's pids in the site
+		// are what tell it is the same process.
+		if got := s.parkedBy(t, b.c); len(got) != 2 || s.Container == "" && round == 1 && (!slices.Contains(got, owned) || !slices.Contains(got, parked)) {
+			t.Fatalf("round %d: the new Berth has parked %v, want %s and %s; its log:\n%s", round, got, owned, parked, b.stderr.String())
 		}
-		adopted = append(adopted, process)
+		var runs []string
+		for range 2 {
+			r, err := b.c.StartRun(testCtx(t), s.params(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, r.RunID)
+			answered := firstReferences(t, b.c, r.RunID)
+			how, process := goplsOf(t, b.c, r.RunID)
+			t.Logf("%v, round %d: a new run's first references, by %s (%s): %v", s.place, round, process, how, answered.Round(time.Millisecond))
+			if !strings.HasPrefix(how, "adopted") || !strings.HasSuffix(how, "(kept across a restart of Berth)") {
+				t.Errorf("round %d: the new Berth's run has gopls %s, %s: want one adopted, kept across the restart", round, process, how)
+			}
+			if res := callTool(t, b.c, r.RunID, "lsp", map[string]any{"action": "references", "file": "greet/greet.go", "line": 21, "symbol": "func Hello"}); !strings.Contains(text(res), fmt.Sprintf("round%d.go", round)) {
+				t.Errorf("round %d: references by %s miss the file added while Berth was down: %s", round, process, text(res))
+			}
+		}
+		if after := s.named(t, "gopls"); !slices.Equal(after, before) {
+			t.Errorf("round %d: gopls processes were %v before the kill and are %v after: want no new one", round, before, after)
+		}
+		t.Logf("%v, round %d: the new Berth's start, parking both again: %v", s.place, round, took.Round(time.Millisecond))
+		// For the next round, one server is parked again and the other
+		// stays its run's.
+		if err := b.c.StopRun(testCtx(t), runs[1]); err != nil {
+			t.Fatal(err)
+		}
+		a = b
 	}
-	slices.Sort(adopted)
-	if want := slices.Sorted(slices.Values([]string{owned, parked})); s.Container == "" && !slices.Equal(adopted, want) {
-		t.Errorf("the new Berth's runs adopted %v, want the servers from before the kill %v", adopted, want)
-	}
-	if after := s.named(t, "gopls"); len(before) < 2 || !slices.Equal(after, before) {
-		t.Errorf("gopls processes were %v before the kill and are %v after: want no new one", before, after)
-	}
-	t.Logf("%v: the new Berth's start, parking both again: %v", s.place, took.Round(time.Millisecond))
-	awaitExit(t, b.cmd, b.stderr.(*enclosure.Tail), b.c.Close)
+	awaitExit(t, a.cmd, a.stderr.(*enclosure.Tail), a.c.Close)
 	s.waitNoProcesses(t, "the orderly stop of the Berth that parked them again")
 	for deadline := time.Now().Add(10 * time.Second); len(records(t, dir)) != 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -136,6 +136,35 @@ func (r *Run) Note(proc enclosure.Process, data any) error {
 	return n.Note(proc, b)
 }
 
+// Forgetter is an enclosure that can drop the record of a kept process
+// (the run's enclosure when Berth has a state directory): a family whose
+// record can no longer be kept true drops it, so that no Berth takes the
+// process back on what it says. The process runs on; should Berth go
+// away, its relay ends it after the grace.
+type Forgetter interface {
+	Forget(proc enclosure.Process) error
+}
+
+// Forget removes the record of proc.
+func (e *keptEnclosure) Forget(proc enclosure.Process) error {
+	kept, ok := proc.(enclosure.Kept)
+	if !ok {
+		return nil
+	}
+	_, tag, _ := kept.Held()
+	e.k.mu.Lock()
+	defer e.k.mu.Unlock()
+	if _, ok := e.k.live[tag]; !ok {
+		return nil
+	}
+	if err := e.k.Store.Remove(tag); err != nil {
+		return err
+	}
+	delete(e.k.live, tag)
+	e.k.Log.Warn("state: a record could not be kept true, so it was removed: its process is not taken back after a restart", "tag", tag)
+	return nil
+}
+
 // Note rewrites the record of proc with data.
 func (e *keptEnclosure) Note(proc enclosure.Process, data json.RawMessage) error {
 	return e.k.note(proc, data)

@@ -193,8 +193,9 @@ func (rs *Runs) unclaimed(run string, p *pending) {
 		return
 	}
 	delete(rs.pending, run)
-	rs.mu.Unlock()
+	// Under the lock: a run/start of the id just after writes its own.
 	rs.Keeping.removeRun(run)
+	rs.mu.Unlock()
 	for i, proc := range p.procs {
 		rs.metrics.Reattached(p.recs[i].Kind, metrics.ReattachUnclaimed)
 		_ = proc.Kill()

@@ -148,6 +148,14 @@ func (rs *Runs) Start(ctx context.Context, p StartParams) (*Run, error) {
 	rs.mu.Unlock()
 	if rs.Keeping != nil {
 		rs.Keeping.putRun(run)
+		// A run ended between its publication and its record leaves
+		// none behind.
+		rs.mu.Lock()
+		gone := rs.runs[id] != run
+		rs.mu.Unlock()
+		if gone {
+			rs.Keeping.removeRun(id)
+		}
 	}
 	rs.metrics.RunsActive.Inc()
 	if back != nil {

@@ -98,7 +98,7 @@ func (c *client) ShowMessage(_ context.Context, p *protocol.ShowMessageParams) e
 		fmt.Fprintf(c.s.proc.stderr, "[window/showMessage] %s\n", p.Message)
 	}
 	if p.Type == protocol.MessageTypeError && !c.s.complained.Swap(true) {
-		go c.s.keep.Load().update(func(d *keptServer) { d.Complained = true }) // never blocks the read goroutine
+		go func() { _ = c.s.keep.Load().update(func(d *keptServer) { d.Complained = true }) }() // never blocks the read goroutine
 	}
 	return nil
 }

@@ -63,6 +63,12 @@ type keptServer struct {
 	// StampsUnknown: they were too many to record.
 	Stamps        string `json:"stamps,omitempty"`
 	StampsUnknown bool   `json:"stampsUnknown,omitempty"`
+	// Known is when Berth last wrote the record while a run owned the
+	// server: what changed on disk after it, the server may not know.
+	Known time.Time `json:"known,omitzero"`
+	// Generation is how many Berths took the server back before the one
+	// that writes the record (renumbered).
+	Generation int `json:"generation,omitempty"`
 }
 
 // keptKey is parkKey in a record.
@@ -77,57 +83,76 @@ type keptKey struct {
 
 // keeper writes a kept server's record.
 type keeper struct {
-	note func(json.RawMessage) error // the run's enclosure's Noter, for the server's process
+	note   func(json.RawMessage) error // the run's enclosure's Noter, for the server's process
+	forget func() error                // removes the record (orchestrator.Forgetter); nil: none
 
-	mu   sync.Mutex // orders the writes; guards data
+	mu   sync.Mutex // orders the writes; guards data and off
 	data keptServer
+	// off: a write failed and the record was removed: the server is no
+	// longer kept, and nothing more is written.
+	off bool
 }
 
 // keepFor starts keeping s's record through run's enclosure, when it
 // keeps state and s's process is kept; key is s's park key.
 func (s *server) keepFor(run *orchestrator.Run, key parkKey) {
-	n, ok := run.Enclosure.(orchestrator.Noter)
+	s.startKeeping(run.Enclosure, key, 0)
+}
+
+// startKeeping writes s's first record through enc's Noter, when enc
+// keeps state and s's process is kept, and its load once it has loaded
+// the project; gen is how many Berths took it back before.
+func (s *server) startKeeping(enc enclosure.Enclosure, key parkKey, gen int) {
+	n, ok := enc.(orchestrator.Noter)
 	if !ok {
 		return // Berth keeps no state
 	}
-	s.startKeeping(n, key)
-}
-
-// startKeeping writes s's first record through n, and its load once it
-// has loaded the project.
-func (s *server) startKeeping(n orchestrator.Noter, key parkKey) {
 	handle := s.proc.handle
 	if _, ok := handle.(enclosure.Kept); !ok {
 		return
 	}
 	k := &keeper{note: func(b json.RawMessage) error { return n.Note(handle, b) }, data: keptServer{
 		Key:  keptKey{Workdir: key.workdir, Root: key.root, Name: key.name, Command: key.command, Config: key.config, Identity: key.identity},
-		Init: s.initResult, Loaded: s.load.isLoaded(),
+		Init: s.initResult, Loaded: s.load.isLoaded(), Generation: gen,
 	}}
+	if f, ok := enc.(orchestrator.Forgetter); ok {
+		k.forget = func() error { return f.Forget(handle) }
+	}
 	s.keep.Store(k)
-	k.update(nil)
+	// A complaint heard before the keeper was there (during initialize)
+	// is read now; one after, by the client.
+	_ = k.update(func(d *keptServer) { d.Complained = s.complained.Load() })
 	if !k.data.Loaded {
 		go func() {
 			select {
 			case <-s.load.loaded:
-				k.update(func(d *keptServer) { d.Loaded = true })
+				_ = k.update(func(d *keptServer) { d.Loaded = true })
 			case <-s.proc.exited:
 			}
 		}()
 	}
 }
 
-// update changes the record's data with f (nil: none) and writes it. A
-// list too long for a record is left out and said unknown. A nil keeper
-// does nothing.
-func (k *keeper) update(f func(*keptServer)) {
+// update changes the record's data with f and writes it; while a run
+// owns the server, the record says it knew the disk as of now. A list
+// too long for a record is left out and said unknown. A record that
+// cannot be written is removed, so that no Berth takes the server back
+// on what it says (its relay ends it after the grace should Berth go
+// away): the error is for a record that could not be removed either,
+// which may then say less than the server was told. A nil keeper does
+// nothing.
+func (k *keeper) update(f func(*keptServer)) error {
 	if k == nil {
-		return
+		return nil
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if f != nil {
-		f(&k.data)
+	if k.off {
+		return nil
+	}
+	f(&k.data)
+	if k.data.Deadline.IsZero() {
+		k.data.Known = time.Now().UTC()
 	}
 	b, err := json.Marshal(k.data)
 	if err == nil && len(b) > state.MaxData && k.data.Stamps != "" {
@@ -138,18 +163,24 @@ func (k *keeper) update(f func(*keptServer)) {
 		k.data.Open, k.data.OpenUnknown = nil, true
 		b, err = json.Marshal(k.data)
 	}
-	if err != nil {
-		return
+	if err == nil {
+		err = k.note(b)
 	}
-	// An error leaves the record before: the server may then not be
-	// parked again after a restart (Take checks what it reads).
-	_ = k.note(b)
+	if err == nil {
+		return nil
+	}
+	if k.forget != nil && k.forget() == nil {
+		k.off = true
+		return nil
+	}
+	return fmt.Errorf("recording a language server in the state directory: %w (free space there, or fix its permissions: state.dir)", err)
 }
 
-// opened records the documents s has open (s.docs).
-func (k *keeper) opened(s *server) {
+// opened records the documents s has open (s.docs); an error says the
+// record could be neither written nor removed.
+func (k *keeper) opened(s *server) error {
 	if k == nil {
-		return
+		return nil
 	}
 	open := s.docs.paths("")
 	rel := make([]string, 0, len(open))
@@ -159,7 +190,7 @@ func (k *keeper) opened(s *server) {
 		}
 	}
 	sort.Strings(rel)
-	k.update(func(d *keptServer) {
+	return k.update(func(d *keptServer) {
 		if !d.OpenUnknown {
 			d.Open = rel
 		}
@@ -169,7 +200,7 @@ func (k *keeper) opened(s *server) {
 // parked records that the server is parked until deadline, its
 // documents closed, knowing its files as stamps.
 func (k *keeper) parked(deadline time.Time, stamps fileStamps) {
-	k.update(func(d *keptServer) {
+	_ = k.update(func(d *keptServer) {
 		d.Open, d.OpenUnknown = nil, false
 		d.Deadline = deadline
 		d.Stamps, d.StampsUnknown = stamps.encode(d.Key.Root), false
@@ -178,7 +209,7 @@ func (k *keeper) parked(deadline time.Time, stamps fileStamps) {
 
 // adopted records that a run owns the server again.
 func (k *keeper) adopted() {
-	k.update(func(d *keptServer) {
+	_ = k.update(func(d *keptServer) {
 		d.Deadline, d.Stamps, d.StampsUnknown = time.Time{}, "", false
 	})
 }
@@ -274,9 +305,15 @@ func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclos
 		return err
 	}
 	if d.Deadline.IsZero() {
-		// A run owned it: what the run changed, it was told; from here,
-		// the adopting run tells it what changes.
+		// A run owned it: what the run changed, it was told, until the
+		// record's last write; a file changed since may be new to it,
+		// and the adopting run tells it so.
 		stamps = stampFiles(key.root, cfg)
+		for p, st := range stamps {
+			if !st.mod.Before(d.Known) {
+				stamps[p] = stamp{size: -1}
+			}
+		}
 	}
 	ws, err := workspace.NewWith(key.workdir, workspace.Options{View: enc})
 	if err != nil {
@@ -284,7 +321,8 @@ func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclos
 	}
 	s := newServer(cfg, p.conf, p.metrics, key.root, key.workdir, enc)
 	s.paths.bind(ws)
-	s.proc.take(handle, &client{s: s})
+	gen := d.Generation + 1
+	s.proc.take(handle, &client{s: s}, gen)
 	s.takenBack = true
 	if !rec.Started.IsZero() {
 		s.proc.started = rec.Started // "up" counts from its start
@@ -293,6 +331,10 @@ func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclos
 	defer func() {
 		if !ok {
 			ws.Close()
+			// Killed first: closing the connection waits for its reader,
+			// which a server that outlives its stdin would hold.
+			_ = handle.Kill()
+			<-s.proc.exited
 			_ = s.proc.conn.Close()
 		}
 	}()
@@ -311,9 +353,7 @@ func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclos
 			return fmt.Errorf("closing %s: %w", rel, err)
 		}
 	}
-	if n, isNoter := enc.(orchestrator.Noter); isNoter {
-		s.startKeeping(n, key)
-	}
+	s.startKeeping(enc, key, gen)
 	if !s.proc.alive() {
 		return errors.New("it ended as it was taken back")
 	}
@@ -339,16 +379,17 @@ func identityOf(enc enclosure.Enclosure) string {
 }
 
 // take opens the connection to a server a Berth before this one started,
-// over handle, its process taken back from its relay: its stderr is read
-// into the ring, its stdout from its first message header on (the Berth
-// before may have read part of a message), and its requests numbered
-// apart from that Berth's (renumbered).
-func (p *process) take(handle enclosure.Process, client protocol.Client) {
+// over handle, its process taken back from its relay by the Berth of
+// generation gen: its stderr is read into the ring, its stdout from its
+// first message header on (the Berth before may have read part of a
+// message), and its requests numbered apart from the Berths' before
+// (renumbered).
+func (p *process) take(handle enclosure.Process, client protocol.Client, gen int) {
 	p.handle = handle
 	if r := handle.Stderr(); r != nil {
 		go func() { _, _ = io.Copy(p.stderr, r) }()
 	}
-	p.open(&resynced{r: bufio.NewReaderSize(handle.Stdout(), 64<<10)}, client, func(s jsonrpc2.Stream) jsonrpc2.Stream { return renumbered{s} })
+	p.open(&resynced{r: bufio.NewReaderSize(handle.Stdout(), 64<<10)}, client, func(s jsonrpc2.Stream) jsonrpc2.Stream { return newRenumbered(s, gen) })
 }
 
 // headerPattern is the start of an LSP message: its Content-Length line.
@@ -401,36 +442,61 @@ func (s *resynced) skip() error {
 	}
 }
 
-// renumberBase sets the ids of the requests Berth sends to a server it
-// took back apart from those of the Berth before, which counted from 1:
-// an answer to one of those, still on its way, is dropped instead of
-// read as the answer to a new request of the same number.
-const renumberBase = 1 << 40
+// renumbered is the stream of a server taken back after a restart: the
+// requests Berth sends it go out with string ids of its generation's own
+// ("b2-17" for request 17 of the second Berth to take it back), and an
+// answer whose id is not of that form (one to the Berth that started it,
+// which counted 1, 2, ...; or to a Berth of an earlier generation) is
+// dropped instead of read as the answer to a new request of the same
+// number. String ids are JSON-RPC's and LSP's own, which every server
+// takes; numbers past 32 bits are not (lsp-server's i32).
+type renumbered struct {
+	jsonrpc2.Stream
+	prefix string // "b<generation>-"
+}
 
-// renumbered is the stream of a server taken back after a restart.
-type renumbered struct{ jsonrpc2.Stream }
+// newRenumbered is s with the ids of generation gen (1 for the first
+// Berth to take the server back).
+func newRenumbered(s jsonrpc2.Stream, gen int) renumbered {
+	return renumbered{Stream: s, prefix: "b" + strconv.Itoa(gen) + "-"}
+}
 
-// Write sends msg, a call with its id moved past renumberBase. The
-// connection hands its messages over in forms of its own, so each is
-// encoded and decoded to be read (a server taken back pays it, no other).
+// Write sends msg: a call with its id in the generation's form, and a
+// $/cancelRequest naming one so. The connection hands its messages over
+// in forms of its own, so each is encoded and decoded to be read (a
+// server taken back pays it, no other).
 func (s renumbered) Write(ctx context.Context, msg jsonrpc2.Message) (int64, error) {
-	switch msg.(type) {
-	case *jsonrpc2.Notification, *jsonrpc2.Response:
-	default:
-		b, err := jsonrpc2.EncodeMessage(msg)
-		if err != nil {
-			return 0, err
-		}
-		if msg, err = jsonrpc2.DecodeMessage(b); err != nil {
-			return 0, err
-		}
+	b, err := jsonrpc2.EncodeMessage(msg)
+	if err != nil {
+		return 0, err
 	}
-	if c, ok := msg.(*jsonrpc2.Call); ok {
-		if n, isNum := c.ID().Number(); isNum {
-			msg = jsonrpc2.NewCall(jsonrpc2.NewNumberID(n+renumberBase), c.Method(), c.Params())
+	if msg, err = jsonrpc2.DecodeMessage(b); err != nil {
+		return 0, err
+	}
+	switch m := msg.(type) {
+	case *jsonrpc2.Call:
+		if n, isNum := m.ID().Number(); isNum {
+			msg = jsonrpc2.NewCall(s.id(n), m.Method(), m.Params())
+		}
+	case *jsonrpc2.Notification:
+		if m.Method() == "$/cancelRequest" {
+			var p struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if json.Unmarshal(m.Params(), &p) == nil {
+				if n, err := strconv.ParseInt(string(p.ID), 10, 64); err == nil {
+					params, _ := json.Marshal(map[string]string{"id": s.prefix + strconv.FormatInt(n, 10)})
+					msg = jsonrpc2.NewNotification(m.Method(), params)
+				}
+			}
 		}
 	}
 	return s.Stream.Write(ctx, msg)
+}
+
+// id is request n's id on the wire.
+func (s renumbered) id(n int64) jsonrpc2.ID {
+	return jsonrpc2.NewStringID(s.prefix + strconv.FormatInt(n, 10))
 }
 
 func (s renumbered) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
@@ -443,10 +509,12 @@ func (s renumbered) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
 		if !ok {
 			return msg, n, nil
 		}
-		id, isNum := r.ID().Number()
-		if !isNum || id <= renumberBase {
-			continue // the answer to a request of the Berth before
+		str, isStr := r.ID().StringValue()
+		rest, ours := strings.CutPrefix(str, s.prefix)
+		id, perr := strconv.ParseInt(rest, 10, 64)
+		if !isStr || !ours || perr != nil {
+			continue // the answer to a request of a Berth before
 		}
-		return jsonrpc2.NewResponse(jsonrpc2.NewNumberID(id-renumberBase), r.Result(), r.Err()), n, nil
+		return jsonrpc2.NewResponse(jsonrpc2.NewNumberID(id), r.Result(), r.Err()), n, nil
 	}
 }

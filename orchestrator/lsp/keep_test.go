@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"path/filepath"
@@ -67,21 +68,27 @@ type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
-// A server taken back after a restart may still answer a request of the
-// Berth before, whose ids counted from 1 as the new connection's do: that
-// answer is dropped, and the new request of the same number gets the
-// server's answer to it.
+// A server taken back after a restart may still answer a request of a
+// Berth before, whose ids counted from 1 as the new connection's do, or,
+// taken back twice, a request of the Berth that took it back first:
+// those answers are dropped, and the new request of the same number gets
+// the server's answer to it. The ids on the wire are strings of the
+// generation's own (LSP's integers are 32 bits), and a $/cancelRequest
+// names the request as the wire does.
 //
 // Issue 29 item 3 (language servers).
-func TestTakenBackServerAnswersToTheBerthBeforeAreDropped(t *testing.T) {
+func TestTakenBackServerAnswersToTheBerthsBeforeAreDropped(t *testing.T) {
 	ours, theirs := net.Pipe()
 	defer ours.Close()
-	conn := jsonrpc2.NewConn(renumbered{jsonrpc2.NewHeaderStream(ours)})
+	conn := jsonrpc2.NewConn(newRenumbered(jsonrpc2.NewHeaderStream(ours), 2))
 	conn.Go(context.Background(), jsonrpc2.MethodNotFoundHandler)
 	defer conn.Close()
 	server := jsonrpc2.NewHeaderStream(theirs)
+	seen := make(chan jsonrpc2.ID, 1)
+	cancelled := make(chan string, 1)
 	go func() {
-		msg, _, err := server.Read(context.Background())
+		bg := context.Background()
+		msg, _, err := server.Read(bg)
 		if err != nil {
 			return
 		}
@@ -89,9 +96,17 @@ func TestTakenBackServerAnswersToTheBerthBeforeAreDropped(t *testing.T) {
 		if !ok {
 			return
 		}
-		// The old Berth's request 1 is answered first, then the new one.
-		_, _ = server.Write(context.Background(), jsonrpc2.NewResponse(jsonrpc2.NewNumberID(1), jsonrpc2.RawMessage(`"stale"`), nil))
-		_, _ = server.Write(context.Background(), jsonrpc2.NewResponse(call.ID(), jsonrpc2.RawMessage(`"fresh"`), nil))
+		seen <- call.ID()
+		// The first Berth's request 1 and the first taker's are answered
+		// first, then the new one.
+		_, _ = server.Write(bg, jsonrpc2.NewResponse(jsonrpc2.NewNumberID(1), jsonrpc2.RawMessage(`"stale"`), nil))
+		_, _ = server.Write(bg, jsonrpc2.NewResponse(jsonrpc2.NewStringID("b1-1"), jsonrpc2.RawMessage(`"stale too"`), nil))
+		_, _ = server.Write(bg, jsonrpc2.NewResponse(call.ID(), jsonrpc2.RawMessage(`"fresh"`), nil))
+		if msg, _, err = server.Read(bg); err == nil {
+			if n, ok := msg.(*jsonrpc2.Notification); ok {
+				cancelled <- n.Method() + " " + string(n.Params())
+			}
+		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -102,6 +117,15 @@ func TestTakenBackServerAnswersToTheBerthBeforeAreDropped(t *testing.T) {
 	}
 	if n, _ := id.Number(); n != 1 || got != "fresh" {
 		t.Fatalf("request %v answered %q, want request 1 answered \"fresh\"", id, got)
+	}
+	if wire := <-seen; wire != jsonrpc2.NewStringID("b2-1") {
+		t.Fatalf("the request went out as %v, want \"b2-1\"", wire)
+	}
+	if err := conn.Notify(ctx, "$/cancelRequest", map[string]any{"id": 7}); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-cancelled; c != `$/cancelRequest {"id":"b2-7"}` {
+		t.Fatalf("the cancel went out as %s", c)
 	}
 }
 
@@ -189,5 +213,29 @@ func TestTakeRefusesAServerThisBerthWouldNotPark(t *testing.T) {
 	rec.Data, _ = json.Marshal(good)
 	if err := q.Take(enc, rec, nil); err == nil || !strings.Contains(err.Error(), "lsp.keep_warm is 0") {
 		t.Fatalf("Take with lsp.keep_warm 0: %v, want it refused", err)
+	}
+}
+
+// A record that cannot be written is removed, so that no Berth takes the
+// server back on a record that says less than the server was told (its
+// documents open), and nothing more is written; when it cannot be
+// removed either, the write's error says what to do, and the document
+// is not opened (sync).
+//
+// Issue 29 item 3 (language servers).
+func TestAKeptServerRecordThatCannotBeWrittenIsDropped(t *testing.T) {
+	full := errors.New("no space left on device")
+	var notes, forgets int
+	k := &keeper{note: func(json.RawMessage) error { notes++; return full }, forget: func() error { forgets++; return nil }}
+	if err := k.update(func(d *keptServer) { d.Open = []string{"a.go"} }); err != nil {
+		t.Fatalf("a failed write whose record was removed: %v", err)
+	}
+	if err := k.update(func(d *keptServer) { d.Open = []string{"a.go", "b.go"} }); err != nil || notes != 1 || forgets != 1 {
+		t.Fatalf("after the record was dropped: %v, %d writes, %d removals; want nothing more written", err, notes, forgets)
+	}
+	stuck := &keeper{note: func(json.RawMessage) error { return full }, forget: func() error { return full }}
+	err := stuck.update(func(d *keptServer) { d.Open = []string{"a.go"} })
+	if err == nil || !strings.Contains(err.Error(), "state.dir") || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("a record neither written nor removed: %v, want an error naming state.dir", err)
 	}
 }

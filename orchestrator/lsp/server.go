@@ -296,7 +296,11 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 	cp, opened, changed := s.docs.update(abs, text, st.Size(), st.ModTime(), s.diags.count())
 	switch {
 	case opened:
-		s.keep.Load().opened(s) // recorded before the server hears of it
+		// Recorded before the server hears of it.
+		if err := s.keep.Load().opened(s); err != nil {
+			s.docs.forget(abs)
+			return document{}, err
+		}
 		lang := s.cfg.Extensions[strings.ToLower(filepath.Ext(abs))]
 		err = s.proc.api.DidOpen(ctx, &protocol.DidOpenTextDocumentParams{TextDocument: protocol.TextDocumentItem{
 			URI: u, LanguageID: protocol.LanguageKind(lang), Version: cp.version, Text: text}})
@@ -319,7 +323,7 @@ func (s *server) gone(ctx context.Context, abs string) error {
 	s.diags.forget(abs)
 	if open {
 		_ = s.proc.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}})
-		s.keep.Load().opened(s) // recorded once the server heard of it
+		_ = s.keep.Load().opened(s) // recorded once the server heard of it: a failure leaves more listed, which is safe
 	}
 	return fmt.Errorf("%s: %w", s.paths.rel(abs), errGone)
 }
