@@ -74,7 +74,8 @@ type parkedServer struct {
 	stamps   fileStamps      // its files when it was parked
 	at       time.Time
 	deadline time.Time
-	rss      int64 // bytes; 0 until read, or when it cannot be
+	rss      int64 // bytes: estimated until read (measured), 0 when it cannot be
+	measured bool
 	timer    *time.Timer
 	left     chan struct{} // closed when it leaves the pool, adopted or ended
 }
@@ -134,6 +135,12 @@ func (p *pool) put(key parkKey, srv *server, ws *workspace.Root, stamps fileStam
 		ws.Close()
 		return false
 	}
+	// Until its own memory is read (measure, an exec in a container), it
+	// counts as much as the largest parked server of its kind: the cap
+	// holds from the moment it is parked, not only once that read ends.
+	ps.rss = p.estimateLocked(key.name)
+	p.rss += ps.rss
+	p.metrics.LSPParkedRSS.Set(float64(p.rss))
 	p.parked = append(p.parked, ps)
 	p.metrics.LSPParked.WithLabelValues(key.driver).Inc()
 	ps.timer = time.AfterFunc(left, func() { p.end(ps, metrics.ParkedExpired) })
@@ -175,19 +182,40 @@ func (p *pool) measure(ps *parkedServer) {
 	n, err := r.RSS(ctx)
 	cancel()
 	if err != nil || n <= 0 {
-		return
+		n = 0 // counts nothing, its estimate neither
 	}
 	p.mu.Lock()
 	if !slices.Contains(p.parked, ps) {
 		p.mu.Unlock()
 		return
 	}
-	ps.rss = n
-	p.rss += n
+	p.rss += n - ps.rss
+	ps.rss, ps.measured = n, true
 	p.metrics.LSPParkedRSS.Set(float64(p.rss))
 	victims := p.trimLocked()
 	p.mu.Unlock()
 	p.finish(victims)
+}
+
+// measuredRSS is ps's memory as read, 0 until it is.
+func (ps *parkedServer) measuredRSS() int64 {
+	if !ps.measured {
+		return 0
+	}
+	return ps.rss
+}
+
+// estimateLocked is what a newly parked server of the entry name counts
+// until its memory is read: the largest read of a parked one of its
+// kind, 0 when there is none. Called with mu.
+func (p *pool) estimateLocked(name string) int64 {
+	var n int64
+	for _, ps := range p.parked {
+		if ps.key.name == name && ps.measured {
+			n = max(n, ps.rss)
+		}
+	}
+	return n
 }
 
 // measureTimeout bounds reading a parked server's memory.
@@ -354,7 +382,7 @@ func (p *pool) list(driver, id string) []parkedInfo {
 			continue
 		}
 		out = append(out, parkedInfo{name: ps.key.name, root: ps.srv.paths.mapPath(ps.key.root),
-			process: enclosure.Describe(ps.srv.proc.handle), parked: now.Sub(ps.at), left: ps.deadline.Sub(now), rss: ps.rss})
+			process: enclosure.Describe(ps.srv.proc.handle), parked: now.Sub(ps.at), left: ps.deadline.Sub(now), rss: ps.measuredRSS()})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].parked > out[j].parked })
 	return out
