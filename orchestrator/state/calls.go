@@ -155,45 +155,52 @@ func (s *Store) RemoveCall(run, id string) error {
 // wrote is removed and reported in bad, with why: calls expire anyway,
 // and one that cannot be read can answer no retry.
 func (s *Store) Calls() (calls []Call, bad []error) {
-	dir := filepath.Join(s.dir, callsName)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, []error{fmt.Errorf("state: reading %s: %w", dir, err)}
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") {
-			continue // a write in progress
+	calls, bad = readAll(s.dir, callsName, s.calls, "a call", maxCall, func(c *Call, name string) error {
+		if err := c.Check(); err != nil {
+			return err
 		}
-		c, err := s.readCall(name)
-		if err != nil {
-			bad = append(bad, fmt.Errorf("state: calls/%s is not a call Berth can use (%v): it is removed", name, err))
-			_ = s.calls.Remove(name)
-			continue
+		if callFile(c.Run, c.ID) != name {
+			return errors.New("its name is not its run's and id's")
 		}
-		calls = append(calls, c)
-	}
+		return nil
+	})
 	sort.Slice(calls, func(i, j int) bool { return calls[i].Started.Before(calls[j].Started) })
 	return calls, bad
 }
 
-// readCall reads and checks one call's file.
-func (s *Store) readCall(name string) (Call, error) {
-	var c Call
-	b, err := readSafe(s.calls, name, "a call record", maxCall)
+// readAll reads every file of root, the directory name of dir, as a T
+// (what, for errors: "a call") of at most max bytes, and checks it with
+// verify, given its file's name. A file that is no T Berth wrote is
+// removed and reported in bad, with why; the others are still read.
+func readAll[T any](dir, name string, root *os.Root, what string, max int64, verify func(*T, string) error) (out []T, bad []error) {
+	path := filepath.Join(dir, name)
+	entries, err := os.ReadDir(path)
 	if err != nil {
-		return c, err
+		return nil, []error{fmt.Errorf("state: reading %s: %w", path, err)}
 	}
-	if err := decodeStrict(b, &c); err != nil {
-		return c, fmt.Errorf("not a call: %v", err)
+	for _, e := range entries {
+		file := e.Name()
+		if strings.HasPrefix(file, ".") {
+			continue // a write in progress
+		}
+		var v T
+		b, err := readSafe(root, file, what+" record", max)
+		if err == nil {
+			if err = decodeStrict(b, &v); err != nil {
+				err = fmt.Errorf("not %s: %v", what, err)
+			}
+		}
+		if err == nil {
+			err = verify(&v, file)
+		}
+		if err != nil {
+			bad = append(bad, fmt.Errorf("state: %s/%s is not %s Berth can use (%v): it is removed", name, file, what, err))
+			_ = root.Remove(file)
+			continue
+		}
+		out = append(out, v)
 	}
-	if err := c.Check(); err != nil {
-		return c, err
-	}
-	if callFile(c.Run, c.ID) != name {
-		return c, errors.New("its name is not its run's and id's")
-	}
-	return c, nil
+	return out, bad
 }
 
 // readSafe reads a file of root that Berth wrote (what it is, for the

@@ -78,22 +78,7 @@ var (
 
 // Check says what is wrong with r, or nil.
 func (r *Record) Check() error {
-	var bad []string
-	if r.Version != Version {
-		bad = append(bad, fmt.Sprintf("version %d, not %d", r.Version, Version))
-	}
-	if !printable(r.Run, 256) || r.Run == "" {
-		bad = append(bad, "no run id, or one that is not printable text of at most 256 bytes")
-	}
-	if !printable(r.Conversation, 256) {
-		bad = append(bad, "a conversation id that is not printable text of at most 256 bytes")
-	}
-	if !filepath.IsAbs(r.Workdir) || !printable(r.Workdir, 4096) {
-		bad = append(bad, "a workdir that is not an absolute path")
-	}
-	if !wordPattern.MatchString(r.Enclosure.Driver) || r.Enclosure.ID == "" || !printable(r.Enclosure.ID, 256) {
-		bad = append(bad, "no enclosure driver and id")
-	}
+	bad := checkRun(r.Version, r.Run, r.Conversation, r.Workdir, r.Enclosure)
 	if !tagPattern.MatchString(r.Relay.Tag) {
 		bad = append(bad, fmt.Sprintf("relay tag %.40q, not berth- and 24 hex digits", r.Relay.Tag))
 	}
@@ -122,6 +107,28 @@ func (r *Record) Check() error {
 		return errors.New(strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// checkRun lists what is wrong with the fields a record and a run share:
+// the format's version, the run's ids, its workdir and its enclosure.
+func checkRun(version int, run, conversation, workdir string, enc Enclosure) []string {
+	var bad []string
+	if version != Version {
+		bad = append(bad, fmt.Sprintf("version %d, not %d", version, Version))
+	}
+	if run == "" || !printable(run, 256) {
+		bad = append(bad, "no run id, or one that is not printable text of at most 256 bytes")
+	}
+	if !printable(conversation, 256) {
+		bad = append(bad, "a conversation id that is not printable text of at most 256 bytes")
+	}
+	if !filepath.IsAbs(workdir) || !printable(workdir, 4096) {
+		bad = append(bad, "a workdir that is not an absolute path")
+	}
+	if !wordPattern.MatchString(enc.Driver) || enc.ID == "" || !printable(enc.ID, 256) {
+		bad = append(bad, "no enclosure driver and id")
+	}
+	return bad
 }
 
 // printable: at most max bytes of UTF-8 with no control character.

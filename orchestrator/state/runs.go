@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -43,22 +42,7 @@ func runFile(run string) string {
 
 // Check says what is wrong with r, or nil.
 func (r *Run) Check() error {
-	var bad []string
-	if r.Version != Version {
-		bad = append(bad, fmt.Sprintf("version %d, not %d", r.Version, Version))
-	}
-	if r.Run == "" || !printable(r.Run, 256) {
-		bad = append(bad, "no run id, or one that is not printable text of at most 256 bytes")
-	}
-	if !printable(r.Conversation, 256) {
-		bad = append(bad, "a conversation id that is not printable text of at most 256 bytes")
-	}
-	if !filepath.IsAbs(r.Workdir) || !printable(r.Workdir, 4096) {
-		bad = append(bad, "a workdir that is not an absolute path")
-	}
-	if !wordPattern.MatchString(r.Enclosure.Driver) || r.Enclosure.ID == "" || !printable(r.Enclosure.ID, 256) {
-		bad = append(bad, "no enclosure driver and id")
-	}
+	bad := checkRun(r.Version, r.Run, r.Conversation, r.Workdir, r.Enclosure)
 	if len(bad) > 0 {
 		return errors.New(strings.Join(bad, "; "))
 	}
@@ -93,43 +77,15 @@ func (s *Store) RemoveRun(id string) error {
 // is removed and reported in bad, with why: a run's file keeps no
 // process, only the word that the run was there.
 func (s *Store) Runs() (runs []Run, bad []error) {
-	dir := filepath.Join(s.dir, runsName)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, []error{fmt.Errorf("state: reading %s: %w", dir, err)}
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") {
-			continue // a write in progress
+	runs, bad = readAll(s.dir, runsName, s.runs, "a run", maxRun, func(r *Run, name string) error {
+		if err := r.Check(); err != nil {
+			return err
 		}
-		r, err := s.readRun(name)
-		if err != nil {
-			bad = append(bad, fmt.Errorf("state: runs/%s is not a run Berth can use (%v): it is removed", name, err))
-			_ = s.runs.Remove(name)
-			continue
+		if runFile(r.Run) != name {
+			return errors.New("its name is not its run id's")
 		}
-		runs = append(runs, r)
-	}
+		return nil
+	})
 	sort.Slice(runs, func(i, j int) bool { return runs[i].Started.Before(runs[j].Started) })
 	return runs, bad
-}
-
-// readRun reads and checks one run's file.
-func (s *Store) readRun(name string) (Run, error) {
-	var r Run
-	b, err := readSafe(s.runs, name, "a run record", maxRun)
-	if err != nil {
-		return r, err
-	}
-	if err := decodeStrict(b, &r); err != nil {
-		return r, fmt.Errorf("not a run: %v", err)
-	}
-	if err := r.Check(); err != nil {
-		return r, err
-	}
-	if runFile(r.Run) != name {
-		return r, errors.New("its name is not its run id's")
-	}
-	return r, nil
 }
