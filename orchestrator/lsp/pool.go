@@ -147,7 +147,20 @@ func (p *pool) put(key parkKey, srv *server, ws *workspace.Root, stamps fileStam
 	victims := p.trimLocked()
 	p.wg.Add(2) // watch and measure
 	p.mu.Unlock()
-	p.finish(victims)
+	// The servers the memory cap ended are gone before the run's end
+	// returns (a kill: milliseconds), so that the memory of the parked
+	// ones stays under the cap even in that moment; the others end in
+	// the background.
+	var later []victim
+	for _, v := range victims {
+		if v.reason != metrics.ParkedMemory {
+			later = append(later, v)
+			continue
+		}
+		p.stop(v.ps, v.reason)
+		p.wg.Done()
+	}
+	p.finish(later)
 	go p.watch(ps)
 	go p.measure(ps)
 	return true
@@ -303,9 +316,15 @@ func (p *pool) end(ps *parkedServer, reason string) {
 
 // stop ends a server taken out of the pool.
 func (p *pool) stop(ps *parkedServer, reason string) {
-	if reason == metrics.ParkedExited {
+	switch reason {
+	case metrics.ParkedExited:
 		ps.srv.proc.kill() // reap what is left of it
-	} else {
+	case metrics.ParkedMemory:
+		// Killed at once: the cap is about memory, which a shutdown's
+		// grace would hold a second more. A parked server has no open
+		// document and nothing of a run's to save.
+		ps.srv.proc.kill()
+	default:
 		ps.srv.proc.close()
 	}
 	ps.ws.Close()
