@@ -103,8 +103,9 @@ type envConfig struct {
 type stateConfig struct {
 	// Dir is Berth's state directory (`serve --state-dir` overrides it):
 	// a record of each process that outlives a Berth that goes away
-	// without stopping it (an eval kernel), so that a Berth started
-	// again on the same directory finds it. It is made with mode 0700 if
+	// without stopping it (an eval kernel, a launched debug session, a
+	// language server) and of each live run, so that a Berth started
+	// again on the same directory finds them. It is made with mode 0700 if
 	// missing; one with another owner or mode is refused, and so is a
 	// second live Berth on it. Empty: a directory of this Berth's own
 	// under $XDG_RUNTIME_DIR/berth/state (else ~/.local/state/berth),
