@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -242,22 +241,9 @@ func (s *session) reread(ctx context.Context, bps map[string][]int) error {
 			s.state.fetched(st, st.threadID, frames)
 		}
 	}
-	files := make([]string, 0, len(bps))
-	for f := range bps {
-		files = append(files, f)
+	if err := s.sendBreakpoints(ctx, bps); err != nil {
+		return fmt.Errorf("setBreakpoints: %w", err)
 	}
-	sort.Strings(files)
-	held := map[string][]int{}
-	for _, f := range files {
-		if !s.adapter.takes(f) {
-			held[f] = bps[f]
-			continue
-		}
-		if err := s.setBreakpoints(ctx, f, bps[f]); err != nil {
-			return fmt.Errorf("setBreakpoints: %w", err)
-		}
-	}
-	s.state.holdBack(held)
 	return nil
 }
 

@@ -241,28 +241,9 @@ func (s *session) handshake(ctx context.Context, command string, args map[string
 		}
 	}
 
-	files := make([]string, 0, len(bps))
-	for f := range bps {
-		files = append(files, f)
+	if err := s.sendBreakpoints(ctx, bps); err != nil {
+		return err
 	}
-	sort.Strings(files)
-	held := map[string][]int{}
-	for _, f := range files {
-		if len(bps[f]) == 0 {
-			continue
-		}
-		if !s.adapter.takes(f) {
-			// Another language's file: debugpy would call a C line
-			// verified, lldb list a Python one as unverified, delve
-			// fail to find a file its build never saw.
-			held[f] = bps[f]
-			continue
-		}
-		if err := s.setBreakpoints(ctx, f, bps[f]); err != nil {
-			return err
-		}
-	}
-	s.state.holdBack(held)
 	if filters := s.adapter.exceptionFilters(s.caps); filters != nil {
 		_, err := s.link.request(ctx, &dap.SetExceptionBreakpointsRequest{
 			Request: dap.Request{Command: "setExceptionBreakpoints"}, Arguments: dap.SetExceptionBreakpointsArguments{Filters: filters},
@@ -731,4 +712,33 @@ func (s *session) failed(what string, err error) error {
 		msg = strings.TrimRight(strings.Replace(msg, debugConsole, "", 1), ": ")
 	}
 	return fmt.Errorf("%s failed: %s%s", what, msg, said)
+}
+
+// sendBreakpoints sends the adapter the stored breakpoints bps, file by
+// file in order; those in files of another language are held back
+// (state.holdBack) rather than sent.
+func (s *session) sendBreakpoints(ctx context.Context, bps map[string][]int) error {
+	files := make([]string, 0, len(bps))
+	for f := range bps {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	held := map[string][]int{}
+	for _, f := range files {
+		if len(bps[f]) == 0 {
+			continue
+		}
+		if !s.adapter.takes(f) {
+			// Another language's file: debugpy would call a C line
+			// verified, lldb list a Python one as unverified, delve
+			// fail to find a file its build never saw.
+			held[f] = bps[f]
+			continue
+		}
+		if err := s.setBreakpoints(ctx, f, bps[f]); err != nil {
+			return err
+		}
+	}
+	s.state.holdBack(held)
+	return nil
 }
