@@ -28,8 +28,7 @@ type Resumer interface {
 // parked for the next run on the same enclosure and root). enc is the
 // process's enclosure, as a run's would be: it notes the process's record
 // (Noter). Take owns proc from its call: on an error, the caller kills
-// it, and the error says why it was not kept. A Resumer that is also a
-// Taker takes its processes this way, never through run/start.
+// it, and the error says why it was not kept.
 type Taker interface {
 	Take(enc enclosure.Enclosure, rec state.Record, proc enclosure.Process) error
 }
@@ -145,8 +144,7 @@ func (rs *Runs) reattach(ctx context.Context, rec state.Record, unclaimed time.D
 		return
 	}
 	k.watchRecord(rec, proc)
-	resumer := rs.Resumers[rec.Kind]
-	if t, ok := resumer.(Taker); ok {
+	if t := rs.Takers[rec.Kind]; t != nil {
 		kept := k.enclosure(rs.metrics.Enclosure(enc), rec.Run, rec.Conversation, rec.Workdir)
 		if err := t.Take(kept, rec, proc); err != nil {
 			rs.metrics.Reattached(rec.Kind, metrics.ReattachStopped)
@@ -158,7 +156,7 @@ func (rs *Runs) reattach(ctx context.Context, rec state.Record, unclaimed time.D
 		log.Info("state: a kept process was taken back and parked for the next run on its enclosure and root")
 		return
 	}
-	if resumer == nil {
+	if rs.Resumers[rec.Kind] == nil {
 		rs.metrics.Reattached(rec.Kind, metrics.ReattachStopped)
 		log.Info("state: a kept process of a kind no Berth resumes yet is ended")
 		_ = proc.Kill()

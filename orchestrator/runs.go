@@ -51,6 +51,10 @@ type Runs struct {
 	// Resumers give the processes taken back after a restart (Reattach)
 	// to their runs, by kind; set them before serving.
 	Resumers map[string]Resumer
+	// Takers take the processes of their kind at once when they are
+	// taken back, for no run (language servers, parked); set them before
+	// serving.
+	Takers map[string]Taker
 	// OnStart, when set, is called with each run Start made, once it is
 	// in the table and before Start returns (Registry.RunStarted: the
 	// providers' background work). It must return at once.

@@ -144,7 +144,7 @@ func build(cfg *config, log *slog.Logger) (*deps, *prometheus.Registry, error) {
 	preg := prometheus.NewRegistry()
 	m := metrics.New(preg, buildVersion())
 	reg := orchestrator.NewRegistry(m, cfg.Runs.CallTimeout)
-	d := &deps{Registry: reg, Metrics: m, Log: log, Resumers: map[string]orchestrator.Resumer{}}
+	d := &deps{Registry: reg, Metrics: m, Log: log, Resumers: map[string]orchestrator.Resumer{}, Takers: map[string]orchestrator.Taker{}}
 	for _, c := range components {
 		if err := c.build(d); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", c.section, err)

@@ -62,6 +62,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	runs := orchestrator.NewRuns(m, cfg.Runs.IdleTimeout, enclosures(cfg, log))
 	runs.WriteReadOnlyMounts = cfg.Enclosure.WriteReadOnlyMounts
 	runs.Resumers = d.Resumers
+	runs.Takers = d.Takers
 	records, err := keeping(cfg, runs, log)
 	if err != nil {
 		return err

@@ -31,6 +31,9 @@ type deps struct {
 	// Resumers: a family that can take its processes back after a
 	// restart of Berth adds its Resumer for their kind.
 	Resumers map[string]orchestrator.Resumer
+	// Takers: a family whose processes a Berth takes back for no run
+	// (language servers, parked) adds its Taker for their kind.
+	Takers map[string]orchestrator.Taker
 }
 
 var components []component

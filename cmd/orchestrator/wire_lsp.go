@@ -6,7 +6,7 @@ import (
 )
 
 // lsp: the language-server tools and diagnostics on write; the servers a
-// Berth before this one left to their relays are parked again (Resumers).
+// Berth before this one left to their relays are parked again (Takers).
 func init() {
 	cfg := lsp.DefaultConfig()
 	register(component{section: "lsp", config: &cfg, build: func(d *deps) error {
@@ -16,7 +16,7 @@ func init() {
 		}
 		d.Registry.Add(p)
 		d.Registry.SetWriteObserver(p)
-		d.Resumers[metrics.KindLSP] = p
+		d.Takers[metrics.KindLSP] = p
 		return nil
 	}})
 }

@@ -252,12 +252,6 @@ func decodeStamps(root, text string) (fileStamps, error) {
 
 var _ orchestrator.Taker = (*Provider)(nil)
 
-// Resume is never called: Take takes a language server at once, for no
-// run (orchestrator.Taker).
-func (p *Provider) Resume(*orchestrator.Run, state.Record, enclosure.Process) error {
-	return errors.New("language servers are parked when taken back, not given to a run")
-}
-
 // Take parks a language server a Berth before this one started and left
 // to its relay, for the next run on its enclosure and root: the documents
 // its record says may be open are closed, and it keeps what was left of
