@@ -59,12 +59,12 @@ type keptServer struct {
 	// while a run owns it.
 	Deadline time.Time `json:"deadline,omitzero"`
 	// Stamps are its files as it knows them while parked (fileStamps), a
-	// line "size modnanos path" each, path relative to the root;
-	// StampsUnknown: they were too many to record.
-	Stamps        string `json:"stamps,omitempty"`
-	StampsUnknown bool   `json:"stampsUnknown,omitempty"`
+	// line "size modnanos path" each, path relative to the root; "" when
+	// they were too many to record, or while a run owns it.
+	Stamps string `json:"stamps,omitempty"`
 	// Known is when Berth last wrote the record while a run owned the
-	// server: what changed on disk after it, the server may not know.
+	// server, or, parked without Stamps, since when it knows the disk:
+	// what changed on disk after it, the server may not know.
 	Known time.Time `json:"known,omitzero"`
 	// Generation is how many Berths took the server back before the one
 	// that writes the record (renumbered).
@@ -156,7 +156,7 @@ func (k *keeper) update(f func(*keptServer)) error {
 	}
 	b, err := json.Marshal(k.data)
 	if err == nil && len(b) > state.MaxData && k.data.Stamps != "" {
-		k.data.Stamps, k.data.StampsUnknown = "", true
+		k.data.Stamps = "" // the server is told by time (Known) instead
 		b, err = json.Marshal(k.data)
 	}
 	if err == nil && len(b) > state.MaxData {
@@ -198,19 +198,22 @@ func (k *keeper) opened(s *server) error {
 }
 
 // parked records that the server is parked until deadline, its
-// documents closed, knowing its files as stamps.
-func (k *keeper) parked(deadline time.Time, stamps fileStamps) {
+// documents closed, knowing its files as known says.
+func (k *keeper) parked(deadline time.Time, known baseline) {
 	_ = k.update(func(d *keptServer) {
 		d.Open, d.OpenUnknown = nil, false
 		d.Deadline = deadline
-		d.Stamps, d.StampsUnknown = stamps.encode(d.Key.Root), false
+		d.Stamps = known.stamps.encode(d.Key.Root)
+		if known.stamps == nil {
+			d.Known = known.since
+		}
 	})
 }
 
 // adopted records that a run owns the server again.
 func (k *keeper) adopted() {
 	_ = k.update(func(d *keptServer) {
-		d.Deadline, d.Stamps, d.StampsUnknown = time.Time{}, "", false
+		d.Deadline, d.Stamps = time.Time{}, ""
 	})
 }
 
@@ -259,7 +262,8 @@ var _ orchestrator.Taker = (*Provider)(nil)
 // owned it. It is not parked, and the error says why, when this Berth
 // would not have parked it either: its catalog entry or enclosure
 // changed, it said it is in error, it had not loaded its project, its
-// time passed while Berth was away, or what it knew is not recorded.
+// time passed while Berth was away, or its open documents were too many
+// to record.
 func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclosure.Process) error {
 	var d keptServer
 	if err := json.Unmarshal(rec.Data, &d); err != nil || d.Key.Name == "" || len(d.Init) == 0 {
@@ -291,22 +295,16 @@ func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclos
 		return errors.New("its open documents were too many to record")
 	case left <= 0:
 		return errors.New("its keep-warm time (lsp.keep_warm) passed while Berth was away")
-	case !d.Deadline.IsZero() && d.StampsUnknown:
-		return errors.New("its files were too many to record, so what changed while Berth was away cannot be told")
 	}
-	stamps, err := decodeStamps(key.root, d.Stamps)
-	if err != nil {
-		return err
-	}
-	if d.Deadline.IsZero() {
-		// A run owned it: what the run changed, it was told, until the
-		// record's last write; a file changed since may be new to it,
-		// and the adopting run tells it so.
-		stamps = stampFiles(key.root, cfg)
-		for p, st := range stamps {
-			if !st.mod.Before(d.Known) {
-				stamps[p] = stamp{size: -1}
-			}
+	// Parked with its files recorded, it is told what differs from them;
+	// else (a run owned it, or its files were too many to record) the
+	// files changed since Berth last knew what it knows. No walk of the
+	// files here: the adopting run makes the one it makes anyway.
+	known := baseline{since: d.Known}
+	if d.Stamps != "" {
+		var err error
+		if known.stamps, err = decodeStamps(key.root, d.Stamps); err != nil {
+			return err
 		}
 	}
 	ws, err := workspace.NewWith(key.workdir, workspace.Options{View: enc})
@@ -351,7 +349,7 @@ func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclos
 	if !s.proc.alive() {
 		return errors.New("it ended as it was taken back")
 	}
-	if !p.pool.put(key, s, ws, stamps, left) {
+	if !p.pool.put(key, s, ws, known, left) {
 		return errors.New("Berth is stopping")
 	}
 	ok = true

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
 
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator/metrics"
@@ -187,9 +188,6 @@ func TestTakeRefusesAServerThisBerthWouldNotPark(t *testing.T) {
 		{"not loaded", func(d *keptServer, r *state.Record) { d.Loaded = false }, "not loaded"},
 		{"too many open", func(d *keptServer, r *state.Record) { d.OpenUnknown = true }, "too many to record"},
 		{"expired", func(d *keptServer, r *state.Record) { d.Deadline = time.Now().Add(-time.Second) }, "passed while Berth was away"},
-		{"parked, files unknown", func(d *keptServer, r *state.Record) {
-			d.Deadline, d.StampsUnknown = time.Now().Add(time.Minute), true
-		}, "files were too many"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -258,5 +256,54 @@ func TestANewlyParkedServerCountsItsKindsLargestUntilRead(t *testing.T) {
 	}
 	if n := p.estimateLocked("clangd"); n != 0 {
 		t.Errorf("clangd's estimate with none parked: %d, want 0", n)
+	}
+}
+
+// A record over state.MaxData drops the parked server's file stamps
+// first, and then, while a run owns it, its open documents, saying them
+// unknown: what is written always fits, and a server whose open
+// documents are unknown is not taken back (TestTakeRefuses...). With no
+// stamps, a server taken back is told the files changed since the time
+// its record last knew (baseline by time): changed and created files,
+// not older ones.
+//
+// Issue 29 item 3 (language servers).
+func TestAKeptServerRecordStaysWithinItsBound(t *testing.T) {
+	var last json.RawMessage
+	k := &keeper{note: func(b json.RawMessage) error { last = b; return nil }}
+	root := "/w"
+	many := fileStamps{}
+	for i := range 2000 {
+		many[filepath.Join(root, "pkg", strconv.Itoa(i)+"_file.go")] = stamp{int64(i), time.Unix(1e9, int64(i))}
+	}
+	k.data.Key.Root = root
+	if err := k.update(func(d *keptServer) { d.Deadline, d.Stamps = time.Now().Add(time.Minute), many.encode(root) }); err != nil {
+		t.Fatal(err)
+	}
+	var d keptServer
+	if err := json.Unmarshal(last, &d); err != nil || len(last) > state.MaxData || d.Stamps != "" {
+		t.Fatalf("a record with 2000 stamps: %d bytes, stamps %d bytes; want them dropped to fit %d", len(last), len(d.Stamps), state.MaxData)
+	}
+	open := make([]string, 2000)
+	for i := range open {
+		open[i] = "pkg/" + strconv.Itoa(i) + "_file_with_a_long_name.go"
+	}
+	if err := k.update(func(d *keptServer) { d.Deadline, d.Open = time.Time{}, open }); err != nil {
+		t.Fatal(err)
+	}
+	d = keptServer{}
+	if err := json.Unmarshal(last, &d); err != nil || len(last) > state.MaxData || !d.OpenUnknown || d.Open != nil {
+		t.Fatalf("a record with 2000 open documents: %d bytes, open unknown %v; want them dropped to fit", len(last), d.OpenUnknown)
+	}
+
+	since := time.Unix(2e9, 0)
+	now := fileStamps{
+		"/w/old.go": {1, since.Add(-time.Hour)},
+		"/w/new.go": {2, since.Add(time.Second)},
+		"/w/at.go":  {3, since},
+	}
+	got := baseline{since: since}.changes(now)
+	if len(got) != 2 || got[0].path != "/w/at.go" || got[1].path != "/w/new.go" || got[0].kind != protocol.FileChangeTypeChanged {
+		t.Fatalf("changes by time: %+v, want at.go and new.go, changed", got)
 	}
 }

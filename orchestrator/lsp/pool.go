@@ -71,7 +71,7 @@ type parkedServer struct {
 	key      parkKey
 	srv      *server
 	ws       *workspace.Root // the pool's, which the server reads through while parked
-	stamps   fileStamps      // its files when it was parked
+	known    baseline        // what it knows of its files
 	at       time.Time
 	deadline time.Time
 	rss      int64 // bytes: estimated until read (measured), 0 when it cannot be
@@ -117,18 +117,18 @@ func (p *pool) park(key parkKey, srv *server) bool {
 		ws.Close()
 		return false
 	}
-	return p.put(key, srv, ws, stampFiles(key.root, srv.cfg), p.conf.KeepWarm)
+	return p.put(key, srv, ws, baseline{stamps: stampFiles(key.root, srv.cfg)}, p.conf.KeepWarm)
 }
 
 // put parks srv, its documents closed and reading the workdir through
-// ws (which it closes when srv is not parked), for left, with stamps,
-// its files as it knows them; it says whether srv was parked.
-func (p *pool) put(key parkKey, srv *server, ws *workspace.Root, stamps fileStamps, left time.Duration) bool {
+// ws (which it closes when srv is not parked), for left, knowing its
+// files as known says; it says whether srv was parked.
+func (p *pool) put(key parkKey, srv *server, ws *workspace.Root, known baseline, left time.Duration) bool {
 	now := time.Now()
-	ps := &parkedServer{key: key, srv: srv, ws: ws, stamps: stamps, at: now, deadline: now.Add(left), left: make(chan struct{})}
+	ps := &parkedServer{key: key, srv: srv, ws: ws, known: known, at: now, deadline: now.Add(left), left: make(chan struct{})}
 	// Recorded first: a Berth that comes back after a crash parks it
 	// again for what is left of its time, with what it knew of the files.
-	srv.keep.Load().parked(ps.deadline, stamps)
+	srv.keep.Load().parked(ps.deadline, known)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -351,7 +351,7 @@ func (p *pool) adopt(key parkKey, ws *workspace.Root) (*server, time.Duration) {
 	p.takeLocked(ps)
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), parkTimeout)
-	err := ps.srv.tellChanges(ctx, ps.stamps.changes(stampFiles(ps.key.root, ps.srv.cfg)))
+	err := ps.srv.tellChanges(ctx, ps.known.changes(stampFiles(ps.key.root, ps.srv.cfg)))
 	cancel()
 	if err != nil {
 		p.metrics.LSPParkedEnds.WithLabelValues(metrics.ParkedExited).Inc()

@@ -84,6 +84,33 @@ func (was fileStamps) changes(now fileStamps) []fileChange {
 	return out
 }
 
+// baseline is what a parked server knows of its files: their stamps
+// when it was parked, or, for one a Berth took back without them (a run
+// owned it, or they were too many to record), only that it knew the
+// disk as of since.
+type baseline struct {
+	stamps fileStamps // nil: known by time alone
+	since  time.Time
+}
+
+// changes lists, sorted by path, what differs from b in now: against the
+// stamps, the files created, changed and deleted; by time, the files
+// changed since (told as changed: a file created is one the server did
+// not know, and a deletion is not seen).
+func (b baseline) changes(now fileStamps) []fileChange {
+	if b.stamps != nil {
+		return b.stamps.changes(now)
+	}
+	var out []fileChange
+	for p, st := range now {
+		if !st.mod.Before(b.since) {
+			out = append(out, fileChange{p, protocol.FileChangeTypeChanged})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out
+}
+
 // fileChange is one file's change while its server was parked.
 type fileChange struct {
 	path string
