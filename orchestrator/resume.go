@@ -261,9 +261,7 @@ func (rs *Runs) endPending() {
 	rs.mu.Unlock()
 	for id, p := range all {
 		p.timer.Stop()
-		for _, proc := range p.procs {
-			_ = proc.Kill()
-		}
+		rs.endPendingOf(p)
 		rs.Keeping.removeRun(id)
 	}
 }

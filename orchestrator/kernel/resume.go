@@ -23,9 +23,9 @@ const restartedCall = "Berth restarted while this call was pending, so its answe
 // with its variables, its driver waiting for the next cell; Berth reads
 // its frames again from where the pipe stands. rec.Role is its language.
 // A cell that was running when Berth went away goes on, and its tool()
-// calls still waiting fail with restartedCall; its result is lost with
-// that Berth, and what it prints from then on, as anything printed while
-// no cell runs, comes with the next cell's output.
+// calls still waiting fail with restartedCall; what it prints from then
+// on, as anything printed while no cell runs, and its value or error
+// (output.addInherited) come at the head of the next cell's output.
 func (p *Provider) Resume(run *orchestrator.Run, rec state.Record, proc enclosure.Process) error {
 	lang := rec.Role
 	if lang != Python && lang != JavaScript {
