@@ -455,12 +455,20 @@ func newRenumbered(s jsonrpc2.Stream, gen int) renumbered {
 
 // Write sends msg: a call with its id in the generation's form, and a
 // $/cancelRequest naming one so. The connection hands its messages over
-// in forms of its own, so each is encoded and decoded to be read (a
-// server taken back pays it, no other).
+// in forms of its own, so each is encoded to be read (a server taken
+// back pays it, no other); only a call or a cancel, small, is decoded
+// and rebuilt, never a document's text.
 func (s renumbered) Write(ctx context.Context, msg jsonrpc2.Message) (int64, error) {
 	b, err := jsonrpc2.EncodeMessage(msg)
 	if err != nil {
 		return 0, err
+	}
+	view, err := jsonrpc2.ScanMessageView(b)
+	if err != nil {
+		return 0, err
+	}
+	if view.Kind != jsonrpc2.MessageViewCall && string(view.MethodBytes) != "$/cancelRequest" {
+		return s.Stream.Write(ctx, msg)
 	}
 	if msg, err = jsonrpc2.DecodeMessage(b); err != nil {
 		return 0, err
