@@ -10,8 +10,9 @@ import (
 
 // A run is written with mode 0600 under a name that is a digest of its
 // id (an id of any bytes names no path), read back as written and
-// removed (twice is no error); a file in runs/ that is no run is
-// reported with why and removed, and the others are still read.
+// removed (twice is no error); a file in runs/ that is no run (garbage,
+// misnamed, over maxRun) is reported with why and removed, and the
+// others are still read.
 //
 // Issue 29 item 3 (runs with no kept process).
 func TestRunsRoundTrip(t *testing.T) {
@@ -42,6 +43,7 @@ func TestRunsRoundTrip(t *testing.T) {
 	for name, body := range map[string]string{
 		"garbage.json": "{not json",
 		"0000000000000000000000000000000000000000.json": `{"version":1,"run":"x","conversation":"","workdir":"/w","enclosure":{"driver":"host","id":"local"},"started":"2024-01-01T00:00:00Z"}`,
+		runFile("big"): `{"version":1,"run":"big","conversation":"` + strings.Repeat("c", maxRun) + `"}`,
 	} {
 		if err := os.WriteFile(filepath.Join(dir, "runs", name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
@@ -51,8 +53,8 @@ func TestRunsRoundTrip(t *testing.T) {
 	if len(runs) != 2 || runs[0].Run != r.Run || runs[1].Run != "run-2" || runs[0].Workdir != "/work/x" || runs[0].Enclosure != r.Enclosure {
 		t.Fatalf("runs read back: %+v", runs)
 	}
-	if len(bad) != 2 {
-		t.Fatalf("bad files: %v, want the garbage and the misnamed one", bad)
+	if len(bad) != 3 {
+		t.Fatalf("bad files: %v, want the garbage, the misnamed one and the one over maxRun", bad)
 	}
 	for _, err := range bad {
 		if !strings.Contains(err.Error(), "is not a run Berth can use") {
