@@ -31,27 +31,7 @@ func (c *container) dialRelay(ctx context.Context, port int) (net.Conn, error) {
 	}
 	mine, theirs := net.Pipe()
 	conn := &execConn{Conn: mine, hj: hj}
-	stderrR, stderrW := io.Pipe()
-	// Docker sends stdout and stderr in one stream, and the caller reads
-	// the connection only once Dial has returned, after the relay's
-	// ready line on stderr. A server that speaks first (debugpy's adapter
-	// sends events at once) can put its greeting in the stream before
-	// that line: it waits in a buffer of up to earlyOutput bytes, so that
-	// the line gets through, rather than hold the stream, the line and
-	// the Dial until the call gives up.
-	outR, outW := nio.Pipe(buffer.New(earlyOutput))
-	go func() {
-		_, err := stdcopy.StdCopy(outW, stderrW, hj.Reader)
-		stderrW.CloseWithError(err)
-		outW.CloseWithError(err)
-		hj.Close()
-	}()
-	go func() {
-		_, err := io.Copy(theirs, outR)
-		outR.CloseWithError(err) // the reader went away: the demultiplexer's writes fail, not wait
-		theirs.Close()
-	}()
-	ready := relay.DialReady(stderrR)
+	ready := splitDial(hj.Reader, theirs, func() { hj.Close() })
 	select {
 	case err := <-ready:
 		if err == nil {
@@ -69,8 +49,37 @@ func (c *container) dialRelay(ctx context.Context, port int) (net.Conn, error) {
 }
 
 // earlyOutput bounds what a server may send through a relay's dial
-// before the relay's ready line is read (see dialRelay).
+// before the relay's ready line is read (see splitDial).
 const earlyOutput = 1 << 20
+
+// splitDial reads, in the background, the multiplexed stream of a relay
+// dial's exec: its stdout goes to conn (the connection's far end, closed
+// when the stream ends or conn's reader goes away), its stderr to the
+// relay's ready line, whose outcome it returns; ended is called when the
+// stream ends.
+//
+// Docker sends stdout and stderr in one stream, and the caller reads the
+// connection only once Dial has returned, after the ready line. A server
+// that speaks first (debugpy's adapter sends events at once) can put its
+// greeting in the stream before that line: it waits in a buffer of up to
+// earlyOutput bytes, so that the line gets through, rather than hold the
+// stream, the line and the Dial until the call gives up.
+func splitDial(stream io.Reader, conn io.WriteCloser, ended func()) <-chan error {
+	stderrR, stderrW := io.Pipe()
+	outR, outW := nio.Pipe(buffer.New(earlyOutput))
+	go func() {
+		_, err := stdcopy.StdCopy(outW, stderrW, stream)
+		stderrW.CloseWithError(err)
+		outW.CloseWithError(err)
+		ended()
+	}()
+	go func() {
+		_, err := io.Copy(conn, outR)
+		outR.CloseWithError(err) // the reader went away: the demultiplexer's writes fail, not wait
+		conn.Close()
+	}()
+	return relay.DialReady(stderrR)
+}
 
 // execConn is a connection through an exec's streams: reads come from
 // the exec's stdout (through a net.Pipe, which gives them deadlines),

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
@@ -100,7 +101,9 @@ func assertRuns(t *testing.T, c *container) {
 	}
 }
 
-// echoServer is a TCP echo server on the container's loopback.
+// echoServer is a TCP echo server on the container's loopback; with a
+// second argument, it first sends that many bytes (i % 251) unasked, as
+// a server that speaks first does.
 const echoServer = `
 import socket, sys, threading
 s = socket.socket()
@@ -108,8 +111,10 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1])))
 s.listen(64)
 print("listening", flush=True)
+greeting = bytes(i % 251 for i in range(int(sys.argv[2]) if len(sys.argv) > 2 else 0))
 def serve(c):
     with c:
+        c.sendall(greeting)
         while (b := c.recv(65536)):
             c.sendall(b)
 while True:
@@ -121,9 +126,13 @@ const echoPort = 47011
 
 // startEcho starts the echo server in the container (no network: only
 // its loopback exists) and returns once it listens.
-func startEcho(t testing.TB, c *container) enclosure.Process {
+func startEcho(t testing.TB, c *container, greeting ...int) enclosure.Process {
 	t.Helper()
-	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "python3", Args: []string{"-c", echoServer, strconv.Itoa(echoPort)}})
+	args := []string{"-c", echoServer, strconv.Itoa(echoPort)}
+	for _, n := range greeting {
+		args = append(args, strconv.Itoa(n))
+	}
+	p, err := c.Start(context.Background(), enclosure.Cmd{Path: "python3", Args: args})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +157,46 @@ func echo(t testing.TB, conn net.Conn, msg string) {
 
 // Issue 13 item 3.
 func TestDialThroughTheRelay(t *testing.T) { testDial(t, DialRelay) }
+
+// A server that speaks first (debugpy's adapter sends its events at
+// once), through the real relay: Dial returns at once, and the
+// connection reads every byte it said, in order, then echoes as before.
+// The relay mostly writes its ready line before the greeting, so the
+// buffer that holds a greeting ahead of the line is tested on a stream
+// made to have it first (TestDialReadyComesThroughWhatAServerSaidFirst).
+//
+// Issue 13 item 3 (the dial's buffer before ready).
+func TestDialThroughTheRelayKeepsWhatAServerSaysFirst(t *testing.T) {
+	id := runContainer(t, "", enclosuretest.FullImage)
+	c := attach(t, newDriver(t, Options{Config: Config{Dial: DialRelay}}), id)
+	greeting := earlyOutput / 2
+	server := startEcho(t, c, greeting)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range 3 {
+		start := time.Now()
+		conn, err := c.Dial(ctx, echoPort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		got := make([]byte, greeting)
+		if _, err := io.ReadFull(conn, got); err != nil {
+			t.Fatalf("reading the %d bytes the server sent first: %v", greeting, err)
+		}
+		for i, b := range got {
+			if b != byte(i%251) {
+				t.Fatalf("the server's first bytes differ at %d: %d, want %d", i, b, i%251)
+			}
+		}
+		echo(t, conn, "ping\n")
+		conn.Close()
+		t.Logf("Dial with %d KiB said first: %s", greeting>>10, took.Round(time.Millisecond))
+	}
+	server.Kill()
+	<-server.Done()
+	dockertest.OnlySleep(t, id)
+}
 
 // A root Berth on the engine's host may enter the container's network
 // namespace instead (docker.dial: netns).
