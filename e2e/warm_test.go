@@ -95,6 +95,14 @@ func twoRunsInARow(t *testing.T, p place, yaml string, parking bool) {
 
 	second := s.start(t, c, nil)
 	how, again := goplsOf(t, c, second) // run/start's prewarm got it
+	// Adopted, it reopens the document the first run had open before
+	// the second run's first call (lsp.reopen_max).
+	for deadline := time.Now().Add(30 * time.Second); parking && !strings.Contains(how, "1 document(s) the earlier run had open reopened"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second run's gopls never said it reopened the first run's document: %s", how)
+		}
+		how, again = goplsOf(t, c, second)
+	}
 	warm := firstReferences(t, c, second)
 	after := s.named(t, "gopls")
 	switch {
@@ -116,7 +124,8 @@ func twoRunsInARow(t *testing.T, p place, yaml string, parking bool) {
 }
 
 // The second of two runs in a row on one root gets the first's gopls: the
-// same process (pid), no gopls started, and status says it was adopted.
+// same process (pid), no gopls started, and status says it was adopted
+// and reopened the document the first run had open.
 // Between the runs, and after the second, only it is left; after Berth's
 // stop, nothing.
 //

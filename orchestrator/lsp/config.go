@@ -86,6 +86,13 @@ type Config struct {
 	// in bytes, read when each is parked (through /proc on the host, the
 	// relay in a container); past it the oldest end. 0: no cap.
 	MaxParkedRSSBytes int64 `yaml:"max_parked_rss_bytes"`
+	// ReopenMax caps how many of the documents a run had open when its
+	// server was parked the next run reopens, the most recently used
+	// first, when it adopts that server at run/start (prewarm): the
+	// server then has them open and analysed before the run's first call
+	// about one of them, as an editor reopens a project's last tabs. An
+	// adoption at a call reopens none (the call is waiting). 0: none.
+	ReopenMax int `yaml:"reopen_max"`
 }
 
 // ServerConfig is one catalog entry.
@@ -167,6 +174,7 @@ func DefaultConfig() Config {
 		// conversation that has no container.
 		MaxParkedPerEnclosure: 8,
 		MaxParkedRSSBytes:     4 << 30,
+		ReopenMax:             8,
 	}
 }
 
@@ -258,6 +266,11 @@ func DefaultServers() []ServerConfig {
 	}
 }
 
+// maxReopen bounds lsp.reopen_max: the documents a run reopens are work
+// for the server before the run's first call, and are listed in the
+// server's record in the state directory.
+const maxReopen = 64
+
 // validate checks a configuration before it is used.
 func (c Config) validate() error {
 	if c.MaxMessageBytes <= 0 {
@@ -270,6 +283,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("lsp.max_parked is %d and lsp.max_parked_per_enclosure %d: with lsp.keep_warm on, give each a cap of 1 or more (or set lsp.keep_warm to 0 to park nothing)", c.MaxParked, c.MaxParkedPerEnclosure)
 	case c.MaxParkedRSSBytes < 0:
 		return fmt.Errorf("lsp.max_parked_rss_bytes is %d: give a cap in bytes, or 0 for none", c.MaxParkedRSSBytes)
+	case c.ReopenMax < 0 || c.ReopenMax > maxReopen:
+		return fmt.Errorf("lsp.reopen_max is %d: give how many of an earlier run's documents a run reopens when it adopts its server, from 0 (none) to %d", c.ReopenMax, maxReopen)
 	case c.PrewarmMax < 0:
 		return fmt.Errorf("lsp.prewarm_max is %d: give how many servers a run starts before its first call, or 0 for none", c.PrewarmMax)
 	case c.PrewarmMax > 0 && c.PrewarmConcurrency < 1:

@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"errors"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,14 @@ type docStore struct {
 	mu    sync.Mutex
 	open  map[string]*document // by absolute host path
 	last  string               // the file synced last: tsserver's probe asks about its project
+	tick  uint64               // counts syncs, for document.used
+	// reopen: the documents the run that parked the server had open,
+	// the most recently used first (closeDocuments), for the run that
+	// adopts it (takeReopen); epoch counts the parkings, so that a
+	// reopen for a run that has ended opens nothing (server.reopen).
+	// Both are guarded by order.
+	reopen []string
+	epoch  uint64
 }
 
 // document is a file as the server was last told about it.
@@ -27,6 +36,7 @@ type document struct {
 	size    int64     // the file's size and modification time when read,
 	mod     time.Time // to skip reading it again while they hold
 	lines   []string  // text split into lines, made when first asked (docStore.lines)
+	used    uint64    // docStore.tick when it was last synced
 }
 
 // unchanged returns the open document of abs when the file still has the
@@ -39,6 +49,8 @@ func (ds *docStore) unchanged(abs string, size int64, mod time.Time) (document, 
 		return document{}, false
 	}
 	ds.last = abs
+	ds.tick++
+	d.used = ds.tick
 	return *d, true
 }
 
@@ -63,6 +75,8 @@ func (ds *docStore) update(abs, text string, size int64, mod time.Time, seq uint
 	}
 	d.size, d.mod = size, mod
 	ds.last = abs
+	ds.tick++
+	d.used = ds.tick
 	return *d, !open, changed
 }
 
@@ -76,6 +90,19 @@ func (ds *docStore) forget(abs string) bool {
 		ds.last = ""
 	}
 	return open
+}
+
+// recent lists at most n of the open files, the most recently synced
+// first.
+func (ds *docStore) recent(n int) []string {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	out := make([]string, 0, len(ds.open))
+	for abs := range ds.open {
+		out = append(out, abs)
+	}
+	sort.Slice(out, func(i, j int) bool { return ds.open[out[i]].used > ds.open[out[j]].used })
+	return out[:min(n, len(out))]
 }
 
 // has says whether abs is open.

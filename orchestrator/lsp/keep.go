@@ -55,6 +55,10 @@ type keptServer struct {
 	// OpenUnknown: they were too many to record.
 	Open        []string `json:"open,omitempty"`
 	OpenUnknown bool     `json:"openUnknown,omitempty"`
+	// Reopen lists, while it is parked, the documents its last run had
+	// open, relative to the workdir, for the next run to reopen
+	// (lsp.reopen_max); the first to go when the record is too long.
+	Reopen []string `json:"reopen,omitempty"`
 	// Deadline is the end of its keep-warm time while it is parked; zero
 	// while a run owns it.
 	Deadline time.Time `json:"deadline,omitzero"`
@@ -155,6 +159,10 @@ func (k *keeper) update(f func(*keptServer)) error {
 		k.data.Known = time.Now().UTC()
 	}
 	b, err := json.Marshal(k.data)
+	if err == nil && len(b) > state.MaxData && k.data.Reopen != nil {
+		k.data.Reopen = nil // the next run reopens nothing
+		b, err = json.Marshal(k.data)
+	}
 	if err == nil && len(b) > state.MaxData && k.data.Stamps != "" {
 		k.data.Stamps = "" // the server is told by time (Known) instead
 		b, err = json.Marshal(k.data)
@@ -182,13 +190,7 @@ func (k *keeper) opened(s *server) error {
 	if k == nil {
 		return nil
 	}
-	open := s.docs.paths("")
-	rel := make([]string, 0, len(open))
-	for _, abs := range open {
-		if r, err := filepath.Rel(k.data.Key.Workdir, abs); err == nil {
-			rel = append(rel, filepath.ToSlash(r))
-		}
-	}
+	rel := k.rel(s.docs.paths(""))
 	sort.Strings(rel)
 	return k.update(func(d *keptServer) {
 		if !d.OpenUnknown {
@@ -198,10 +200,12 @@ func (k *keeper) opened(s *server) error {
 }
 
 // parked records that the server is parked until deadline, its
-// documents closed, knowing its files as known says.
-func (k *keeper) parked(deadline time.Time, known baseline) {
+// documents closed, knowing its files as known says, with those its run
+// had open for the next to reopen.
+func (k *keeper) parked(deadline time.Time, known baseline, reopen []string) {
 	_ = k.update(func(d *keptServer) {
 		d.Open, d.OpenUnknown = nil, false
+		d.Reopen = k.rel(reopen)
 		d.Deadline = deadline
 		d.Stamps = known.stamps.encode(d.Key.Root)
 		if known.stamps == nil {
@@ -213,8 +217,23 @@ func (k *keeper) parked(deadline time.Time, known baseline) {
 // adopted records that a run owns the server again.
 func (k *keeper) adopted() {
 	_ = k.update(func(d *keptServer) {
-		d.Deadline, d.Stamps = time.Time{}, ""
+		d.Deadline, d.Stamps, d.Reopen = time.Time{}, "", nil
 	})
+}
+
+// rel is paths, absolute host paths in the workdir, relative to it, in
+// order.
+func (k *keeper) rel(paths []string) []string {
+	if len(paths) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(paths))
+	for _, abs := range paths {
+		if r, err := filepath.Rel(k.data.Key.Workdir, abs); err == nil {
+			out = append(out, filepath.ToSlash(r))
+		}
+	}
+	return out
 }
 
 // encode is the stamps as keptServer.Stamps has them.
@@ -307,6 +326,20 @@ func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclos
 			return err
 		}
 	}
+	// The next run reopens what the last one had open: as recorded when
+	// it was parked, else what it may have had open when Berth went away.
+	rels := d.Reopen
+	if d.Deadline.IsZero() {
+		rels = d.Open
+	}
+	var reopen []string
+	for _, rel := range rels[:min(len(rels), p.conf.ReopenMax)] {
+		abs, err := inWorkdir(key.workdir, rel, "a document to reopen")
+		if err != nil {
+			return err
+		}
+		reopen = append(reopen, abs)
+	}
 	ws, err := workspace.NewWith(key.workdir, workspace.Options{View: enc})
 	if err != nil {
 		return fmt.Errorf("its workdir: %w", err)
@@ -337,14 +370,15 @@ func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclos
 	ctx, cancel := context.WithTimeout(context.Background(), parkTimeout)
 	defer cancel()
 	for _, rel := range d.Open {
-		abs := filepath.Join(key.workdir, filepath.FromSlash(rel))
-		if !filepath.IsLocal(filepath.FromSlash(rel)) {
-			return fmt.Errorf("its record names an open document %.80q outside the workdir", rel)
+		abs, err := inWorkdir(key.workdir, rel, "an open document")
+		if err != nil {
+			return err
 		}
 		if err := s.proc.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}}); err != nil {
 			return fmt.Errorf("closing %s: %w", rel, err)
 		}
 	}
+	s.docs.reopen = reopen
 	s.startKeeping(enc, key, gen)
 	if !s.proc.alive() {
 		return errors.New("it ended as it was taken back")
@@ -354,6 +388,15 @@ func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclos
 	}
 	ok = true
 	return nil
+}
+
+// inWorkdir is the absolute path of rel, a path a record names (what),
+// relative to workdir; an error for one that leaves it.
+func inWorkdir(workdir, rel, what string) (string, error) {
+	if !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return "", fmt.Errorf("its record names %s %.80q outside the workdir", what, rel)
+	}
+	return filepath.Join(workdir, filepath.FromSlash(rel)), nil
 }
 
 // configDigest is the digest of a catalog entry in a park key.

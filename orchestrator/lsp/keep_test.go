@@ -188,6 +188,9 @@ func TestTakeRefusesAServerThisBerthWouldNotPark(t *testing.T) {
 		{"not loaded", func(d *keptServer, r *state.Record) { d.Loaded = false }, "not loaded"},
 		{"too many open", func(d *keptServer, r *state.Record) { d.OpenUnknown = true }, "too many to record"},
 		{"expired", func(d *keptServer, r *state.Record) { d.Deadline = time.Now().Add(-time.Second) }, "passed while Berth was away"},
+		{"a document to reopen outside the workdir", func(d *keptServer, r *state.Record) {
+			d.Deadline, d.Reopen = time.Now().Add(time.Minute), []string{"main.go", "../../etc/passwd"}
+		}, `names a document to reopen "../../etc/passwd" outside the workdir`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -283,6 +286,19 @@ func TestAKeptServerRecordStaysWithinItsBound(t *testing.T) {
 	var d keptServer
 	if err := json.Unmarshal(last, &d); err != nil || len(last) > state.MaxData || d.Stamps != "" {
 		t.Fatalf("a record with 2000 stamps: %d bytes, stamps %d bytes; want them dropped to fit %d", len(last), len(d.Stamps), state.MaxData)
+	}
+	// The documents to reopen go first: stamps that fit are kept.
+	long := make([]string, maxReopen)
+	for i := range long {
+		long[i] = strings.Repeat("deep/", 120) + strconv.Itoa(i) + ".go"
+	}
+	few := fileStamps{filepath.Join(root, "a.go"): {1, time.Unix(1e9, 0)}}
+	if err := k.update(func(d *keptServer) { d.Stamps, d.Reopen = few.encode(root), long }); err != nil {
+		t.Fatal(err)
+	}
+	d = keptServer{}
+	if err := json.Unmarshal(last, &d); err != nil || len(last) > state.MaxData || d.Reopen != nil || d.Stamps == "" {
+		t.Fatalf("a record with %d long documents to reopen: %d bytes, %d to reopen, stamps %q; want those dropped, the stamps kept", maxReopen, len(last), len(d.Reopen), d.Stamps)
 	}
 	open := make([]string, 2000)
 	for i := range open {

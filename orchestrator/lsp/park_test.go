@@ -469,3 +469,64 @@ func TestShutdownEndsEveryParkedServer(t *testing.T) {
 	}
 	noProcessesIn(t, f.dir)
 }
+
+// TestAPrewarmThatAdoptsAServerReopensWhatTheEarlierRunHadOpen: a run
+// whose prewarm adopts the parked gopls reopens the documents the run
+// that parked it had open, the most recently used first up to
+// lsp.reopen_max, skipping one deleted meanwhile, before any call;
+// status and the metric say how many. A reopen for a run that has ended
+// (its server parked again) opens nothing.
+//
+// Issue 28 item 2 (the first call of the next run as fast as a warm one).
+func TestAPrewarmThatAdoptsAServerReopensWhatTheEarlierRunHadOpen(t *testing.T) {
+	conf := DefaultConfig()
+	conf.ReopenMax = 2
+	f := newFixture(t, "go", conf)
+	scratch := filepath.Join(f.dir, "greet", "scratch.go")
+	if err := os.WriteFile(scratch, []byte("package greet\n\nfunc Scratch() string { return Hello(\"s\") }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Used in this order: greet.go, scratch.go, main.go (the last).
+	f.ok(t, goplsRefs)
+	f.ok(t, map[string]any{"action": "symbols", "file": "greet/scratch.go"})
+	f.ok(t, map[string]any{"action": "symbols", "file": "main.go"})
+	pid := pidIn(t, f.ok(t, map[string]any{"action": "status"}), "gopls")
+	f.run.End(orchestrator.EndStopped)
+	onlyParkedIn(t, f.p, f.dir)
+	if err := os.Remove(scratch); err != nil { // deleted while parked
+		t.Fatal(err)
+	}
+
+	g := f.next(t, "run-go-2")
+	g.reg.RunStarted(g.run)
+	status := g.waitStatus(t, "1 document(s) the earlier run had open reopened")
+	contains(t, status, "gopls for root .: ready, adopted at run/start (prewarm)")
+	if got := pidIn(t, status, "gopls"); got != pid {
+		t.Errorf("the second run's gopls is pid %d, want the parked %d", got, pid)
+	}
+	srv := g.p.state(g.run).sv.snapshot()[0].srv
+	if open := srv.docs.paths(""); !slices.Equal(open, []string{filepath.Join(f.dir, "main.go")}) {
+		t.Errorf("open before any call of the second run: %v, want main.go alone (the most recent two, scratch.go deleted)", open)
+	}
+	if n := testutil.ToFloat64(f.p.metrics.LSPReopened.WithLabelValues("gopls")); n != 1 {
+		t.Errorf("berth_lsp_reopened_documents_total{server=gopls} is %v, want 1", n)
+	}
+	time.Sleep(time.Second) // the agent thinks
+	refs, first := g.timed(t, map[string]any{"action": "references", "file": "main.go", "line": 11, "symbol": "Greet"})
+	contains(t, refs, "main.go:11")
+	_, warm := g.timed(t, map[string]any{"action": "references", "file": "main.go", "line": 11, "symbol": "Greet"})
+	t.Logf("the adopting run's first references on a reopened file %s; a warm call %s", first.Round(time.Millisecond), warm.Round(time.Millisecond))
+
+	// Parked again: a reopen still under way for the run that ended stops.
+	_, epoch := srv.takeReopen() // what the ended run's reopen held
+	g.run.End(orchestrator.EndStopped)
+	if n := srv.reopen(t.Context(), []string{filepath.Join(f.dir, "main.go")}, epoch); n != 0 {
+		t.Errorf("a reopen for a run that ended opened %d document(s)", n)
+	}
+	if open := srv.docs.paths(""); len(open) != 0 {
+		t.Errorf("the parked server has open documents: %v", open)
+	}
+	onlyParkedIn(t, f.p, f.dir)
+	f.p.Shutdown()
+	noProcessesIn(t, f.dir)
+}

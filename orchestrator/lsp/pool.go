@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -128,7 +129,8 @@ func (p *pool) put(key parkKey, srv *server, ws *workspace.Root, known baseline,
 	ps := &parkedServer{key: key, srv: srv, ws: ws, known: known, at: now, deadline: now.Add(left), left: make(chan struct{})}
 	// Recorded first: a Berth that comes back after a crash parks it
 	// again for what is left of its time, with what it knew of the files.
-	srv.keep.Load().parked(ps.deadline, known)
+	// No run owns srv: its documents (docs.reopen) are not being synced.
+	srv.keep.Load().parked(ps.deadline, known, srv.docs.reopen)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -408,10 +410,15 @@ func (p *pool) list(driver, id string) []parkedInfo {
 }
 
 // closeDocuments tells the server every document it has open is closed
-// and forgets them, so that the run that adopts it starts with none.
+// and forgets them, so that the run that adopts it starts with none; the
+// most recently used (up to lsp.reopen_max) are kept for that run to
+// reopen (reopen), and whatever reopen is still under way for the run
+// that ends opens nothing more.
 func (s *server) closeDocuments(ctx context.Context) error {
 	s.docs.order.Lock()
 	defer s.docs.order.Unlock()
+	s.docs.epoch++
+	s.docs.reopen = s.docs.recent(s.conf.ReopenMax)
 	for _, abs := range s.docs.paths("") {
 		s.docs.forget(abs)
 		err := s.proc.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}})
@@ -420,4 +427,50 @@ func (s *server) closeDocuments(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// takeReopen hands the run that adopts the server the documents the run
+// that parked it had open (closeDocuments, or a record's: Take), with the
+// epoch its reopen must find.
+func (s *server) takeReopen() ([]string, uint64) {
+	s.docs.order.Lock()
+	defer s.docs.order.Unlock()
+	paths := s.docs.reopen
+	s.docs.reopen = nil
+	return paths, s.docs.epoch
+}
+
+// reopen opens paths again, in order, for the run that adopted the
+// server at epoch, and says how many it opened: it stops when that run
+// ends (ctx), when the server has been parked since (the epoch moved on)
+// or at the first error other than a file gone. A file a call opened
+// meanwhile is left as it is. Each open is sent whole even should ctx end
+// during it, so the documents the server has open are the ones Berth
+// lists.
+func (s *server) reopen(ctx context.Context, paths []string, epoch uint64) int {
+	n := 0
+	for _, abs := range paths {
+		if ctx.Err() != nil {
+			break
+		}
+		s.docs.order.Lock()
+		if s.docs.epoch != epoch {
+			s.docs.order.Unlock()
+			break
+		}
+		if s.docs.has(abs) {
+			s.docs.order.Unlock()
+			continue
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTimeout)
+		_, err := s.syncLocked(sctx, abs, false)
+		cancel()
+		s.docs.order.Unlock()
+		if err == nil {
+			n++
+		} else if !errors.Is(err, errGone) {
+			break
+		}
+	}
+	return n
 }

@@ -25,7 +25,9 @@ func prewarming(ctx context.Context) bool { return ctx.Value(prewarmKey{}) != ni
 // does not load every project on the machine at once. The run's end
 // cancels what has not started, and a start under way ends with the run
 // as any start does. A call that comes meanwhile shares the start, and
-// waits for the load, as it would for a start of its own.
+// waits for the load, as it would for a start of its own. A server
+// adopted from the pool reopens what the run that parked it had open
+// (reopenAdopted), holding its place meanwhile.
 func (sv *supervisor) prewarm(places chan struct{}) {
 	sv.mu.Lock()
 	if sv.closed {
@@ -48,6 +50,7 @@ func (sv *supervisor) prewarm(places chan struct{}) {
 				defer func() { <-places }()
 				if s, err := sv.get(ctx, m); err == nil {
 					s.waitLoaded(ctx, "")
+					sv.reopenAdopted(ctx, m, s)
 				}
 			})
 		}

@@ -268,9 +268,14 @@ func (s *server) loadNote(ctx context.Context, abs string) string {
 // first time, didChange with a new version when it changed, and didSave
 // when save is set. It returns the document as sent.
 func (s *server) sync(ctx context.Context, abs string, save bool) (document, error) {
-	u := s.paths.toURI(abs)
 	s.docs.order.Lock()
 	defer s.docs.order.Unlock()
+	return s.syncLocked(ctx, abs, save)
+}
+
+// syncLocked is sync, called with docs.order.
+func (s *server) syncLocked(ctx context.Context, abs string, save bool) (document, error) {
+	u := s.paths.toURI(abs)
 	st, err := os.Stat(abs)
 	if errors.Is(err, os.ErrNotExist) {
 		return document{}, s.gone(ctx, abs)

@@ -45,6 +45,9 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 				if s.takenBack {
 					how += " (kept across a restart of Berth)"
 				}
+				if sl.reopened > 0 {
+					how += fmt.Sprintf(", %d document(s) the earlier run had open reopened", sl.reopened)
+				}
 			}
 			fmt.Fprintf(&b, "  %s for root %s: %s, %s, %s, up %s, positions in %s\n", sl.key.name, root, state, how,
 				enclosure.Describe(s.proc.handle), time.Since(s.proc.started).Round(time.Second), s.enc)

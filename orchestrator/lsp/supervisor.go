@@ -52,6 +52,13 @@ type slot struct {
 	parkedFor time.Duration
 	prewarm   bool
 	released  bool // the run has ended: its server is parked or closed
+	// reopen: the documents the run that parked its adopted server had
+	// open, with the epoch of that server's documents they belong to
+	// (server.takeReopen), until prewarm reopens them; reopened counts
+	// those it did.
+	reopen   []string
+	epoch    uint64
+	reopened int
 }
 
 func newSupervisor(run *orchestrator.Run, conf Config, m *metrics.Metrics, pl *pool) *supervisor {
@@ -154,10 +161,13 @@ func (sv *supervisor) start(sl *slot, wait time.Duration, adopt bool) {
 		var srv *server
 		var err error
 		how, parkedFor := metrics.LSPCold, time.Duration(0)
+		var reopen []string
+		var epoch uint64
 		if adopt && runCtx.Err() == nil {
 			if ws, werr := sv.run.Root(); werr == nil {
 				if srv, parkedFor = sv.pool.adopt(keyOf(sv.run, sl.m), ws); srv != nil {
 					how = metrics.LSPAdopted
+					reopen, epoch = srv.takeReopen()
 				}
 			}
 		}
@@ -187,6 +197,7 @@ func (sv *supervisor) start(sl *slot, wait time.Duration, adopt bool) {
 			sv.metrics.SessionFailed(metrics.KindLSP)
 		} else {
 			sl.how, sl.parkedFor = how, parkedFor
+			sl.reopen, sl.epoch, sl.reopened = reopen, epoch, 0
 			sv.metrics.SessionStarted(metrics.KindLSP, sv.run.Enclosure.Driver())
 			sv.metrics.LSPServerStarts.WithLabelValues(sl.m.cfg.Name, how).Inc()
 			sv.wg.Add(1)
@@ -195,6 +206,30 @@ func (sv *supervisor) start(sl *slot, wait time.Duration, adopt bool) {
 		close(ready)
 		sv.mu.Unlock()
 	}()
+}
+
+// reopenAdopted reopens, when srv was adopted for m, the documents the
+// run that parked it had open (lsp.reopen_max of them, the most recently
+// used first), so that the run's first call about one finds it open and
+// analysed. Prewarm calls it, the run's thinking time ahead: an adoption
+// at a call reopens nothing, the call waiting. ctx is the run's.
+func (sv *supervisor) reopenAdopted(ctx context.Context, m match, srv *server) {
+	sv.mu.Lock()
+	sl := sv.slots[slotKey{m.root, m.cfg.Name}]
+	if sl == nil || sl.srv != srv || len(sl.reopen) == 0 {
+		sv.mu.Unlock()
+		return
+	}
+	paths, epoch := sl.reopen, sl.epoch
+	sl.reopen = nil
+	sv.mu.Unlock()
+	n := srv.reopen(ctx, paths, epoch)
+	sv.metrics.LSPReopened.WithLabelValues(m.cfg.Name).Add(float64(n))
+	sv.mu.Lock()
+	if sl.srv == srv {
+		sl.reopened += n
+	}
+	sv.mu.Unlock()
 }
 
 // park hands srv, for m, to the pool for the next run on the same

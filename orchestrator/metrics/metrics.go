@@ -138,6 +138,9 @@ type Metrics struct {
 	LSPParked     *prometheus.GaugeVec // driver
 	LSPParkedRSS  prometheus.Gauge
 	LSPParkedEnds *prometheus.CounterVec // reason (expired, capped, memory, exited, shutdown)
+	// LSPReopened counts the documents runs reopened at run/start in a
+	// server they adopted: those the run that parked it had open.
+	LSPReopened *prometheus.CounterVec // server
 }
 
 // New builds the collectors, creates every label value at zero and
@@ -237,6 +240,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		LSPParkedEnds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_lsp_parked_ends_total", Help: "Parked language servers ended (count), by reason: expired (lsp.keep_warm passed), capped (the oldest past lsp.max_parked or lsp.max_parked_per_enclosure), memory (the oldest past lsp.max_parked_rss_bytes), exited (its process ended while parked), shutdown (Berth stopped).",
 		}, []string{"reason"}),
+		LSPReopened: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_lsp_reopened_documents_total", Help: "Documents a run reopened at run/start in a language server it adopted (count), by server: those the run that parked the server had open, the most recently used first, up to lsp.reopen_max; moves as each is opened.",
+		}, []string{"server"}),
 	}
 	m.BuildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	m.zero()
@@ -245,7 +251,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		m.BridgeCallsInFlight, m.BridgeCallDuration, m.EnclosureExec, m.EnclosureErrors,
 		m.Diagnostics, m.QuestionsPending, m.ReaperLastRun, m.BuildInfo, m.RPCMessagesRejected,
 		m.RPCConnectionsActive, m.LSPRequestDuration, m.LSPServerRestarts, m.Reattaches, m.Restarts,
-		m.LSPServerStarts, m.LSPParked, m.LSPParkedRSS, m.LSPParkedEnds,
+		m.LSPServerStarts, m.LSPParked, m.LSPParkedRSS, m.LSPParkedEnds, m.LSPReopened,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -316,6 +322,7 @@ func (m *Metrics) KnowTool(tool, tier string) {
 // at zero.
 func (m *Metrics) KnowLSPServer(server string) {
 	m.LSPServerRestarts.WithLabelValues(server)
+	m.LSPReopened.WithLabelValues(server)
 	for _, how := range LSPStartKinds {
 		m.LSPServerStarts.WithLabelValues(server, how)
 	}
