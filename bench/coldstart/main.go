@@ -20,7 +20,11 @@
 //
 // Each run's first call comes -think (3 s: an agent's thinking time)
 // after run/start; -warm more references follow in the run (their median
-// is a warm call), then the run's first debug launch. The ratios are the
+// is a warm call), then the first references about a file the run had
+// not opened (in a second run, one the server never had open: an
+// adopting run reopens what the run before had open, lsp.reopen_max, so
+// the run's first call about those is warm and one about another file is
+// not), then the run's first debug launch. The ratios are the
 // first call's against a warm call of the same kind and against the
 // host's first run: what the agent would otherwise have waited.
 //
@@ -92,6 +96,7 @@ type result struct {
 	first    time.Duration // the first references, from its call to its answer
 	complete bool          // its answer is the warm calls' (not cut short by a load)
 	warm     time.Duration // the median of the references after it
+	other    time.Duration // then the first references about a file the run had not opened
 	came     string        // how the run's server came, from lsp status
 	launch   time.Duration // the first debug launch to its stop; 0 without an adapter
 }
@@ -200,7 +205,7 @@ func run(image string, langs, modeNames []string, think time.Duration, warm, rou
 		return err
 	}
 	for _, p := range projs {
-		if _, err := b.measure(srv, nil, p); err != nil {
+		if _, err := b.measure(srv, nil, p, 0); err != nil {
 			srv.Close()
 			return fmt.Errorf("%s, filling the host's caches: %w", p.lang, err)
 		}
@@ -305,16 +310,16 @@ func (b *bench) places(srv *berthserver.Server, p *project, volume bool) (map[st
 		return nil, err
 	}
 	enc := &rpc.EnclosureParam{Driver: "docker", ID: id}
-	for _, place := range []string{fresh1, fresh2} {
+	for i, place := range []string{fresh1, fresh2} {
 		fmt.Fprintf(os.Stderr, "coldstart: %s, %s\n", p.lang, place)
-		if out[place], err = b.measure(srv, enc, p); err != nil {
+		if out[place], err = b.measure(srv, enc, p, i); err != nil {
 			return nil, fmt.Errorf("%s: %w", place, err)
 		}
 	}
 	_, _ = dockertest.Run("rm", "-f", id)
-	for _, place := range []string{host1, host2} {
+	for i, place := range []string{host1, host2} {
 		fmt.Fprintf(os.Stderr, "coldstart: %s, %s\n", p.lang, place)
-		if out[place], err = b.measure(srv, nil, p); err != nil {
+		if out[place], err = b.measure(srv, nil, p, i); err != nil {
 			return nil, fmt.Errorf("%s: %w", place, err)
 		}
 	}
@@ -331,7 +336,7 @@ func (b *bench) places(srv *berthserver.Server, p *project, volume bool) (map[st
 	if err != nil {
 		return nil, err
 	}
-	if _, err := b.measure(srv, &rpc.EnclosureParam{Driver: "docker", ID: filler}, p); err != nil {
+	if _, err := b.measure(srv, &rpc.EnclosureParam{Driver: "docker", ID: filler}, p, 0); err != nil {
 		return nil, fmt.Errorf("filling the volume: %w", err)
 	}
 	_, _ = dockertest.Run("rm", "-f", filler)
@@ -340,7 +345,7 @@ func (b *bench) places(srv *berthserver.Server, p *project, volume bool) (map[st
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "coldstart: %s, %s\n", p.lang, vol1)
-	if out[vol1], err = b.measure(srv, &rpc.EnclosureParam{Driver: "docker", ID: id}, p); err != nil {
+	if out[vol1], err = b.measure(srv, &rpc.EnclosureParam{Driver: "docker", ID: id}, p, 0); err != nil {
 		return nil, fmt.Errorf("%s: %w", vol1, err)
 	}
 	_, _ = dockertest.Run("rm", "-f", id)
@@ -367,8 +372,9 @@ func (b *bench) container(vol string) (string, error) {
 }
 
 // measure runs one run of p at enc (nil: the host): run/start, -think,
-// the first references, -warm more, lsp status, the first debug launch.
-func (b *bench) measure(srv *berthserver.Server, enc *rpc.EnclosureParam, p *project) (result, error) {
+// the first references, -warm more, the first references about the file
+// of p.others[other], lsp status, the first debug launch.
+func (b *bench) measure(srv *berthserver.Server, enc *rpc.EnclosureParam, p *project, other int) (result, error) {
 	var r result
 	line, err := position(p.dir, p.refsFile, p.refsFind)
 	if err != nil {
@@ -400,6 +406,14 @@ func (b *bench) measure(srv *berthserver.Server, enc *rpc.EnclosureParam, p *pro
 		warm, last = append(warm, d), answer
 	}
 	r.warm, r.complete = stats.Median(warm), first == last
+	o := p.others[other]
+	oline, err := position(p.dir, o.file, o.find)
+	if err != nil {
+		return r, err
+	}
+	if r.other, _, err = srv.Call(run, "lsp", map[string]any{"action": "references", "file": o.file, "line": oline, "symbol": o.symbol}); err != nil {
+		return r, err
+	}
 	_, status, err := srv.Call(run, "lsp", map[string]any{"action": "status"})
 	if err != nil {
 		return r, err
@@ -449,23 +463,24 @@ func came(status string) string {
 // of the first references.
 type summary struct {
 	first, firstMin, firstMax time.Duration
-	warm, launch              time.Duration
+	warm, launch, other       time.Duration
 	came                      string // the rounds' answers, "cold" or "adopted 3/3"
 	incomplete                int    // rounds whose first answer was not the warm ones'
 }
 
 func summarize(rs []result) summary {
-	var first, warm, launch []time.Duration
+	var first, warm, launch, other []time.Duration
 	cames := map[string]int{}
 	var s summary
 	for _, r := range rs {
 		first, warm, launch = append(first, r.first), append(warm, r.warm), append(launch, r.launch)
+		other = append(other, r.other)
 		cames[r.came]++
 		if !r.complete {
 			s.incomplete++
 		}
 	}
-	s.first, s.warm, s.launch = stats.Median(first), stats.Median(warm), stats.Median(launch)
+	s.first, s.warm, s.launch, s.other = stats.Median(first), stats.Median(warm), stats.Median(launch), stats.Median(other)
 	s.firstMin, s.firstMax = slices.Min(first), slices.Max(first)
 	var parts []string
 	for _, c := range []string{"cold", "prewarm", "adopted"} {
@@ -522,7 +537,7 @@ func report(image, imageID, baked string, think time.Duration, warm, rounds int,
 	}
 	for _, p := range projs {
 		fmt.Printf("\n%s: %s\n", p.lang, p.about)
-		fmt.Printf("  %-8s %-24s %10s %-19s %-14s %8s %9s %9s %11s %9s\n", "mode", "place", "1st refs", "(range)", "server", "warm", "1st/warm", "/host 1st", "1st launch", "/host 1st")
+		fmt.Printf("  %-8s %-24s %10s %-19s %-14s %8s %9s %9s %11s %9s %10s %9s\n", "mode", "place", "1st refs", "(range)", "server", "warm", "1st/warm", "/host 1st", "1st launch", "/host 1st", "new file", "/warm")
 		for _, m := range ms {
 			r := sum[m.name][p.lang]
 			h := r[host1]
@@ -532,13 +547,15 @@ func report(image, imageID, baked string, think time.Duration, warm, rounds int,
 				if c.incomplete > 0 {
 					mark = fmt.Sprintf(" *%d", c.incomplete)
 				}
-				fmt.Printf("  %-8s %-24s %10s %-19s %-14s %8s %9s %9s %11s %9s%s\n", m.name, pl, s(c.first),
+				fmt.Printf("  %-8s %-24s %10s %-19s %-14s %8s %9s %9s %11s %9s %10s %9s%s\n", m.name, pl, s(c.first),
 					"("+s(c.firstMin)+"–"+s(c.firstMax)+")", c.came, s(r[steady[pl]].warm),
-					x(c.first, r[steady[pl]].warm), x(c.first, h.first), s(c.launch), x(c.launch, h.launch), mark)
+					x(c.first, r[steady[pl]].warm), x(c.first, h.first), s(c.launch), x(c.launch, h.launch),
+					s(c.other), x(c.other, r[steady[pl]].warm), mark)
 			}
 		}
 	}
 	fmt.Println("\n  *N: in N rounds the first answer differed from the warm ones (a load cut short)")
+	fmt.Println("  new file: the run's first references about a file it had not opened, after its warm calls; in a second run, a file the server never had open (not reopened)")
 	fmt.Println("\ntargets (medians)")
 	v := func(ok bool) string {
 		if ok {
@@ -553,7 +570,7 @@ func report(image, imageID, baked string, think time.Duration, warm, rounds int,
 			fmt.Printf("  %s, %s:\n", p.lang, m.name)
 			for _, pl := range []string{fresh2, host2} {
 				c := r[pl]
-				fmt.Printf("    %-24s 1st refs %s a warm call's (target ≤1.50x): %s\n", pl, x(c.first, c.warm), v(float64(c.first) <= 1.5*float64(c.warm)))
+				fmt.Printf("    %-24s 1st refs %s a warm call's (target ≤1.50x): %s; about a file not reopened %s (reported)\n", pl, x(c.first, c.warm), v(float64(c.first) <= 1.5*float64(c.warm)), x(c.other, c.warm))
 			}
 			for _, pl := range []string{fresh1, vol1} {
 				if pl == vol1 && !volume {

@@ -21,10 +21,21 @@ type project struct {
 	// at refsSymbol.
 	refsFile, refsFind, refsSymbol string
 
+	// others are two more references queries, each in a file of its
+	// own: a run's first query about a file it has not opened yet, the
+	// first one in a server's first run and the second in its second,
+	// so that the server never had the second open (an adopting run
+	// reopens what the run before had open: lsp.reopen_max).
+	others [2]query
+
 	// The debug launch, "" where Berth has no adapter: program, stopping
 	// at the first line of bpFile holding bpFind.
 	program, bpFile, bpFind string
 }
+
+// query is a references query: the first line of file holding find, at
+// symbol.
+type query struct{ file, find, symbol string }
 
 // projects copies the projects of langs into tmp: cobra (Go, from the
 // module cache), pyflakes (Python, Debian's python3-pyflakes) and
@@ -94,6 +105,7 @@ func main() {
 	}
 	return &project{lang: "go", about: "cobra v1.9.1 (gopls; dlv on a 20-line program that runs a cobra command)", dir: dir,
 		refsFile: "command.go", refsFind: "func (c *Command) Flags() *flag.FlagSet", refsSymbol: "Flags",
+		others:  [2]query{{"args.go", "func NoArgs(", "NoArgs"}, {"flag_groups.go", "func (c *Command) MarkFlagsRequiredTogether(", "MarkFlagsRequiredTogether"}},
 		program: "example", bpFile: "example/main.go", bpFind: `fmt.Println("hello from", name)`}, nil
 }
 
@@ -129,6 +141,7 @@ main()
 	}
 	return &project{lang: "python", about: "pyflakes 2.5 (Debian's python3-pyflakes, with its tests; pyright; debugpy on a script that runs it)", dir: dir,
 		refsFile: "pyflakes/checker.py", refsFind: "class Binding:", refsSymbol: "Binding",
+		others:  [2]query{{"pyflakes/messages.py", "class Message:", "Message"}, {"pyflakes/api.py", "def check(", "check"}},
 		program: "check_example.py", bpFile: "check_example.py", bpFind: "print(found, out.getvalue())"}, nil
 }
 
@@ -147,7 +160,8 @@ func typescriptProject(tmp string) (*project, error) {
 		return nil, fmt.Errorf("%w (fill the module cache: go mod download github.com/prometheus/prometheus@v0.316.0)", err)
 	}
 	return &project{lang: "typescript", about: "codemirror-promql from Prometheus v0.316.0 (typescript-language-server; no debug adapter)", dir: dir,
-		refsFile: "src/parser/type.ts", refsFind: "export function getType(", refsSymbol: "getType"}, nil
+		refsFile: "src/parser/type.ts", refsFind: "export function getType(", refsSymbol: "getType",
+		others: [2]query{{"src/parser/path-finder.ts", "export function walkBackward(", "walkBackward"}, {"src/parser/matcher.ts", "export function buildLabelMatchers(", "buildLabelMatchers"}}}, nil
 }
 
 // copyTree copies the regular files and directories under src to dst,
