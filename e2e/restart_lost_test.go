@@ -190,7 +190,9 @@ th.start()
 // the Berth started on the same state directory: the gopls a run owned
 // at the kill (its document open) and the gopls another run had parked
 // each answer the first references of a new run, adopted, the same
-// processes, with no gopls started. Each has a record while it lives,
+// processes, with no gopls started; each new run's prewarm reopens the
+// document the run before used, as its record says. Each has a record
+// while it lives,
 // and none is left once that Berth stops in order.
 //
 // Issue 29 item 3 (language servers, parked ones too).
@@ -346,8 +348,10 @@ func languageServersAreParkedAgain(t *testing.T, s *site, sections map[string]an
 				t.Fatal(err)
 			}
 			runs = append(runs, r.RunID)
+			// Its prewarm adopts a server taken back and reopens the
+			// document its record says the run before used.
+			how, process := goplsReopened(t, b.c, r.RunID, 1)
 			answered := firstReferences(t, b.c, r.RunID)
-			how, process := goplsOf(t, b.c, r.RunID)
 			t.Logf("%v, round %d: a new run's first references, by %s (%s): %v", s.place, round, process, how, answered.Round(time.Millisecond))
 			if !strings.HasPrefix(how, "adopted") || !strings.Contains(how, "(kept across a restart of Berth)") {
 				t.Errorf("round %d: the new Berth's run has gopls %s, %s: want one adopted, kept across the restart", round, process, how)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -57,6 +58,22 @@ func goplsOf(t *testing.T, c *rpc.Client, run string) (how, process string) {
 	}
 }
 
+// goplsReopened waits until the run's gopls, adopted at run/start, says
+// it reopened n documents the run before used, and returns how it came
+// and its process.
+func goplsReopened(t *testing.T, c *rpc.Client, run string, n int) (how, process string) {
+	t.Helper()
+	want := fmt.Sprintf("%d document(s) the earlier run had open reopened", n)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if how, process = goplsOf(t, c, run); strings.Contains(how, want) {
+			return how, process
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run's gopls never said %q: %s", want, how)
+		}
+	}
+}
+
 // firstReferences calls references as a run's first call and returns how
 // long it took.
 func firstReferences(t *testing.T, c *rpc.Client, run string) time.Duration {
@@ -95,13 +112,10 @@ func twoRunsInARow(t *testing.T, p place, yaml string, parking bool) {
 
 	second := s.start(t, c, nil)
 	how, again := goplsOf(t, c, second) // run/start's prewarm got it
-	// Adopted, it reopens the document the first run had open before
-	// the second run's first call (lsp.reopen_max).
-	for deadline := time.Now().Add(30 * time.Second); parking && !strings.Contains(how, "1 document(s) the earlier run had open reopened"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the second run's gopls never said it reopened the first run's document: %s", how)
-		}
-		how, again = goplsOf(t, c, second)
+	if parking {
+		// Adopted, it reopens the document the first run used before
+		// the second run's first call (lsp.reopen_max).
+		how, again = goplsReopened(t, c, second, 1)
 	}
 	warm := firstReferences(t, c, second)
 	after := s.named(t, "gopls")

@@ -86,12 +86,14 @@ type Config struct {
 	// in bytes, read when each is parked (through /proc on the host, the
 	// relay in a container); past it the oldest end. 0: no cap.
 	MaxParkedRSSBytes int64 `yaml:"max_parked_rss_bytes"`
-	// ReopenMax caps how many of the documents a run had open when its
-	// server was parked the next run reopens, the most recently used
-	// first, when it adopts that server at run/start (prewarm): the
-	// server then has them open and analysed before the run's first call
-	// about one of them, as an editor reopens a project's last tabs. An
-	// adoption at a call reopens none (the call is waiting). 0: none.
+	// ReopenMax caps how many documents a run reopens when it adopts a
+	// parked server at run/start (prewarm): those the run that parked it
+	// used (a call was about them, or it wrote them), the most recent
+	// first, then those that run had inherited and not used. The server
+	// then has them open and analysed before the run's first call about
+	// one of them, as an editor reopens a project's last tabs. An
+	// adoption at a call reopens none (the call is waiting), and keeps
+	// the list for the next run. 0: none.
 	ReopenMax int `yaml:"reopen_max"`
 }
 

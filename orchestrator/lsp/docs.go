@@ -18,12 +18,12 @@ type docStore struct {
 	mu    sync.Mutex
 	open  map[string]*document // by absolute host path
 	last  string               // the file synced last: tsserver's probe asks about its project
-	tick  uint64               // counts syncs, for document.used
-	// reopen: the documents the run that parked the server had open,
-	// the most recently used first (closeDocuments), for the run that
-	// adopts it (takeReopen); epoch counts the parkings, so that a
-	// reopen for a run that has ended opens nothing (server.reopen).
-	// Both are guarded by order.
+	tick  uint64               // counts uses, for document.used
+	// reopen: the documents the runs that owned the server used, the
+	// most recently used first, for the run that adopts it to reopen
+	// (closeDocuments makes it, reopenList reads it); epoch counts the
+	// parkings, so that a reopen for a run that has ended opens nothing
+	// (server.reopen). Both are guarded by order.
 	reopen []string
 	epoch  uint64
 }
@@ -36,7 +36,12 @@ type document struct {
 	size    int64     // the file's size and modification time when read,
 	mod     time.Time // to skip reading it again while they hold
 	lines   []string  // text split into lines, made when first asked (docStore.lines)
-	used    uint64    // docStore.tick when it was last synced
+	// used is docStore.tick when a call was last about the file or wrote
+	// it (touch), 0 for never; rank is its place, from 1, in the list a
+	// reopen opened it from (0: it was not reopened). recent orders by
+	// them.
+	used uint64
+	rank int
 }
 
 // unchanged returns the open document of abs when the file still has the
@@ -49,8 +54,6 @@ func (ds *docStore) unchanged(abs string, size int64, mod time.Time) (document, 
 		return document{}, false
 	}
 	ds.last = abs
-	ds.tick++
-	d.used = ds.tick
 	return *d, true
 }
 
@@ -75,8 +78,6 @@ func (ds *docStore) update(abs, text string, size int64, mod time.Time, seq uint
 	}
 	d.size, d.mod = size, mod
 	ds.last = abs
-	ds.tick++
-	d.used = ds.tick
 	return *d, !open, changed
 }
 
@@ -92,8 +93,30 @@ func (ds *docStore) forget(abs string) bool {
 	return open
 }
 
-// recent lists at most n of the open files, the most recently synced
-// first.
+// touch notes that a call is about abs, or wrote it, now.
+func (ds *docStore) touch(abs string) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if d, ok := ds.open[abs]; ok {
+		ds.tick++
+		d.used = ds.tick
+	}
+}
+
+// ranked notes that a reopen opened abs from its list's place rank (1 is
+// the first).
+func (ds *docStore) ranked(abs string, rank int) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if d, ok := ds.open[abs]; ok {
+		d.rank = rank
+	}
+}
+
+// recent lists at most n of the open files (all for n < 0): those a call
+// was about or wrote, the most recent first, then those a reopen opened,
+// in its list's order, then the others (opened to show a rename, to
+// probe a load), by path.
 func (ds *docStore) recent(n int) []string {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
@@ -101,8 +124,40 @@ func (ds *docStore) recent(n int) []string {
 	for abs := range ds.open {
 		out = append(out, abs)
 	}
-	sort.Slice(out, func(i, j int) bool { return ds.open[out[i]].used > ds.open[out[j]].used })
+	sort.Slice(out, func(i, j int) bool {
+		a, b := ds.open[out[i]], ds.open[out[j]]
+		switch {
+		case a.used != b.used:
+			return a.used > b.used
+		case (a.rank == 0) != (b.rank == 0):
+			return a.rank != 0
+		case a.rank != b.rank:
+			return a.rank < b.rank
+		}
+		return out[i] < out[j]
+	})
+	if n < 0 {
+		return out
+	}
 	return out[:min(n, len(out))]
+}
+
+// firstOf is the first n distinct paths of lists, in order.
+func firstOf(n int, lists ...[]string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range lists {
+		for _, p := range l {
+			if len(out) == n {
+				return out
+			}
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // has says whether abs is open.

@@ -49,15 +49,17 @@ type keptServer struct {
 	Loaded bool `json:"loaded,omitempty"`
 	// Complained: it said it is in error, so it is never parked.
 	Complained bool `json:"complained,omitempty"`
-	// Open lists the documents it may have open, relative to the workdir:
-	// a document is added before the server hears of it and removed once
-	// it heard it closed, so the list holds at least every open one.
+	// Open lists the documents it may have open, relative to the workdir,
+	// the most recently used first: a document is added before the
+	// server hears of it and removed once it heard it closed, so the list
+	// holds at least every open one.
 	// OpenUnknown: they were too many to record.
 	Open        []string `json:"open,omitempty"`
 	OpenUnknown bool     `json:"openUnknown,omitempty"`
-	// Reopen lists, while it is parked, the documents its last run had
-	// open, relative to the workdir, for the next run to reopen
-	// (lsp.reopen_max); the first to go when the record is too long.
+	// Reopen lists the documents the next run reopens (lsp.reopen_max),
+	// relative to the workdir: while it is parked, those its last run
+	// used; while a run owns it, those that run inherited. The first to
+	// go when the record is too long.
 	Reopen []string `json:"reopen,omitempty"`
 	// Deadline is the end of its keep-warm time while it is parked; zero
 	// while a run owns it.
@@ -190,8 +192,7 @@ func (k *keeper) opened(s *server) error {
 	if k == nil {
 		return nil
 	}
-	rel := k.rel(s.docs.paths(""))
-	sort.Strings(rel)
+	rel := k.rel(s.docs.recent(-1))
 	return k.update(func(d *keptServer) {
 		if !d.OpenUnknown {
 			d.Open = rel
@@ -217,19 +218,19 @@ func (k *keeper) parked(deadline time.Time, known baseline, reopen []string) {
 // adopted records that a run owns the server again.
 func (k *keeper) adopted() {
 	_ = k.update(func(d *keptServer) {
-		d.Deadline, d.Stamps, d.Reopen = time.Time{}, "", nil
+		d.Deadline, d.Stamps = time.Time{}, ""
 	})
 }
 
-// rel is paths, absolute host paths in the workdir, relative to it, in
-// order.
+// rel is paths, absolute host paths, relative to the workdir, in order;
+// one outside it is left out (a record never names one: Take refuses it).
 func (k *keeper) rel(paths []string) []string {
 	if len(paths) == 0 {
 		return nil
 	}
 	out := make([]string, 0, len(paths))
 	for _, abs := range paths {
-		if r, err := filepath.Rel(k.data.Key.Workdir, abs); err == nil {
+		if r, err := filepath.Rel(k.data.Key.Workdir, abs); err == nil && filepath.IsLocal(r) {
 			out = append(out, filepath.ToSlash(r))
 		}
 	}
@@ -326,19 +327,13 @@ func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclos
 			return err
 		}
 	}
-	// The next run reopens what the last one had open: as recorded when
-	// it was parked, else what it may have had open when Berth went away.
-	rels := d.Reopen
-	if d.Deadline.IsZero() {
-		rels = d.Open
+	open, err := inWorkdir(key.workdir, d.Open, "an open document")
+	if err != nil {
+		return err
 	}
-	var reopen []string
-	for _, rel := range rels[:min(len(rels), p.conf.ReopenMax)] {
-		abs, err := inWorkdir(key.workdir, rel, "a document to reopen")
-		if err != nil {
-			return err
-		}
-		reopen = append(reopen, abs)
+	reopen, err := inWorkdir(key.workdir, d.Reopen, "a document to reopen")
+	if err != nil {
+		return err
 	}
 	ws, err := workspace.NewWith(key.workdir, workspace.Options{View: enc})
 	if err != nil {
@@ -369,16 +364,15 @@ func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclos
 	s.load.markLoaded()
 	ctx, cancel := context.WithTimeout(context.Background(), parkTimeout)
 	defer cancel()
-	for _, rel := range d.Open {
-		abs, err := inWorkdir(key.workdir, rel, "an open document")
-		if err != nil {
-			return err
-		}
+	for _, abs := range open {
 		if err := s.proc.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}}); err != nil {
-			return fmt.Errorf("closing %s: %w", rel, err)
+			return fmt.Errorf("closing %s: %w", s.paths.rel(abs), err)
 		}
 	}
-	s.docs.reopen = reopen
+	// The next run reopens what the last one used (what it may have had
+	// open when Berth went away, the most recent first), then what it had
+	// inherited; the server is no run's yet.
+	s.docs.reopen = firstOf(p.conf.ReopenMax, open, reopen)
 	s.startKeeping(enc, key, gen)
 	if !s.proc.alive() {
 		return errors.New("it ended as it was taken back")
@@ -390,13 +384,17 @@ func (p *Provider) Take(enc enclosure.Enclosure, rec state.Record, handle enclos
 	return nil
 }
 
-// inWorkdir is the absolute path of rel, a path a record names (what),
-// relative to workdir; an error for one that leaves it.
-func inWorkdir(workdir, rel, what string) (string, error) {
-	if !filepath.IsLocal(filepath.FromSlash(rel)) {
-		return "", fmt.Errorf("its record names %s %.80q outside the workdir", what, rel)
+// inWorkdir is the absolute paths of rels, paths a record names (each
+// what), relative to workdir; an error for one that leaves it.
+func inWorkdir(workdir string, rels []string, what string) ([]string, error) {
+	var out []string
+	for _, rel := range rels {
+		if !filepath.IsLocal(filepath.FromSlash(rel)) {
+			return nil, fmt.Errorf("its record names %s %.80q outside the workdir", what, rel)
+		}
+		out = append(out, filepath.Join(workdir, filepath.FromSlash(rel)))
 	}
-	return filepath.Join(workdir, filepath.FromSlash(rel)), nil
+	return out, nil
 }
 
 // configDigest is the digest of a catalog entry in a park key.

@@ -49,6 +49,7 @@ func (p *Provider) WillWrite(ctx context.Context, run *orchestrator.Run, paths [
 		if err != nil {
 			continue
 		}
+		s.docs.touch(abs)
 		if items, ok := s.diagnose(ctx, abs, doc); ok {
 			reg.record(workspace.Rel(run.Workdir, abs), s.convert(abs, items, doc.text))
 		}
@@ -207,6 +208,9 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 		rel := workspace.Rel(run.Workdir, abs)
 		known := s.docs.has(abs) // open since files/willWrite, or a query
 		doc, err := s.sync(ctx, abs, true)
+		if err == nil {
+			s.docs.touch(abs)
+		}
 		if errors.Is(err, errGone) {
 			if !known && !reg.has(rel) {
 				// Never seen: a wrong path, or a file deleted before

@@ -471,28 +471,36 @@ func TestShutdownEndsEveryParkedServer(t *testing.T) {
 }
 
 // TestAPrewarmThatAdoptsAServerReopensWhatTheEarlierRunHadOpen: a run
-// whose prewarm adopts the parked gopls reopens the documents the run
-// that parked it had open, the most recently used first up to
-// lsp.reopen_max, skipping one deleted meanwhile, before any call;
-// status and the metric say how many. A reopen for a run that has ended
-// (its server parked again) opens nothing.
+// whose prewarm adopts the parked gopls reopens, before any call, the
+// documents the run that parked it used, the most recent first, up to
+// lsp.reopen_max, skipping one deleted meanwhile; status and the metric
+// say how many. The next parking keeps what that run used first, then
+// what it reopened; a run that adopts the server at a call reopens
+// nothing and keeps the list. A reopen for a run that has ended (its
+// server parked again) opens nothing.
 //
 // Issue 28 item 2 (the first call of the next run as fast as a warm one).
 func TestAPrewarmThatAdoptsAServerReopensWhatTheEarlierRunHadOpen(t *testing.T) {
 	conf := DefaultConfig()
 	conf.ReopenMax = 2
 	f := newFixture(t, "go", conf)
+	mainGo, greetGo := filepath.Join(f.dir, "main.go"), filepath.Join(f.dir, "greet", "greet.go")
 	scratch := filepath.Join(f.dir, "greet", "scratch.go")
 	if err := os.WriteFile(scratch, []byte("package greet\n\nfunc Scratch() string { return Hello(\"s\") }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Used in this order: greet.go, scratch.go, main.go (the last).
+	// Used in this order: greet.go, scratch.go, main.go (each call also
+	// syncs the others again, which is no use of them).
 	f.ok(t, goplsRefs)
 	f.ok(t, map[string]any{"action": "symbols", "file": "greet/scratch.go"})
 	f.ok(t, map[string]any{"action": "symbols", "file": "main.go"})
 	pid := pidIn(t, f.ok(t, map[string]any{"action": "status"}), "gopls")
 	f.run.End(orchestrator.EndStopped)
 	onlyParkedIn(t, f.p, f.dir)
+	srv := f.p.pool.parked[0].srv
+	if got, _ := srv.reopenList(); !slices.Equal(got, []string{mainGo, scratch}) {
+		t.Fatalf("to reopen after the first run: %v, want main.go and scratch.go (the two used last)", got)
+	}
 	if err := os.Remove(scratch); err != nil { // deleted while parked
 		t.Fatal(err)
 	}
@@ -504,9 +512,8 @@ func TestAPrewarmThatAdoptsAServerReopensWhatTheEarlierRunHadOpen(t *testing.T) 
 	if got := pidIn(t, status, "gopls"); got != pid {
 		t.Errorf("the second run's gopls is pid %d, want the parked %d", got, pid)
 	}
-	srv := g.p.state(g.run).sv.snapshot()[0].srv
-	if open := srv.docs.paths(""); !slices.Equal(open, []string{filepath.Join(f.dir, "main.go")}) {
-		t.Errorf("open before any call of the second run: %v, want main.go alone (the most recent two, scratch.go deleted)", open)
+	if open := srv.docs.paths(""); !slices.Equal(open, []string{mainGo}) {
+		t.Errorf("open before any call of the second run: %v, want main.go alone (scratch.go deleted)", open)
 	}
 	if n := testutil.ToFloat64(f.p.metrics.LSPReopened.WithLabelValues("gopls")); n != 1 {
 		t.Errorf("berth_lsp_reopened_documents_total{server=gopls} is %v, want 1", n)
@@ -516,15 +523,34 @@ func TestAPrewarmThatAdoptsAServerReopensWhatTheEarlierRunHadOpen(t *testing.T) 
 	contains(t, refs, "main.go:11")
 	_, warm := g.timed(t, map[string]any{"action": "references", "file": "main.go", "line": 11, "symbol": "Greet"})
 	t.Logf("the adopting run's first references on a reopened file %s; a warm call %s", first.Round(time.Millisecond), warm.Round(time.Millisecond))
-
-	// Parked again: a reopen still under way for the run that ended stops.
-	_, epoch := srv.takeReopen() // what the ended run's reopen held
+	g.ok(t, goplsRefs) // greet.go: used by this run, after main.go
+	_, epoch := srv.reopenList()
 	g.run.End(orchestrator.EndStopped)
-	if n := srv.reopen(t.Context(), []string{filepath.Join(f.dir, "main.go")}, epoch); n != 0 {
+	if got, _ := srv.reopenList(); !slices.Equal(got, []string{greetGo, mainGo}) {
+		t.Errorf("to reopen after the second run: %v, want greet.go (used last), then main.go", got)
+	}
+	// A reopen still under way for the run that ended stops.
+	if n := srv.reopen(t.Context(), []string{mainGo}, epoch); n != 0 {
 		t.Errorf("a reopen for a run that ended opened %d document(s)", n)
 	}
 	if open := srv.docs.paths(""); len(open) != 0 {
 		t.Errorf("the parked server has open documents: %v", open)
+	}
+
+	// Adopted at a call: nothing reopened, the list kept.
+	h := f.next(t, "run-go-3")
+	h.ok(t, map[string]any{"action": "symbols", "file": "main.go"})
+	status = h.ok(t, map[string]any{"action": "status"})
+	contains(t, status, "gopls for root .: ready, adopted at the first call")
+	if strings.Contains(status, "reopened") {
+		t.Errorf("an adoption at a call reopened documents:\n%s", status)
+	}
+	if open := srv.docs.paths(""); !slices.Equal(open, []string{mainGo}) {
+		t.Errorf("open in a run that adopted at a call: %v, want main.go (its call's) alone", open)
+	}
+	h.run.End(orchestrator.EndStopped)
+	if got, _ := srv.reopenList(); !slices.Equal(got, []string{mainGo, greetGo}) {
+		t.Errorf("to reopen after the third run: %v, want main.go (used), then greet.go (inherited)", got)
 	}
 	onlyParkedIn(t, f.p, f.dir)
 	f.p.Shutdown()

@@ -111,9 +111,7 @@ func (p *pool) park(key parkKey, srv *server) bool {
 		return false
 	}
 	srv.paths.bind(ws)
-	ctx, cancel := context.WithTimeout(context.Background(), parkTimeout)
-	err = srv.closeDocuments(ctx)
-	cancel()
+	err = srv.closeDocuments(parkTimeout)
 	if err != nil || !srv.proc.alive() {
 		ws.Close()
 		return false
@@ -129,8 +127,8 @@ func (p *pool) put(key parkKey, srv *server, ws *workspace.Root, known baseline,
 	ps := &parkedServer{key: key, srv: srv, ws: ws, known: known, at: now, deadline: now.Add(left), left: make(chan struct{})}
 	// Recorded first: a Berth that comes back after a crash parks it
 	// again for what is left of its time, with what it knew of the files.
-	// No run owns srv: its documents (docs.reopen) are not being synced.
-	srv.keep.Load().parked(ps.deadline, known, srv.docs.reopen)
+	reopen, _ := srv.reopenList()
+	srv.keep.Load().parked(ps.deadline, known, reopen)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -410,15 +408,19 @@ func (p *pool) list(driver, id string) []parkedInfo {
 }
 
 // closeDocuments tells the server every document it has open is closed
-// and forgets them, so that the run that adopts it starts with none; the
-// most recently used (up to lsp.reopen_max) are kept for that run to
-// reopen (reopen), and whatever reopen is still under way for the run
-// that ends opens nothing more.
-func (s *server) closeDocuments(ctx context.Context) error {
+// and forgets them, within timeout once no sync is under way, so that the
+// run that adopts it starts with none. Up to lsp.reopen_max documents are
+// kept for that run to reopen (reopen): those the ending run used, the
+// most recent first (recent), then those of the list it inherited that it
+// did not (a reopen cut short by the run's end, an adoption at a call).
+// A reopen still under way for the run that ends opens nothing more.
+func (s *server) closeDocuments(timeout time.Duration) error {
 	s.docs.order.Lock()
 	defer s.docs.order.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	s.docs.epoch++
-	s.docs.reopen = s.docs.recent(s.conf.ReopenMax)
+	s.docs.reopen = firstOf(s.conf.ReopenMax, s.docs.recent(s.conf.ReopenMax), s.docs.reopen)
 	for _, abs := range s.docs.paths("") {
 		s.docs.forget(abs)
 		err := s.proc.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}})
@@ -429,27 +431,27 @@ func (s *server) closeDocuments(ctx context.Context) error {
 	return nil
 }
 
-// takeReopen hands the run that adopts the server the documents the run
-// that parked it had open (closeDocuments, or a record's: Take), with the
-// epoch its reopen must find.
-func (s *server) takeReopen() ([]string, uint64) {
+// reopenList is the list of documents the run that adopts the server
+// reopens (closeDocuments, or a record's: Take), with the epoch its
+// reopen must find. The list stays the server's, for the next parking to
+// keep what this run does not reopen.
+func (s *server) reopenList() ([]string, uint64) {
 	s.docs.order.Lock()
 	defer s.docs.order.Unlock()
-	paths := s.docs.reopen
-	s.docs.reopen = nil
-	return paths, s.docs.epoch
+	return slices.Clone(s.docs.reopen), s.docs.epoch
 }
 
 // reopen opens paths again, in order, for the run that adopted the
 // server at epoch, and says how many it opened: it stops when that run
 // ends (ctx), when the server has been parked since (the epoch moved on)
 // or at the first error other than a file gone. A file a call opened
-// meanwhile is left as it is. Each open is sent whole even should ctx end
-// during it, so the documents the server has open are the ones Berth
-// lists.
+// meanwhile is left as it is. Each open has a time of its own
+// (parkTimeout) rather than the run's context, so that the run's end
+// does not cut a message in two; the parking that follows closes it, as
+// any open document.
 func (s *server) reopen(ctx context.Context, paths []string, epoch uint64) int {
 	n := 0
-	for _, abs := range paths {
+	for i, abs := range paths {
 		if ctx.Err() != nil {
 			break
 		}
@@ -467,6 +469,7 @@ func (s *server) reopen(ctx context.Context, paths []string, epoch uint64) int {
 		cancel()
 		s.docs.order.Unlock()
 		if err == nil {
+			s.docs.ranked(abs, i+1)
 			n++
 		} else if !errors.Is(err, errGone) {
 			break

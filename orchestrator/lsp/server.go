@@ -309,6 +309,9 @@ func (s *server) syncLocked(ctx context.Context, abs string, save bool) (documen
 		lang := s.cfg.Extensions[strings.ToLower(filepath.Ext(abs))]
 		err = s.proc.api.DidOpen(ctx, &protocol.DidOpenTextDocumentParams{TextDocument: protocol.TextDocumentItem{
 			URI: u, LanguageID: protocol.LanguageKind(lang), Version: cp.version, Text: text}})
+		if err != nil {
+			s.docs.forget(abs) // not heard: the next sync opens it again
+		}
 	case changed:
 		err = s.proc.api.DidChange(ctx, &protocol.DidChangeTextDocumentParams{
 			TextDocument:   protocol.VersionedTextDocumentIdentifier{TextDocumentIdentifier: protocol.TextDocumentIdentifier{URI: u}, Version: cp.version},
@@ -353,6 +356,9 @@ func (s *server) syncFor(ctx context.Context, abs string) (document, error) {
 	var doc document
 	if err == nil {
 		doc, err = s.sync(ctx, abs, false)
+	}
+	if err == nil {
+		s.docs.touch(abs)
 	}
 	if err != nil && !errors.Is(err, errGone) {
 		err = s.proc.markExited(err)

@@ -54,7 +54,7 @@ type slot struct {
 	released  bool // the run has ended: its server is parked or closed
 	// reopen: the documents the run that parked its adopted server had
 	// open, with the epoch of that server's documents they belong to
-	// (server.takeReopen), until prewarm reopens them; reopened counts
+	// (server.reopenList), until prewarm reopens them; reopened counts
 	// those it did.
 	reopen   []string
 	epoch    uint64
@@ -167,7 +167,7 @@ func (sv *supervisor) start(sl *slot, wait time.Duration, adopt bool) {
 			if ws, werr := sv.run.Root(); werr == nil {
 				if srv, parkedFor = sv.pool.adopt(keyOf(sv.run, sl.m), ws); srv != nil {
 					how = metrics.LSPAdopted
-					reopen, epoch = srv.takeReopen()
+					reopen, epoch = srv.reopenList()
 				}
 			}
 		}
@@ -216,7 +216,7 @@ func (sv *supervisor) start(sl *slot, wait time.Duration, adopt bool) {
 func (sv *supervisor) reopenAdopted(ctx context.Context, m match, srv *server) {
 	sv.mu.Lock()
 	sl := sv.slots[slotKey{m.root, m.cfg.Name}]
-	if sl == nil || sl.srv != srv || len(sl.reopen) == 0 {
+	if sl == nil || !sl.prewarm || sl.srv != srv || len(sl.reopen) == 0 {
 		sv.mu.Unlock()
 		return
 	}

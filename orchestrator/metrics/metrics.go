@@ -241,7 +241,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Name: "berth_lsp_parked_ends_total", Help: "Parked language servers ended (count), by reason: expired (lsp.keep_warm passed), capped (the oldest past lsp.max_parked or lsp.max_parked_per_enclosure), memory (the oldest past lsp.max_parked_rss_bytes), exited (its process ended while parked), shutdown (Berth stopped).",
 		}, []string{"reason"}),
 		LSPReopened: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "berth_lsp_reopened_documents_total", Help: "Documents a run reopened at run/start in a language server it adopted (count), by server: those the run that parked the server had open, the most recently used first, up to lsp.reopen_max; moves as each is opened.",
+			Name: "berth_lsp_reopened_documents_total", Help: "Documents a run reopened at run/start in a language server it adopted (count), by server: those the run that parked the server had open, the most recently used first, up to lsp.reopen_max; moves when a run's reopen has ended.",
 		}, []string{"server"}),
 	}
 	m.BuildInfo.WithLabelValues(version, runtime.Version()).Set(1)
