@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,12 +96,6 @@ type keeper struct {
 	// off: a write failed and the record was removed: the server is no
 	// longer kept, and nothing more is written.
 	off bool
-}
-
-// keepFor starts keeping s's record through run's enclosure, when it
-// keeps state and s's process is kept; key is s's park key.
-func (s *server) keepFor(run *orchestrator.Run, key parkKey) {
-	s.startKeeping(run.Enclosure, key, 0)
 }
 
 // startKeeping writes s's first record through enc's Noter, when enc
@@ -235,42 +228,6 @@ func (k *keeper) rel(paths []string) []string {
 		}
 	}
 	return out
-}
-
-// encode is the stamps as keptServer.Stamps has them.
-func (fs fileStamps) encode(root string) string {
-	lines := make([]string, 0, len(fs))
-	for p, st := range fs {
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			continue
-		}
-		lines = append(lines, fmt.Sprintf("%d %d %s", st.size, st.mod.UnixNano(), filepath.ToSlash(rel)))
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
-}
-
-// decodeStamps reads keptServer.Stamps, paths under root.
-func decodeStamps(root, text string) (fileStamps, error) {
-	out := fileStamps{}
-	if text == "" {
-		return out, nil
-	}
-	for line := range strings.SplitSeq(text, "\n") {
-		f := strings.SplitN(line, " ", 3)
-		if len(f) != 3 {
-			return nil, fmt.Errorf("a stamp %.60q is not size, time and path", line)
-		}
-		size, err1 := strconv.ParseInt(f[0], 10, 64)
-		mod, err2 := strconv.ParseInt(f[1], 10, 64)
-		rel := filepath.FromSlash(f[2])
-		if err1 != nil || err2 != nil || !filepath.IsLocal(rel) {
-			return nil, fmt.Errorf("a stamp %.60q is not size, time and a path under the root", line)
-		}
-		out[filepath.Join(root, rel)] = stamp{size, time.Unix(0, mod)}
-	}
-	return out, nil
 }
 
 var _ orchestrator.Taker = (*Provider)(nil)

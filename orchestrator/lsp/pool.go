@@ -316,15 +316,12 @@ func (p *pool) end(ps *parkedServer, reason string) {
 
 // stop ends a server taken out of the pool.
 func (p *pool) stop(ps *parkedServer, reason string) {
-	switch reason {
-	case metrics.ParkedExited:
-		ps.srv.proc.kill() // reap what is left of it
-	case metrics.ParkedMemory:
-		// Killed at once: the cap is about memory, which a shutdown's
-		// grace would hold a second more. A parked server has no open
-		// document and nothing of a run's to save.
+	// An exited server is reaped; one past the memory cap is killed at
+	// once, as a shutdown's grace would hold its memory a second more
+	// (a parked server has no open document, nothing of a run's to save).
+	if reason == metrics.ParkedExited || reason == metrics.ParkedMemory {
 		ps.srv.proc.kill()
-	default:
+	} else {
 		ps.srv.proc.close()
 	}
 	ps.ws.Close()

@@ -95,13 +95,13 @@ func startServer(ctx context.Context, run *orchestrator.Run, conf Config, m matc
 		msg += "\nIt is tried again on the next call (with backoff, up to a cap); fix its installation or the lsp section of the configuration if it keeps failing."
 		return nil, errors.New(msg)
 	}
-	s.keepFor(run, keyOf(run, m))
+	s.startKeeping(run.Enclosure, keyOf(run, m), 0)
 	return s, nil
 }
 
 // newServer is a server of the entry cfg for root in workdir, in the
-// enclosure encl, before its process
-// starts (or is taken back after a restart).
+// enclosure encl, before its process starts (or is taken back after a
+// restart).
 func newServer(cfg ServerConfig, conf Config, mt *metrics.Metrics, root, workdir string, encl enclosure.Enclosure) *server {
 	signal, _ := parseReady(cfg.Ready) // validated with the configuration
 	proc := newProcess(cfg.Name, conf, mt)

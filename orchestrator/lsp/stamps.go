@@ -2,10 +2,12 @@ package lsp
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -128,4 +130,40 @@ func (s *server) tellChanges(ctx context.Context, cs []fileChange) error {
 		events[i] = protocol.FileEvent{URI: s.paths.toURI(c.path), Type: c.kind}
 	}
 	return s.proc.api.DidChangeWatchedFiles(ctx, &protocol.DidChangeWatchedFilesParams{Changes: events})
+}
+
+// encode is the stamps as keptServer.Stamps has them.
+func (fs fileStamps) encode(root string) string {
+	lines := make([]string, 0, len(fs))
+	for p, st := range fs {
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%d %d %s", st.size, st.mod.UnixNano(), filepath.ToSlash(rel)))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// decodeStamps reads keptServer.Stamps, paths under root.
+func decodeStamps(root, text string) (fileStamps, error) {
+	out := fileStamps{}
+	if text == "" {
+		return out, nil
+	}
+	for line := range strings.SplitSeq(text, "\n") {
+		f := strings.SplitN(line, " ", 3)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("a stamp %.60q is not size, time and path", line)
+		}
+		size, err1 := strconv.ParseInt(f[0], 10, 64)
+		mod, err2 := strconv.ParseInt(f[1], 10, 64)
+		rel := filepath.FromSlash(f[2])
+		if err1 != nil || err2 != nil || !filepath.IsLocal(rel) {
+			return nil, fmt.Errorf("a stamp %.60q is not size, time and a path under the root", line)
+		}
+		out[filepath.Join(root, rel)] = stamp{size, time.Unix(0, mod)}
+	}
+	return out, nil
 }

@@ -81,12 +81,21 @@ func TestConfig(t *testing.T) {
 		{func(c *Config) { c.Servers[1].RootMarkers = nil }, "lsp.servers[1] (pyright): root_markers is empty"},
 		{func(c *Config) { c.Servers[2].PositionEncoding = "utf-7" }, `position_encoding "utf-7": use utf-8, utf-16 or utf-32`},
 		{func(c *Config) { c.Servers[0].Name = "" }, "lsp.servers[0]: name is empty"},
+		{func(c *Config) { c.ReopenMax = -1 }, "lsp.reopen_max is -1: give how many of an earlier run's documents a run reopens when it adopts its server, from 0 (none) to 64"},
+		{func(c *Config) { c.ReopenMax = maxReopen + 1 }, "lsp.reopen_max is 65"},
 	}
 	for _, c := range cases {
 		conf := DefaultConfig()
 		c.edit(&conf)
 		if _, err := New(conf, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("want %q, got %v", c.want, err)
+		}
+	}
+	for _, n := range []int{0, maxReopen} { // the bounds themselves are taken
+		conf := DefaultConfig()
+		conf.ReopenMax = n
+		if _, err := New(conf, metrics.NewForTest()); err != nil {
+			t.Errorf("lsp.reopen_max %d: %v", n, err)
 		}
 	}
 }
