@@ -149,15 +149,19 @@ func sweep(base string) {
 	}
 }
 
-// stale says whether no record in dir is younger than staleAfter.
+// stale says whether no record and no run in dir is younger than
+// staleAfter: what Close keeps a directory for, a sweep keeps it for a
+// day.
 func stale(dir string) bool {
-	records, err := os.ReadDir(filepath.Join(dir, recordsName))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false
-	}
-	for _, r := range records {
-		if info, err := r.Info(); err != nil || time.Since(info.ModTime()) < staleAfter {
+	for _, sub := range []string{recordsName, runsName} {
+		entries, err := os.ReadDir(filepath.Join(dir, sub))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return false
+		}
+		for _, e := range entries {
+			if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < staleAfter {
+				return false
+			}
 		}
 	}
 	return true
@@ -296,9 +300,10 @@ func (s *Store) Own() bool { return s.own }
 func (s *Store) RelayDir() string { return filepath.Join(s.dir, relaysName) }
 
 // Close releases the directory for another Berth. A directory of this
-// Berth's own (Default) is removed when no record is left in it: records
-// left are processes held by their relays, which a Berth given the
-// directory can still reattach.
+// Berth's own (Default) is removed when no record and no run is left in
+// it: records left are processes held by their relays, and runs left are
+// runs a Berth given the directory can still resume (a sweep keeps such
+// a directory for a day).
 func (s *Store) Close() error { return s.close("") }
 
 // HandOff releases the directory as Close does, noting that this Berth

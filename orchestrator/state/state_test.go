@@ -375,12 +375,24 @@ func TestDefaultSweepsTheDirectoriesOfBerthsThatAreGone(t *testing.T) {
 		}
 		s.records.Close()
 		s.calls.Close()
+		s.runs.Close()
 		s.lock.Close() // as a killed Berth's lock goes: the directory stays
 		return s
 	}
 	empty := killed()
 	recent := killed(tag1)
 	old := killed(tag1)
+	// A run with no kept process, which Close keeps a directory for too.
+	withRun, err := Default(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := withRun.PutRun(Run{Run: "run-1", Conversation: "conv", Workdir: "/w", Enclosure: Enclosure{Driver: "host", ID: "local"}, Started: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := withRun.Close(); err != nil {
+		t.Fatal(err)
+	}
 	day := time.Now().Add(-25 * time.Hour)
 	if err := os.Chtimes(filepath.Join(old.Dir(), recordsName, fileName(tag1)), day, day); err != nil {
 		t.Fatal(err)
@@ -403,6 +415,7 @@ func TestDefaultSweepsTheDirectoriesOfBerthsThatAreGone(t *testing.T) {
 		{"a gone Berth's directory with no record", empty.Dir(), false},
 		{"a gone Berth's directory with a record of a minute ago", recent.Dir(), true},
 		{"a gone Berth's directory whose records are older than a day", old.Dir(), false},
+		{"a stopped Berth's directory with a run of a minute ago", withRun.Dir(), true},
 		{"a live Berth's directory", live.Dir(), true},
 	} {
 		_, err := os.Stat(c.dir)
