@@ -142,27 +142,14 @@ func (r *Run) Note(proc enclosure.Process, data any) error {
 // process back on what it says. The process runs on; should Berth go
 // away, its relay ends it after the grace.
 type Forgetter interface {
-	Forget(proc enclosure.Process) error
+	// Forget removes the record of proc, which could not be kept true
+	// for the reason why (logged).
+	Forget(proc enclosure.Process, why error) error
 }
 
 // Forget removes the record of proc.
-func (e *keptEnclosure) Forget(proc enclosure.Process) error {
-	kept, ok := proc.(enclosure.Kept)
-	if !ok {
-		return nil
-	}
-	_, tag, _ := kept.Held()
-	e.k.mu.Lock()
-	defer e.k.mu.Unlock()
-	if _, ok := e.k.live[tag]; !ok {
-		return nil
-	}
-	if err := e.k.Store.Remove(tag); err != nil {
-		return err
-	}
-	delete(e.k.live, tag)
-	e.k.Log.Warn("state: a record could not be kept true, so it was removed: its process is not taken back after a restart", "tag", tag)
-	return nil
+func (e *keptEnclosure) Forget(proc enclosure.Process, why error) error {
+	return e.k.forget(proc, why)
 }
 
 // Note rewrites the record of proc with data.
@@ -170,15 +157,38 @@ func (e *keptEnclosure) Note(proc enclosure.Process, data json.RawMessage) error
 	return e.k.note(proc, data)
 }
 
-func (k *Keeping) note(proc enclosure.Process, data json.RawMessage) error {
+// liveLocked is the tag and the record of proc when it is kept and its
+// record is live (not ended, not forgotten). Called with mu.
+func (k *Keeping) liveLocked(proc enclosure.Process) (string, state.Record, bool) {
 	kept, ok := proc.(enclosure.Kept)
+	if !ok {
+		return "", state.Record{}, false
+	}
+	_, tag, _ := kept.Held()
+	r, ok := k.live[tag]
+	return tag, r, ok
+}
+
+func (k *Keeping) forget(proc enclosure.Process, why error) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	tag, _, ok := k.liveLocked(proc)
 	if !ok {
 		return nil
 	}
-	_, tag, _ := kept.Held()
+	if err := k.Store.Remove(tag); err != nil {
+		return err
+	}
+	delete(k.live, tag)
+	k.Log.Warn("state: a record could not be kept true, so it was removed: its process runs on, but is not taken back after a restart; free space in the state directory or fix its permissions (state.dir)",
+		"tag", tag, "err", why)
+	return nil
+}
+
+func (k *Keeping) note(proc enclosure.Process, data json.RawMessage) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	r, ok := k.live[tag]
+	tag, r, ok := k.liveLocked(proc)
 	if !ok {
 		return nil // not kept, or ended: its record is gone
 	}
@@ -211,7 +221,8 @@ func (k *Keeping) removeRun(id string) {
 		return
 	}
 	if err := k.Store.RemoveRun(id); err != nil {
-		k.Log.Warn(err.Error())
+		k.Log.Warn("state: an ended run's record could not be removed: a Berth given this state directory answers its run/start resumed until runs.disconnect_grace; fix the state directory's permissions (state.dir)",
+			"run", id, "err", err)
 	}
 }
 

@@ -89,7 +89,7 @@ type keptKey struct {
 // keeper writes a kept server's record.
 type keeper struct {
 	note   func(json.RawMessage) error // the run's enclosure's Noter, for the server's process
-	forget func() error                // removes the record (orchestrator.Forgetter); nil: none
+	forget func(why error) error       // removes the record (orchestrator.Forgetter); nil: none
 
 	mu   sync.Mutex // orders the writes; guards data and off
 	data keptServer
@@ -115,7 +115,7 @@ func (s *server) startKeeping(enc enclosure.Enclosure, key parkKey, gen int) {
 		Init: s.initResult, Loaded: s.load.isLoaded(), Generation: gen,
 	}}
 	if f, ok := enc.(orchestrator.Forgetter); ok {
-		k.forget = func() error { return f.Forget(handle) }
+		k.forget = func(why error) error { return f.Forget(handle, why) }
 	}
 	s.keep.Store(k)
 	// A complaint heard before the keeper was there (during initialize)
@@ -172,7 +172,7 @@ func (k *keeper) update(f func(*keptServer)) error {
 	if err == nil {
 		return nil
 	}
-	if k.forget != nil && k.forget() == nil {
+	if k.forget != nil && k.forget(err) == nil {
 		k.off = true
 		return nil
 	}

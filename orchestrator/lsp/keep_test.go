@@ -227,14 +227,18 @@ func TestTakeRefusesAServerThisBerthWouldNotPark(t *testing.T) {
 func TestAKeptServerRecordThatCannotBeWrittenIsDropped(t *testing.T) {
 	full := errors.New("no space left on device")
 	var notes, forgets int
-	k := &keeper{note: func(json.RawMessage) error { notes++; return full }, forget: func() error { forgets++; return nil }}
+	var why error
+	k := &keeper{note: func(json.RawMessage) error { notes++; return full }, forget: func(err error) error { forgets++; why = err; return nil }}
 	if err := k.update(func(d *keptServer) { d.Open = []string{"a.go"} }); err != nil {
 		t.Fatalf("a failed write whose record was removed: %v", err)
 	}
 	if err := k.update(func(d *keptServer) { d.Open = []string{"a.go", "b.go"} }); err != nil || notes != 1 || forgets != 1 {
 		t.Fatalf("after the record was dropped: %v, %d writes, %d removals; want nothing more written", err, notes, forgets)
 	}
-	stuck := &keeper{note: func(json.RawMessage) error { return full }, forget: func() error { return full }}
+	if !errors.Is(why, full) {
+		t.Errorf("the record was removed for %v, want the write's error (for the log)", why)
+	}
+	stuck := &keeper{note: func(json.RawMessage) error { return full }, forget: func(error) error { return full }}
 	err := stuck.update(func(d *keptServer) { d.Open = []string{"a.go"} })
 	if err == nil || !strings.Contains(err.Error(), "state.dir") || !strings.Contains(err.Error(), "no space left") {
 		t.Fatalf("a record neither written nor removed: %v, want an error naming state.dir", err)
