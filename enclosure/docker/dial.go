@@ -7,6 +7,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/djherbis/buffer"
@@ -31,7 +32,7 @@ func (c *container) dialRelay(ctx context.Context, port int) (net.Conn, error) {
 	}
 	mine, theirs := net.Pipe()
 	conn := &execConn{Conn: mine, hj: hj}
-	ready := splitDial(hj.Reader, theirs, func() { hj.Close() })
+	ready, early := splitDial(hj.Reader, theirs, func() { hj.Close() })
 	select {
 	case err := <-ready:
 		if err == nil {
@@ -44,6 +45,9 @@ func (c *container) dialRelay(ctx context.Context, port int) (net.Conn, error) {
 		return nil, fmt.Errorf("nothing accepts connections on 127.0.0.1:%d in docker container %s (relay dial: exit %d: %v)", port, c.name, code, err)
 	case <-ctx.Done():
 		conn.Close()
+		if n := early(); n > earlyOutput {
+			return nil, fmt.Errorf("connecting to 127.0.0.1:%d in docker container %s: the server sent %d bytes before the relay said it was connected, more than the %d Berth holds for it, so the relay's word never came (%w); set docker.dial: netns for such a server", port, c.name, n, earlyOutput, ctx.Err())
+		}
 		return nil, fmt.Errorf("connecting to 127.0.0.1:%d in docker container %s: %w", port, c.name, ctx.Err())
 	}
 }
@@ -55,20 +59,27 @@ const earlyOutput = 1 << 20
 // splitDial reads, in the background, the multiplexed stream of a relay
 // dial's exec: its stdout goes to conn (the connection's far end, closed
 // when the stream ends or conn's reader goes away), its stderr to the
-// relay's ready line, whose outcome it returns; ended is called when the
-// stream ends.
+// relay's ready line, whose outcome it returns, with how many bytes of
+// stdout came so far (early: before the line, while it has not come);
+// ended is called when the stream ends.
 //
 // Docker sends stdout and stderr in one stream, and the caller reads the
 // connection only once Dial has returned, after the ready line. A server
 // that speaks first (debugpy's adapter sends events at once) can put its
 // greeting in the stream before that line: it waits in a buffer of up to
 // earlyOutput bytes, so that the line gets through, rather than hold the
-// stream, the line and the Dial until the call gives up.
-func splitDial(stream io.Reader, conn io.WriteCloser, ended func()) <-chan error {
+// stream, the line and the Dial until the call gives up. More than that
+// holds them: early then says so.
+func splitDial(stream io.Reader, conn io.WriteCloser, ended func()) (ready <-chan error, early func() int64) {
 	stderrR, stderrW := io.Pipe()
 	outR, outW := nio.Pipe(buffer.New(earlyOutput))
+	var sent atomic.Int64 // stdout bytes handed to the buffer, counted before each write
+	out := writerFunc(func(b []byte) (int, error) {
+		sent.Add(int64(len(b)))
+		return outW.Write(b)
+	})
 	go func() {
-		_, err := stdcopy.StdCopy(outW, stderrW, stream)
+		_, err := stdcopy.StdCopy(out, stderrW, stream)
 		stderrW.CloseWithError(err)
 		outW.CloseWithError(err)
 		ended()
@@ -78,8 +89,13 @@ func splitDial(stream io.Reader, conn io.WriteCloser, ended func()) <-chan error
 		outR.CloseWithError(err) // the reader went away: the demultiplexer's writes fail, not wait
 		conn.Close()
 	}()
-	return relay.DialReady(stderrR)
+	return relay.DialReady(stderrR), sent.Load
 }
+
+// writerFunc is a function as an io.Writer.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // execConn is a connection through an exec's streams: reads come from
 // the exec's stdout (through a net.Pipe, which gives them deadlines),

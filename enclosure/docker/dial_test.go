@@ -50,7 +50,7 @@ func TestDialReadyComesThroughWhatAServerSaidFirst(t *testing.T) {
 	mine, theirs := net.Pipe()
 	defer mine.Close()
 	ended := make(chan struct{})
-	ready := splitDial(r, theirs, func() { close(ended) })
+	ready, _ := splitDial(r, theirs, func() { close(ended) })
 	select {
 	case err := <-ready:
 		if err != nil {
@@ -72,4 +72,35 @@ func TestDialReadyComesThroughWhatAServerSaidFirst(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the end of the stream was not seen")
 	}
+}
+
+// More than earlyOutput before the ready line (and than the 32 KiB the
+// copy to the connection holds besides) holds the line back: Dial then gives up at its deadline, and early says how much the
+// server sent first, for its error to name the limit and the way out
+// (docker.dial: netns).
+//
+// Issue 13 item 3 (the dial's buffer before ready).
+func TestDialReadyIsHeldBackPastTheEarlyOutputLimit(t *testing.T) {
+	var stream bytes.Buffer
+	greeting := bytes.Repeat([]byte("g"), earlyOutput+64<<10)
+	for off := 0; off < len(greeting); off += 32 << 10 {
+		stream.Write(frame(stdcopy.Stdout, greeting[off:min(off+32<<10, len(greeting))]))
+	}
+	stream.Write(frame(stdcopy.Stderr, []byte(wire.ReadyLine+"\n")))
+	r, w := io.Pipe()
+	go func() { _, _ = w.Write(stream.Bytes()) }()
+	mine, theirs := net.Pipe()
+	ready, early := splitDial(r, theirs, func() {})
+	select {
+	case err := <-ready:
+		t.Fatalf("the ready line came through behind %d bytes: %v", len(greeting), err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if n := early(); n <= earlyOutput {
+		t.Errorf("early says %d bytes came first, want more than %d", n, earlyOutput)
+	}
+	// Ended as Dial ends a connection it gives up on: nothing is left
+	// waiting.
+	mine.Close()
+	w.Close()
 }
