@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -718,16 +719,8 @@ func (s *session) failed(what string, err error) error {
 // file in order; those in files of another language are held back
 // (state.holdBack) rather than sent.
 func (s *session) sendBreakpoints(ctx context.Context, bps map[string][]int) error {
-	files := make([]string, 0, len(bps))
-	for f := range bps {
-		files = append(files, f)
-	}
-	sort.Strings(files)
 	held := map[string][]int{}
-	for _, f := range files {
-		if len(bps[f]) == 0 {
-			continue
-		}
+	for _, f := range slices.Sorted(maps.Keys(bps)) {
 		if !s.adapter.takes(f) {
 			// Another language's file: debugpy would call a C line
 			// verified, lldb list a Python one as unverified, delve
