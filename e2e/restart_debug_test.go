@@ -208,11 +208,7 @@ func debugSessionIsResumed(t *testing.T, s *site, sections map[string]any, d res
 		t.Fatal(err)
 	}
 	s.waitNoProcesses(t, "run/stop of the resumed run")
-	for deadline := time.Now().Add(10 * time.Second); len(recordsOf(t, dir, "debug", "kernel")) != 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("records left after run/stop: %+v", recordsOf(t, dir, "debug", "kernel"))
-		}
-	}
+	waitNoRecords(t, dir, "run/stop", "debug", "kernel")
 }
 
 // frames is a stack's frames without their ids.
@@ -283,11 +279,7 @@ func TestDebugSessionWhoseTTLPassedWhileBerthWasAwayIsEnded(t *testing.T) {
 	if !strings.Contains(b.stderr.String(), "passed while Berth was away") {
 		t.Errorf("the new Berth's log does not say why the session was ended:\n%s", b.stderr.String())
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(recordsOf(t, dir, "debug", "kernel")) != 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("records left: %+v", recordsOf(t, dir, "debug", "kernel"))
-		}
-	}
+	waitNoRecords(t, dir, "run/stop", "debug", "kernel")
 }
 
 // A program that reaches its breakpoint while no Berth is there (launched,

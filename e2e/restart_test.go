@@ -100,6 +100,24 @@ func recordsOf(t *testing.T, dir string, kinds ...string) []state.Record {
 	return slices.DeleteFunc(records(t, dir), func(r state.Record) bool { return !slices.Contains(kinds, r.Kind) })
 }
 
+// waitNoRecords waits up to 10 s for the records of kinds (all, with
+// none named) to be gone from dir, once what is named by after is done,
+// and fails the test with those left.
+func waitNoRecords(t *testing.T, dir, after string, kinds ...string) {
+	t.Helper()
+	left := func() []state.Record {
+		if len(kinds) == 0 {
+			return records(t, dir)
+		}
+		return recordsOf(t, dir, kinds...)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(left()) != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("records left after %s: %+v", after, left())
+		}
+	}
+}
+
 // A Python kernel on the host outlives a kill -9 of Berth for
 // enclosure.reattach_grace, held by its relay, and is ended after it:
 // nothing of it is left. Its record names its run, conversation and
@@ -569,11 +587,7 @@ func kernelIsResumedInAContainer(t *testing.T, s *site, sections map[string]any)
 		t.Fatal(err)
 	}
 	s.waitNoProcesses(t, "run/stop of the resumed run")
-	for deadline := time.Now().Add(10 * time.Second); len(records(t, dir)) != 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("records left after run/stop: %+v", records(t, dir))
-		}
-	}
+	waitNoRecords(t, dir, "run/stop")
 }
 
 // Twenty live kernels on the host are resumed within 2 s of a new
