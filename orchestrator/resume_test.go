@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -71,7 +72,17 @@ func TestARunIsResumedAfterARestartWithNoKeptProcess(t *testing.T) {
 	if err != nil || fresh.Resumed {
 		t.Fatalf("a run that had ended before the restart: %v, resumed %v; want a new run", err, fresh != nil && fresh.Resumed)
 	}
-	time.Sleep(600 * time.Millisecond) // past the grace: "unclaimed" is forgotten
+	// Past the grace "unclaimed" is forgotten: its record goes with its
+	// pending entry, under one lock.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		runs, _ := s2.Runs()
+		if !slices.ContainsFunc(runs, func(r state.Run) bool { return r.Run == "unclaimed" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run unclaimed past the grace (300ms) is still recorded: %+v", runs)
+		}
+	}
 	again, err := after.Start(ctx, orchestrator.StartParams{RunID: "unclaimed", ConversationID: "conv", Workdir: work, Owner: "c2"})
 	if err != nil || again.Resumed {
 		t.Fatalf("a run unclaimed past the grace: %v; want a new run", err)
