@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -155,7 +156,7 @@ func (s *Store) RemoveCall(run, id string) error {
 // wrote is removed and reported in bad, with why: calls expire anyway,
 // and one that cannot be read can answer no retry.
 func (s *Store) Calls() (calls []Call, bad []error) {
-	calls, bad = readAll(s.dir, callsName, s.calls, "a call", maxCall, func(c *Call, name string) error {
+	calls, bad = readAll(s.calls, "a call", maxCall, func(c *Call, name string) error {
 		if err := c.Check(); err != nil {
 			return err
 		}
@@ -168,16 +169,16 @@ func (s *Store) Calls() (calls []Call, bad []error) {
 	return calls, bad
 }
 
-// readAll reads every file of root, the directory name of dir, as a T
-// (what, for errors: "a call") of at most max bytes, and checks it with
-// verify, given its file's name. A file that is no T Berth wrote is
-// removed and reported in bad, with why; the others are still read.
-func readAll[T any](dir, name string, root *os.Root, what string, max int64, verify func(*T, string) error) (out []T, bad []error) {
-	path := filepath.Join(dir, name)
-	entries, err := os.ReadDir(path)
+// readAll reads every file of root as a T (what, for errors: "a call")
+// of at most max bytes, and checks it with verify, given its file's
+// name. A file that is no T Berth wrote is removed and reported in bad,
+// with why; the others are still read.
+func readAll[T any](root *os.Root, what string, max int64, verify func(*T, string) error) (out []T, bad []error) {
+	entries, err := fs.ReadDir(root.FS(), ".")
 	if err != nil {
-		return nil, []error{fmt.Errorf("state: reading %s: %w", path, err)}
+		return nil, []error{fmt.Errorf("state: reading %s: %w", root.Name(), err)}
 	}
+	name := filepath.Base(root.Name())
 	for _, e := range entries {
 		file := e.Name()
 		if strings.HasPrefix(file, ".") {

@@ -77,7 +77,7 @@ func (s *Store) RemoveRun(id string) error {
 // is removed and reported in bad, with why: a run's file keeps no
 // process, only the word that the run was there.
 func (s *Store) Runs() (runs []Run, bad []error) {
-	runs, bad = readAll(s.dir, runsName, s.runs, "a run", maxRun, func(r *Run, name string) error {
+	runs, bad = readAll(s.runs, "a run", maxRun, func(r *Run, name string) error {
 		if err := r.Check(); err != nil {
 			return err
 		}
