@@ -80,11 +80,17 @@ type Adapter struct {
 	// command's are both found: it compiles what a launch would compile
 	// first (delve's build flags) into the build cache, so that the
 	// run's first launch finds it there. It writes nothing in the
-	// working directory. A launch in its root ends it (what it compiled
-	// stays cached); the run's end or debug.prebuild_timeout ends it too.
+	// working directory. It failed when it exits non-zero or prints
+	// anything on stdout (the last line is what status says), so it
+	// prints only its errors there. A launch in its root ends it (what it
+	// compiled stays cached); the end of the runs that share it (one
+	// prebuild runs per root and enclosure) or debug.prebuild_timeout
+	// ends it too.
 	Prebuild []string `yaml:"prebuild,omitempty"`
 	// PrebuildEnv is added to the prebuild's environment, KEY=VALUE:
-	// what the adapter sets for its own build (delve's CGO_CFLAGS).
+	// what the adapter sets for its own build (delve's CGO_CFLAGS, which
+	// delve sets only when it is unset: where the enclosure sets its own,
+	// set the same value here, or cgo packages are compiled twice).
 	PrebuildEnv []string `yaml:"prebuild_env,omitempty"`
 	// AdapterID is sent in initialize.
 	AdapterID string `yaml:"adapter_id"`
@@ -133,7 +139,9 @@ func DefaultConfig() Config {
 				// -l', and CGO_CFLAGS='-O0 -g' when unset), without linking
 				// or writing a file: go list -export compiles each package
 				// as go build would, into the same cache entries.
-				Prebuild:    []string{"go", "list", "-e", "-export", "-deps", "-gcflags=all=-N -l", "./..."},
+				// It prints only the packages that failed to compile.
+				Prebuild: []string{"go", "list", "-e", "-export", "-deps", "-gcflags=all=-N -l",
+					"-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}", "./..."},
 				PrebuildEnv: []string{"CGO_CFLAGS=-O0 -g"},
 				Launch:      map[string]any{"mode": "debug", "outputMode": "remote"},
 			},

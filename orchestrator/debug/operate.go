@@ -264,7 +264,7 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 	}
 	launchArgs, built := a.launchArgs(mappedProgram, progArgs, mappedDir, f.exe)
 	if f.root != "" {
-		p.yield(run, f.root)
+		p.yield(ctx, run, f.root)
 	}
 
 	s, err := p.newSessionFor(run, c, a, root.Rel(abs))

@@ -2,6 +2,7 @@ package debug
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -49,52 +50,80 @@ const (
 	prebuildCancelled = "cancelled"
 )
 
-// prebuild is one prebuild of one root for one run.
+// prebuild is one prebuild of one root in one enclosure, for the runs
+// that share it.
 type prebuild struct {
 	adapter string
 	root    string // host path
 	key     string // the enclosure and root: one prebuild runs per key
 	queued  time.Time
 
-	ctx    context.Context // ends with the run, a launch in its root (yield) or the timeout
+	// ctx ends when the last run sharing the prebuild ends, a launch in
+	// its root comes (yield), or debug.prebuild_timeout passes. It is
+	// not a run's: a run that shares the prebuild may outlive the one
+	// that started it.
+	ctx    context.Context
 	cancel context.CancelCauseFunc
-	done   chan struct{}
+	done   chan struct{} // closed once its process is gone
+	refs   int           // runs sharing it; under Provider.mu
 
 	mu      sync.Mutex
 	state   string
 	started time.Time
 	took    time.Duration
-	why     string // a failure's last line, or why it was cancelled
+	why     string // a failure's last line, or why it ended
 }
 
-// errLaunchCame cancels a prebuild whose root a launch is about to
-// build: the launch does the rest of the work.
-var errLaunchCame = fmt.Errorf("a launch in its root came first; what it compiled stays in the build cache")
+// errLaunchCame ends a prebuild whose root a launch is about to build:
+// the launch does the rest of the work.
+var errLaunchCame = errors.New("a launch in its root came first; what it compiled stays in the build cache")
 
-// prebuilds are a run's prebuilds; Close (the run's end) ends them and
-// waits for their processes to be gone.
+// errRunsEnded ends a prebuild no run shares any more.
+var errRunsEnded = errors.New("the runs that wanted it ended")
+
+// errPrebuildTimeout ends a prebuild past debug.prebuild_timeout.
+var errPrebuildTimeout = errors.New("it ran past debug.prebuild_timeout; what it compiled stays in the build cache")
+
+// prebuilds are a run's prebuilds. Close (the run's end) lets go of
+// them, and ends and waits for those no other run shares.
 type prebuilds struct {
-	p    *Provider
-	mu   sync.Mutex
-	list []*prebuild
-	wg   sync.WaitGroup
+	p        *Provider
+	mu       sync.Mutex
+	closed   bool
+	list     []*prebuild
+	launched map[string]bool // roots the run launched in: not prebuilt after
+	wg       sync.WaitGroup  // start's walk
 }
 
 type prebuildsKey struct{ p *Provider }
 
 func (p *Provider) prebuildsOf(run *orchestrator.Run) *prebuilds {
-	return run.Value(prebuildsKey{p}, func() any { return &prebuilds{p: p} }).(*prebuilds)
+	return run.Value(prebuildsKey{p}, func() any { return &prebuilds{p: p, launched: map[string]bool{}} }).(*prebuilds)
 }
 
-// Close cancels the run's prebuilds and waits for them to end.
+// Close lets go of the run's prebuilds once its start's walk is over
+// (it adds none after Close), and ends those no other run shares,
+// returning when their processes are gone.
 func (pb *prebuilds) Close() {
+	pb.mu.Lock()
+	pb.closed = true
+	pb.mu.Unlock()
+	pb.wg.Wait()
 	pb.mu.Lock()
 	list := slices.Clone(pb.list)
 	pb.mu.Unlock()
+	var last []*prebuild
+	pb.p.mu.Lock()
 	for _, b := range list {
-		b.cancel(orchestrator.ErrRunEnded)
+		if b.refs--; b.refs == 0 {
+			last = append(last, b)
+		}
 	}
-	pb.wg.Wait()
+	pb.p.mu.Unlock()
+	for _, b := range last {
+		b.cancel(errRunsEnded)
+		<-b.done
+	}
 }
 
 // RunStarted starts the run's prebuilds in the background (see
@@ -105,15 +134,19 @@ func (p *Provider) RunStarted(run *orchestrator.Run) {
 		return
 	}
 	pb := p.prebuildsOf(run)
-	pb.wg.Go(func() { pb.start(run) })
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	if !pb.closed {
+		pb.wg.Go(func() { pb.start(run) })
+	}
 }
 
 // start finds the roots to prebuild and starts a prebuild for each, up
 // to debug.prebuild_max: for each adapter with a prebuild command, in
 // catalog order, its roots in the workdir, the shallowest first. A root
-// whose prebuild another run has under way in the same enclosure is not
-// prebuilt twice, and counts as one of the run's. Nothing starts once
-// the run has ended or the enclosure says it cannot serve.
+// whose prebuild another run has under way in the same enclosure is
+// shared, not prebuilt twice. Nothing starts once the run has ended or
+// the enclosure says it cannot serve.
 func (pb *prebuilds) start(run *orchestrator.Run) {
 	ctx := run.Context()
 	p := pb.p
@@ -144,22 +177,23 @@ func (pb *prebuilds) start(run *orchestrator.Run) {
 			if n == p.cfg.PrebuildMax || ctx.Err() != nil {
 				return
 			}
-			n++ // a root another run's prebuild has under way counts too
-			if b := pb.add(run, a, root); b != nil {
-				pb.wg.Go(func() { pb.run(run, a, b, exe, nice) })
+			n++
+			if b, fresh := pb.add(run, a, root); fresh {
+				go p.prebuild(run, a, b, exe, nice)
 			}
 		}
 	}
 }
 
 // prebuildRoots are the directories of workdir holding one of markers,
-// as host paths, the shallowest first.
+// as host paths, the shallowest first, leaving out what go's ./...
+// leaves out (testdata, and directories whose names start with _).
 func prebuildRoots(workdir string, markers []string) []string {
 	seen := map[string]bool{}
 	var rels []string
 	for _, ds := range workspace.MarkerDirs(workdir, markers, maxRootDirs) {
 		for _, d := range ds {
-			if !seen[d] {
+			if !seen[d] && !fixture(d) {
 				seen[d] = true
 				rels = append(rels, d)
 			}
@@ -184,31 +218,52 @@ func prebuildRoots(workdir string, markers []string) []string {
 	return roots
 }
 
-// add records a queued prebuild of root for the run, or returns nil when
-// one of the same enclosure and root is under way (another run's).
-func (pb *prebuilds) add(run *orchestrator.Run, a *Adapter, root string) *prebuild {
-	p := pb.p
-	key := run.Enclosure.Driver() + "\x00" + run.Enclosure.ID() + "\x00" + root
-	ctx, cancel := context.WithCancelCause(run.Context())
-	b := &prebuild{adapter: a.ID, root: root, key: key, queued: time.Now(), ctx: ctx, cancel: cancel, done: make(chan struct{}), state: prebuildQueued}
-	p.mu.Lock()
-	if p.prebuilding[key] != nil {
-		p.mu.Unlock()
-		cancel(nil)
-		return nil
+// fixture says whether a directory (relative, with forward slashes) is
+// in a testdata or _-named directory: a test's fixture, not a project.
+func fixture(rel string) bool {
+	for part := range strings.SplitSeq(rel, "/") {
+		if part == "testdata" || strings.HasPrefix(part, "_") {
+			return true
+		}
 	}
-	p.prebuilding[key] = b
-	p.mu.Unlock()
-	pb.mu.Lock()
-	pb.list = append(pb.list, b)
-	pb.mu.Unlock()
-	return b
+	return false
 }
 
-// run waits for a place, runs the prebuild to its end and records how it
-// ended.
-func (pb *prebuilds) run(run *orchestrator.Run, a *Adapter, b *prebuild, exe, nice string) {
+// prebuildKey is the key of a prebuild of root in the run's enclosure.
+func prebuildKey(run *orchestrator.Run, root string) string {
+	return run.Enclosure.Driver() + "\x00" + run.Enclosure.ID() + "\x00" + root
+}
+
+// add records a prebuild of root for the run: a new one (fresh, for the
+// caller to start), or the one another run has under way in the same
+// enclosure, shared. It returns nil once the run has ended or launched
+// in root.
+func (pb *prebuilds) add(run *orchestrator.Run, a *Adapter, root string) (b *prebuild, fresh bool) {
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	if pb.closed || pb.launched[root] {
+		return nil, false
+	}
 	p := pb.p
+	key := prebuildKey(run, root)
+	p.mu.Lock()
+	if b = p.prebuilding[key]; b != nil {
+		b.refs++
+	} else {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		b = &prebuild{adapter: a.ID, root: root, key: key, queued: time.Now(), ctx: ctx, cancel: cancel,
+			done: make(chan struct{}), refs: 1, state: prebuildQueued}
+		p.prebuilding[key] = b
+		fresh = true
+	}
+	p.mu.Unlock()
+	pb.list = append(pb.list, b)
+	return b, fresh
+}
+
+// prebuild waits for a place, runs the prebuild to its end and records
+// how it ended.
+func (p *Provider) prebuild(run *orchestrator.Run, a *Adapter, b *prebuild, exe, nice string) {
 	defer close(b.done)
 	defer func() {
 		p.mu.Lock()
@@ -222,6 +277,8 @@ func (pb *prebuilds) run(run *orchestrator.Run, a *Adapter, b *prebuild, exe, ni
 	select {
 	case p.building <- struct{}{}:
 	case <-ctx.Done():
+	}
+	if ctx.Err() != nil { // ended while queued (when both were ready, select picked either)
 		b.end(p.metrics, prebuildCancelled, context.Cause(ctx).Error())
 		return
 	}
@@ -234,11 +291,11 @@ func (pb *prebuilds) run(run *orchestrator.Run, a *Adapter, b *prebuild, exe, ni
 		b.end(p.metrics, prebuildFailed, err.Error())
 		return
 	}
-	cmd := enclosure.Cmd{Path: exe, Args: a.Prebuild[1:], Env: a.PrebuildEnv, Dir: dir, Stderr: enclosure.NewTail(4 << 10)}
+	stderr, stdout := enclosure.NewTail(4<<10), enclosure.NewTail(4<<10)
+	cmd := enclosure.Cmd{Path: exe, Args: a.Prebuild[1:], Env: a.PrebuildEnv, Dir: dir, Stderr: stderr}
 	if nice != "" {
 		cmd.Path, cmd.Args = nice, append([]string{"-n", "19", exe}, a.Prebuild[1:]...)
 	}
-	stderr := cmd.Stderr.(*enclosure.Tail)
 	b.mu.Lock()
 	b.state, b.started = prebuildRunning, time.Now()
 	b.mu.Unlock()
@@ -259,7 +316,7 @@ func (pb *prebuilds) run(run *orchestrator.Run, a *Adapter, b *prebuild, exe, ni
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
-		_, _ = io.Copy(io.Discard, proc.Stdout())
+		_, _ = io.Copy(stdout, proc.Stdout())
 	}()
 	code, err := proc.Wait()
 	select {
@@ -270,21 +327,19 @@ func (pb *prebuilds) run(run *orchestrator.Run, a *Adapter, b *prebuild, exe, ni
 		_ = proc.Kill()
 		<-drained
 	}
-	switch {
+	switch said := strings.TrimSpace(stdout.String()); {
 	case ctx.Err() != nil:
 		b.end(p.metrics, endedState(ctx), context.Cause(ctx).Error())
 	case err != nil:
 		b.end(p.metrics, prebuildFailed, enclosure.Say(err))
 	case code != 0:
 		b.end(p.metrics, prebuildFailed, fmt.Sprintf("exit status %d: %s", code, text.Line(lastLine(stderr.String()))))
+	case said != "":
+		b.end(p.metrics, prebuildFailed, text.Line(lastLine(said)))
 	default:
 		b.end(p.metrics, prebuildDone, "")
 	}
 }
-
-// errPrebuildTimeout is a prebuild's cause when debug.prebuild_timeout
-// ends it.
-var errPrebuildTimeout = fmt.Errorf("it ran past debug.prebuild_timeout; what it compiled stays in the build cache")
 
 // endedState is the state of a prebuild whose context ended.
 func endedState(ctx context.Context) string {
@@ -308,20 +363,27 @@ func (b *prebuild) end(m *metrics.Metrics, state, why string) {
 	}
 }
 
-// yield ends a prebuild of root in the run's enclosure, whichever run
-// started it, and waits for its process to be gone: a launch there is
+// yield keeps root from being prebuilt for the run from now on, and ends
+// a prebuild of root in the run's enclosure (whichever runs share it),
+// waiting for its process to be gone or ctx to end: a launch there is
 // about to build, and two compilers of the same packages would only
 // share the processors.
-func (p *Provider) yield(run *orchestrator.Run, root string) {
-	key := run.Enclosure.Driver() + "\x00" + run.Enclosure.ID() + "\x00" + root
+func (p *Provider) yield(ctx context.Context, run *orchestrator.Run, root string) {
+	pb := p.prebuildsOf(run)
+	pb.mu.Lock()
+	pb.launched[root] = true
+	pb.mu.Unlock()
 	p.mu.Lock()
-	b := p.prebuilding[key]
+	b := p.prebuilding[prebuildKey(run, root)]
 	p.mu.Unlock()
 	if b == nil {
 		return
 	}
 	b.cancel(errLaunchCame)
-	<-b.done
+	select {
+	case <-b.done:
+	case <-ctx.Done():
+	}
 }
 
 // describe is the run's prebuilds, a line each, for status; "" when it

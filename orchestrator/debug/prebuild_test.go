@@ -9,12 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/internal/procfs"
@@ -112,8 +115,8 @@ func TestARunsStartCompilesWhatItsFirstLaunchWouldCompile(t *testing.T) {
 	if n := testutil.ToFloat64(e.metrics.DebugPrebuilds.WithLabelValues("delve", "done")); n != 1 {
 		t.Errorf("berth_debug_prebuilds_total{adapter=delve,result=done} is %v, want 1", n)
 	}
-	if n := testutil.CollectAndCount(e.metrics.DebugPrebuildDuration); n != 1 {
-		t.Errorf("berth_debug_prebuild_duration_seconds has %d series, want 1", n)
+	if n := histogramCount(t, e.metrics.DebugPrebuildDuration.WithLabelValues("delve")); n != 1 {
+		t.Errorf("berth_debug_prebuild_duration_seconds{adapter=delve} counted %d prebuilds, want 1", n)
 	}
 	// It wrote nothing in the working directory: go list -export links
 	// no binary.
@@ -127,11 +130,7 @@ func TestARunsStartCompilesWhatItsFirstLaunchWouldCompile(t *testing.T) {
 // (the prebuild runs in svc) and sleeps: a fault injected beside the
 // real delve, which the launch case still uses.
 func slowPrebuild(c *Config) {
-	for i := range c.Adapters {
-		if c.Adapters[i].ID == "delve" {
-			c.Adapters[i].Prebuild = []string{"sh", "-c", "echo $$ > ../.prebuild-pid; exec sleep 120"}
-		}
-	}
+	delve(c).Prebuild = []string{"sh", "-c", "echo $$ > ../.prebuild-pid; exec sleep 120"}
 }
 
 // prebuildPid waits for the slow prebuild's pid in the working directory
@@ -212,34 +211,72 @@ func waitGone(t *testing.T, pid int) {
 }
 
 func TestAFailedPrebuildSaysWhyAndWhatALaunchDoes(t *testing.T) {
-	e := newEnv(t, "gonested", func(c *Config) {
-		for i := range c.Adapters {
-			if c.Adapters[i].ID == "delve" {
-				c.Adapters[i].Prebuild = []string{"sh", "-c", "echo first >&2; echo 'cannot find package' >&2; exit 3"}
-			}
+	t.Run("a package that does not compile", func(t *testing.T) {
+		e := newEnv(t, "gonested", nil)
+		uniquePackage(t, e.dir)
+		broken := "package greet\n\nfunc Broken() int { return \"not an int\" }\n"
+		if err := os.WriteFile(filepath.Join(e.dir, "svc", "internal", "greet", "broken.go"), []byte(broken), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e.reg.RunStarted(e.run)
+		has(t, waitPrebuild(t, e, "failed after"), "broken.go:3:", "cannot use", "a launch there compiles what it did not, and says what fails")
+		if n := testutil.ToFloat64(e.metrics.DebugPrebuilds.WithLabelValues("delve", "failed")); n != 1 {
+			t.Errorf("berth_debug_prebuilds_total{result=failed} is %v, want 1", n)
 		}
 	})
-	e.reg.RunStarted(e.run)
-	has(t, waitPrebuild(t, e, "failed after"), "(exit status 3: cannot find package)", "a launch there compiles what it did not, and says what fails")
-	if n := testutil.ToFloat64(e.metrics.DebugPrebuilds.WithLabelValues("delve", "failed")); n != 1 {
-		t.Errorf("berth_debug_prebuilds_total{result=failed} is %v, want 1", n)
+	t.Run("a command that exits non-zero", func(t *testing.T) {
+		e := newEnv(t, "gonested", func(c *Config) {
+			delve(c).Prebuild = []string{"sh", "-c", "echo first >&2; echo 'cannot find package' >&2; exit 3"}
+		})
+		e.reg.RunStarted(e.run)
+		has(t, waitPrebuild(t, e, "failed after"), "(exit status 3: cannot find package)")
+	})
+}
+
+// delve is the delve entry of c's catalog.
+func delve(c *Config) *Adapter {
+	for i := range c.Adapters {
+		if c.Adapters[i].ID == "delve" {
+			return &c.Adapters[i]
+		}
 	}
+	panic("no delve entry in the catalog")
+}
+
+// histogramCount is how many observations h has.
+func histogramCount(t *testing.T, h prometheus.Observer) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := h.(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
 }
 
 func TestOnePrebuildRunsPerRootAndTwoInAll(t *testing.T) {
-	// Two runs on one root in one enclosure: the second run's start
-	// finds the first one's prebuild under way and starts none.
+	// Two runs on one root in one enclosure share one prebuild: it
+	// outlives the run that started it, and ends with the last.
 	first := newEnv(t, "gonested", slowPrebuild)
 	first.reg.RunStarted(first.run)
-	prebuildPid(t, first.dir)
+	pid := prebuildPid(t, first.dir)
 	p := first.p
 	second := orchestrator.NewRun("run-2", "conv-2", first.dir, host.New(), nil, nil)
 	t.Cleanup(func() { second.End("test over") })
 	p.RunStarted(second)
-	p.prebuildsOf(second).wg.Wait() // its start has looked, and started nothing
-	if st := p.prebuildsOf(second).describe(first.dir); st != "" {
-		t.Errorf("a second prebuild of the same root started:\n%s", st)
+	p.prebuildsOf(second).wg.Wait() // its start has looked, and shares the first one's
+	has(t, p.prebuildsOf(second).describe(first.dir), "prebuild (delve, svc): running for")
+	if n := testutil.ToFloat64(first.metrics.DebugPrebuildsRunning); n != 1 {
+		t.Fatalf("berth_debug_prebuilds_running is %v with two runs on one root, want 1", n)
 	}
+	first.run.End("test")
+	if !procfs.Alive(pid) {
+		t.Fatal("the shared prebuild ended with the run that started it, while another run still wanted it")
+	}
+	second.End("test")
+	if procfs.Alive(pid) {
+		t.Errorf("the shared prebuild (pid %d) outlived the last run that wanted it", pid)
+	}
+	has(t, p.prebuildsOf(second).describe(first.dir), "prebuild (delve, svc): ended: the runs that wanted it ended")
 
 	// Runs on roots of their own each get a prebuild, two at once in
 	// all: one Berth's provider shares its places.
@@ -254,7 +291,7 @@ func TestOnePrebuildRunsPerRootAndTwoInAll(t *testing.T) {
 		p.RunStarted(run)
 		runs = append(runs, run)
 	}
-	// The first run holds one place: one of the three runs, two queue.
+	// Two of the three run, one queues.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for ctx.Err() == nil && testutil.ToFloat64(first.metrics.DebugPrebuildsRunning) != 2 {
@@ -268,20 +305,25 @@ func TestOnePrebuildRunsPerRootAndTwoInAll(t *testing.T) {
 	for _, run := range runs {
 		queued[strings.Contains(p.prebuildsOf(run).describe(run.Workdir), "queued for")]++
 	}
-	if queued[true] != 2 || queued[false] != 1 {
-		t.Errorf("%d of 3 prebuilds say they are queued, want 2", queued[true])
+	if queued[true] != 1 || queued[false] != 2 {
+		t.Errorf("%d of 3 prebuilds say they are queued, want 1", queued[true])
 	}
-	// The first run's end frees its place for a queued one.
-	first.run.End("test")
-	for ctx.Err() == nil && queued[true] != 1 {
+	// A run's end frees its place for a queued one.
+	for _, run := range runs {
+		if !strings.Contains(p.prebuildsOf(run).describe(run.Workdir), "queued for") {
+			run.End("test")
+			break
+		}
+	}
+	for ctx.Err() == nil && queued[true] != 0 {
 		queued = map[bool]int{}
 		for _, run := range runs {
 			queued[strings.Contains(p.prebuildsOf(run).describe(run.Workdir), "queued for")]++
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if queued[true] != 1 {
-		t.Errorf("after a run's end freed its place, %d prebuilds are still queued, want 1", queued[true])
+	if queued[true] != 0 {
+		t.Errorf("after a run's end freed its place, %d prebuilds are still queued, want none", queued[true])
 	}
 }
 
@@ -294,8 +336,8 @@ func TestPrebuildConfigurationIsChecked(t *testing.T) {
 		{"prebuild_max below 0", func(c *Config) { c.PrebuildMax = -1 }, "debug.prebuild_max is -1"},
 		{"prebuild_max past its bound", func(c *Config) { c.PrebuildMax = maxPrebuilds + 1 }, "0 (off) to 8"},
 		{"no timeout", func(c *Config) { c.PrebuildTimeout = 0 }, "debug.prebuild_timeout must be a positive duration"},
-		{"an empty command", func(c *Config) { c.Adapters[1].Prebuild = []string{""} }, "prebuild must start with a program's name"},
-		{"an environment entry without =", func(c *Config) { c.Adapters[1].PrebuildEnv = []string{"CGO_CFLAGS"} }, "prebuild_env must hold KEY=VALUE"},
+		{"an empty command", func(c *Config) { delve(c).Prebuild = []string{""} }, "prebuild must start with a program's name"},
+		{"an environment entry without =", func(c *Config) { delve(c).PrebuildEnv = []string{"CGO_CFLAGS"} }, "prebuild_env must hold KEY=VALUE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
@@ -310,5 +352,39 @@ func TestPrebuildConfigurationIsChecked(t *testing.T) {
 	c.PrebuildMax, c.PrebuildTimeout = 0, 0
 	if err := c.Validate(); err != nil {
 		t.Errorf("prebuilds off need no timeout: %v", err)
+	}
+}
+
+func TestALaunchBeforeTheRunsPrebuildKeepsItsRootFromBeingPrebuilt(t *testing.T) {
+	// The run's start is still looking (a container's LookPath takes an
+	// exec) when the launch comes: the launch builds, and the start
+	// then prebuilds nothing there.
+	e := newEnv(t, "gonested", slowPrebuild)
+	e.ok(`{"operation":"launch","program":"svc/cmd/app"}`, "launched svc/cmd/app with delve")
+	e.p.RunStarted(e.run)
+	e.p.prebuildsOf(e.run).wg.Wait()
+	if st := e.p.prebuildsOf(e.run).describe(e.dir); st != "" {
+		t.Errorf("a root the run launched in was prebuilt after the launch:\n%s", st)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, ".prebuild-pid")); !os.IsNotExist(err) {
+		t.Errorf("the prebuild ran: %v", err)
+	}
+	e.ok(`{"operation":"terminate"}`)
+}
+
+func TestPrebuildRootsAreTheShallowestFirstAndNoFixtures(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"b", "a", "a/inner", "testdata/mod", "_old", "tools/testdata/x"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, d, "go.mod"), []byte("module x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := prebuildRoots(dir, []string{"go.mod"})
+	want := []string{filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "a", "inner")}
+	if !slices.Equal(got, want) {
+		t.Errorf("prebuildRoots = %v, want %v", got, want)
 	}
 }

@@ -251,7 +251,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Name: "berth_lsp_reopened_documents_total", Help: "Documents a run reopened at run/start in a language server it adopted (count), by server: those the run that parked the server had open, the most recently used first, up to lsp.reopen_max; moves when a run's reopen has ended.",
 		}, []string{"server"}),
 		DebugPrebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "berth_debug_prebuilds_total", Help: "Prebuilds ended (count): a debug adapter's build started at run/start so that the run's first launch finds its packages compiled (delve's), by adapter and result: done, failed (the build failed; a launch says why), timeout (debug.prebuild_timeout), cancelled (its run ended, or a launch in its root came first).",
+			Name: "berth_debug_prebuilds_total", Help: "Prebuilds ended (count): a debug adapter's build started at run/start so that the run's first launch finds its packages compiled (delve's), by adapter and result: done, failed (the build failed; a launch says why), timeout (debug.prebuild_timeout), cancelled (the runs that shared it ended, or a launch in its root came first).",
 		}, []string{"adapter", "result"}),
 		DebugPrebuildsRunning: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "berth_debug_prebuilds_running", Help: "Prebuilds running now (count), at most 2 at once across every run; each ends with its run.",
