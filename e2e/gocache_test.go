@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-dev/berth/enclosure/docker/dockertest"
 	"github.com/berth-dev/berth/orchestrator/rpc"
@@ -18,7 +19,10 @@ import (
 // caches take thousands (the standard library loaded by gopls, compiled
 // by dlv's build with -gcflags='all=-N -l' and CGO_CFLAGS='-O0 -g').
 //
-// Issue 28 item 3.
+// The run's start prebuilds the program (debug.prebuild_max): the
+// launch then finds every package compiled.
+//
+// Issue 28 item 3, and its target for a fresh container's first launch.
 func TestContainersGoCachesInTheImageServeAUserThatIsNotRoot(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
@@ -68,12 +72,36 @@ func main() {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The run's start prebuilt the program as dlv builds it: its launch
+	// compiles nothing more.
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		st := debugCall(t, c, r.RunID, map[string]any{"operation": "status"})
+		if strings.Contains(st, "prebuild (delve, the working directory): done in") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run's prebuild did not finish in 2m:\n%s", st)
+		}
+	}
+	prebuilt := len(added())
 	res := callTool(t, c, r.RunID, "lsp", map[string]any{"action": "references", "file": "main.go", "line": 8, "symbol": "greet"})
 	if got := text(res); res.IsError || !strings.Contains(got, "main.go:11") {
 		t.Fatalf("references of greet, as uid 65534: %s", got)
 	}
 	debugCall(t, c, r.RunID, map[string]any{"operation": "breakpoints", "file": "main.go", "lines": []int{12}})
+	// The build dlv's launch runs would compile nothing: only link.
+	out, err := dockertest.Run("exec", "-e", "CGO_CFLAGS=-O0 -g", "-w", "/workspace", id,
+		"sh", "-c", "go build -x -gcflags='all=-N -l' -o /tmp/prebuilt-check . 2>&1")
+	if err != nil {
+		t.Fatalf("go build in the container: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "/compile ") {
+			t.Errorf("after the prebuild, dlv's build still compiles: %s", line)
+		}
+	}
 	debugCall(t, c, r.RunID, map[string]any{"operation": "launch", "program": "."}, "stopped (breakpoint)")
+	t.Logf("the prebuild added %d files to the Go caches", prebuilt)
 	debugCall(t, c, r.RunID, map[string]any{"operation": "terminate"})
 	if err := c.StopRun(testCtx(t), r.RunID); err != nil {
 		t.Fatal(err)

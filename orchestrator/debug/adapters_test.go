@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/metrics"
 )
 
 func TestAdaptersExplainsWhatIsMissing(t *testing.T) {
@@ -98,7 +99,7 @@ func TestLaunchRefusals(t *testing.T) {
 }
 
 func TestToolNeedsConversation(t *testing.T) {
-	p, err := New(DefaultConfig(), nil)
+	p, err := New(DefaultConfig(), metrics.NewForTest())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,13 @@ type Config struct {
 	// OutputLimit caps each of the debuggee's kept stdout and stderr, in bytes;
 	// the oldest output is dropped first.
 	OutputLimit int `yaml:"output_limit"`
+	// PrebuildMax is how many project roots a run prebuilds for at
+	// run/start (see debug.adapters[].prebuild), the shallowest first; 0 turns
+	// prebuilds off.
+	PrebuildMax int `yaml:"prebuild_max"`
+	// PrebuildTimeout bounds one prebuild; past it the prebuild is ended
+	// and what it compiled so far stays in the build cache.
+	PrebuildTimeout time.Duration `yaml:"prebuild_timeout"`
 	// Adapters is the catalog, tried in this order. A list in the file
 	// replaces the built-in one as a whole.
 	Adapters []Adapter `yaml:"adapters"`
@@ -66,6 +73,25 @@ type Adapter struct {
 	Native bool `yaml:"native,omitempty"`
 	// Builds says the launch compiles first, so it waits debug.build_wait.
 	Builds bool `yaml:"builds,omitempty"`
+	// Prebuild, when set, is a command run at run/start, in the
+	// background and at the lowest CPU priority, in each root of the
+	// working directory (a directory holding one of its markers), when the
+	// run's debug feature is on and the adapter's executable and the
+	// command's are both found: it compiles what a launch would compile
+	// first (delve's build flags) into the build cache, so that the
+	// run's first launch finds it there. It writes nothing in the
+	// working directory. It failed when it exits non-zero or prints
+	// anything on stdout (the last line is what status says), so it
+	// prints only its errors there. A launch in its root ends it (what it
+	// compiled stays cached); the end of the runs that share it (one
+	// prebuild runs per root and enclosure) or debug.prebuild_timeout
+	// ends it too.
+	Prebuild []string `yaml:"prebuild,omitempty"`
+	// PrebuildEnv is added to the prebuild's environment, KEY=VALUE:
+	// what the adapter sets for its own build (delve's CGO_CFLAGS, which
+	// delve sets only when it is unset: where the enclosure sets its own,
+	// set the same value here, or cgo packages are compiled twice).
+	PrebuildEnv []string `yaml:"prebuild_env,omitempty"`
 	// AdapterID is sent in initialize.
 	AdapterID string `yaml:"adapter_id"`
 	// Launch holds adapter-specific launch arguments; program, args and
@@ -84,12 +110,14 @@ type Adapter struct {
 // DefaultConfig is the built-in configuration.
 func DefaultConfig() Config {
 	return Config{
-		SessionTTL:  30 * time.Minute,
-		StopWait:    30 * time.Second,
-		BuildWait:   3 * time.Minute,
-		RequestWait: 15 * time.Second,
-		Python:      "python3",
-		OutputLimit: 64 << 10,
+		SessionTTL:      30 * time.Minute,
+		StopWait:        30 * time.Second,
+		BuildWait:       3 * time.Minute,
+		RequestWait:     15 * time.Second,
+		Python:          "python3",
+		OutputLimit:     64 << 10,
+		PrebuildMax:     1,
+		PrebuildTimeout: 2 * time.Minute,
 		Adapters: []Adapter{
 			{
 				ID: "debugpy", Interpreter: "python", Module: "debugpy",
@@ -107,7 +135,15 @@ func DefaultConfig() Config {
 				Args: []string{"dap", "--listen", "127.0.0.1:0"}, Transport: "tcp",
 				Markers: []string{"go.mod"}, Extensions: []string{".go"}, PackageExtension: ".go", SourceExtensions: []string{".go"},
 				Builds: true, AdapterID: "go",
-				Launch: map[string]any{"mode": "debug", "outputMode": "remote"},
+				// What delve's build compiles (pkg/gobuild: -gcflags='all=-N
+				// -l', and CGO_CFLAGS='-O0 -g' when unset), without linking
+				// or writing a file: go list -export compiles each package
+				// as go build would, into the same cache entries.
+				// It prints only the packages that failed to compile.
+				Prebuild: []string{"go", "list", "-e", "-export", "-deps", "-gcflags=all=-N -l",
+					"-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}", "./..."},
+				PrebuildEnv: []string{"CGO_CFLAGS=-O0 -g"},
+				Launch:      map[string]any{"mode": "debug", "outputMode": "remote"},
 			},
 			{
 				ID: "lldb", Executables: []string{"lldb-dap", "lldb-dap-21", "lldb-dap-20", "lldb-dap-19", "lldb-dap-18", "lldb-dap-17"},

@@ -20,7 +20,7 @@ import (
 func (p *Provider) operate(ctx context.Context, run *orchestrator.Run, c *conversation, a args) (string, error) {
 	switch a.Operation {
 	case "status":
-		return p.status(ctx, c), nil
+		return p.status(ctx, run, c), nil
 	case "breakpoints":
 		return p.breakpoints(ctx, run, c, a.File, a.Lines)
 	case "launch":
@@ -106,7 +106,7 @@ func (p *Provider) adapters(ctx context.Context, run *orchestrator.Run) string {
 }
 
 // status says whether a session runs, and where it stopped.
-func (p *Provider) status(ctx context.Context, c *conversation) string {
+func (p *Provider) status(ctx context.Context, run *orchestrator.Run, c *conversation) string {
 	s, last := p.current(c)
 	if s != nil && s.alive() {
 		age := time.Since(s.started).Round(time.Second)
@@ -123,6 +123,9 @@ func (p *Provider) status(ctx context.Context, c *conversation) string {
 	}
 	if n := len(c.bps); n > 0 {
 		msg += fmt.Sprintf("\nstored breakpoints in %s; launch sets them", text.Count(n, "file"))
+	}
+	if pb := p.prebuildsOf(run).describe(run.Workdir); pb != "" {
+		msg += "\n" + pb
 	}
 	return msg
 }
@@ -260,6 +263,9 @@ func (p *Provider) launch(ctx context.Context, run *orchestrator.Run, c *convers
 		}
 	}
 	launchArgs, built := a.launchArgs(mappedProgram, progArgs, mappedDir, f.exe)
+	if f.root != "" {
+		p.yield(ctx, run, f.root)
+	}
 
 	s, err := p.newSessionFor(run, c, a, root.Rel(abs))
 	if err != nil {

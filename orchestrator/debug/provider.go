@@ -25,9 +25,17 @@ type Provider struct {
 	mu       sync.Mutex
 	convs    map[string]*conversation
 	imported map[string]bool // enclosure, interpreter, module → imports
+	// prebuilding is the prebuilds under way or queued, by enclosure and
+	// root; building holds a place for each one running
+	// (prebuildConcurrency).
+	prebuilding map[string]*prebuild
+	building    chan struct{}
 }
 
-var _ orchestrator.Provider = (*Provider)(nil)
+var (
+	_ orchestrator.Provider   = (*Provider)(nil)
+	_ orchestrator.RunStarter = (*Provider)(nil)
+)
 
 // conversation is one conversation's debugging state. lock serialises its
 // operations (one-slot semaphore, so waiting can be cancelled); bps is
@@ -61,7 +69,13 @@ func New(cfg Config, m *metrics.Metrics) (*Provider, error) {
 	}
 	// Binaries left by a Berth that was killed before its sessions ended.
 	sweepBuilt(os.TempDir(), cfg.SessionTTL+cfg.BuildWait)
-	return &Provider{cfg: cfg, metrics: m, convs: map[string]*conversation{}, imported: map[string]bool{}}, nil
+	for _, a := range cfg.Adapters {
+		if len(a.Prebuild) > 0 {
+			m.KnowPrebuild(a.ID)
+		}
+	}
+	return &Provider{cfg: cfg, metrics: m, convs: map[string]*conversation{}, imported: map[string]bool{},
+		prebuilding: map[string]*prebuild{}, building: make(chan struct{}, prebuildConcurrency)}, nil
 }
 
 // Validate checks what New relies on.
@@ -70,6 +84,12 @@ func (c Config) Validate() error {
 		if d <= 0 {
 			return fmt.Errorf("debug.%s must be a positive duration such as 30s, not %s", name, d)
 		}
+	}
+	if c.PrebuildMax < 0 || c.PrebuildMax > maxPrebuilds {
+		return fmt.Errorf("debug.prebuild_max is %d: give how many project roots a run prebuilds for at its start, 0 (off) to %d", c.PrebuildMax, maxPrebuilds)
+	}
+	if c.PrebuildMax > 0 && c.PrebuildTimeout <= 0 {
+		return fmt.Errorf("debug.prebuild_timeout must be a positive duration such as 2m, not %s (or set debug.prebuild_max to 0)", c.PrebuildTimeout)
 	}
 	if c.OutputLimit <= 0 {
 		return errors.New("debug.output_limit must be a positive number of bytes")
@@ -90,6 +110,10 @@ func (c Config) Validate() error {
 			return fmt.Errorf("debug.adapters[%s].interpreter must be python or empty, not %q", a.ID, a.Interpreter)
 		case len(a.Markers) == 0:
 			return fmt.Errorf("debug.adapters[%s] needs at least one root marker", a.ID)
+		case len(a.Prebuild) > 0 && a.Prebuild[0] == "":
+			return fmt.Errorf("debug.adapters[%s].prebuild must start with a program's name, such as go", a.ID)
+		case !envPairs(a.PrebuildEnv):
+			return fmt.Errorf("debug.adapters[%s].prebuild_env must hold KEY=VALUE entries, such as CGO_CFLAGS=-O0 -g", a.ID)
 		case a.EvaluateContext != "" && a.EvaluateContext != "repl" && a.EvaluateContext != "watch":
 			return fmt.Errorf("debug.adapters[%s].evaluate_context must be repl, watch or empty (repl), not %q", a.ID, a.EvaluateContext)
 		}

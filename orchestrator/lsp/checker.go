@@ -27,7 +27,7 @@ func (p *Provider) checker(ctx context.Context, run *orchestrator.Run) *orchestr
 	for _, sc := range p.conf.Servers {
 		all = append(all, sc.RootMarkers...)
 	}
-	dirs := markerDirs(run.Workdir, all, maxMarkerDirs)
+	dirs := workspace.MarkerDirs(run.Workdir, all, maxMarkerDirs)
 	for _, sc := range p.conf.Servers {
 		if len(sc.Checker) == 0 {
 			continue

@@ -105,34 +105,8 @@ func findRoot(workdir, dir string, markers []string) string {
 	}
 }
 
-// markerDirs walks the workdir once, at most maxDirs directories and
-// skipping dependency and VCS folders, and returns for each marker the
-// directories (relative to the workdir) that hold it; status uses it.
-func markerDirs(workdir string, markers []string, maxDirs int) map[string][]string {
-	found := map[string][]string{}
-	seen := 0
-	_ = filepath.WalkDir(workdir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		if p != workdir && skipDir(d.Name()) {
-			return filepath.SkipDir
-		}
-		if seen++; seen > maxDirs {
-			return filepath.SkipAll
-		}
-		for _, mk := range markers {
-			if _, err := os.Stat(filepath.Join(p, mk)); err == nil {
-				found[mk] = append(found[mk], workspace.Rel(workdir, p))
-			}
-		}
-		return nil
-	})
-	return found
-}
-
 // firstFile returns a file under root with one of exts (keys with the
-// dot), skipping what markerDirs skips, or "" when it finds none among
+// dot), skipping what workspace.SkipDir names, or "" when it finds none among
 // the first maxMarkerDirs directories.
 func firstFile(root string, exts map[string]string) string {
 	found, seen := "", 0
@@ -141,7 +115,7 @@ func firstFile(root string, exts map[string]string) string {
 		case err != nil:
 			return nil
 		case d.IsDir():
-			if p != root && skipDir(d.Name()) {
+			if p != root && workspace.SkipDir(d.Name()) {
 				return filepath.SkipDir
 			}
 			if seen++; seen > maxMarkerDirs {
@@ -156,14 +130,6 @@ func firstFile(root string, exts map[string]string) string {
 		return nil
 	})
 	return found
-}
-
-func skipDir(name string) bool {
-	switch name {
-	case "node_modules", ".git", ".hg", ".svn", "vendor", "target", "build", "dist", "__pycache__", ".venv", "venv":
-		return true
-	}
-	return strings.HasPrefix(name, ".")
 }
 
 func knownExtensions(cfg Config) []string {

@@ -66,7 +66,7 @@ func showMentions(ctx context.Context, s *server, name string) error {
 }
 
 // mentioning lists the files of s's languages under its root (skipping
-// what markerDirs skips, and links) whose text has name as a whole
+// what workspace.SkipDir names, and links) whose text has name as a whole
 // identifier. A file that cannot be read is an error naming it: it may
 // use the name.
 func mentioning(s *server, name string) ([]string, error) {

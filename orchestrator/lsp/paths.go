@@ -146,7 +146,7 @@ func (m *pathMap) outsideName(p string) string {
 }
 
 // eachSourceFile calls fn with each regular file with one of the
-// extensions exts under root (skipping what markerDirs skips, and links)
+// extensions exts under root (skipping what workspace.SkipDir names, and links)
 // and its text. It stops after maxLeftoverFiles files, and says so (cut).
 // A file or folder that cannot be read is passed over, or, when strict,
 // ends the walk with an error naming it.
@@ -164,7 +164,7 @@ func (m *pathMap) eachSourceFile(root string, exts map[string]string, strict boo
 		case werr != nil:
 			return unreadable(path, werr)
 		case d.IsDir():
-			if path != root && skipDir(d.Name()) {
+			if path != root && workspace.SkipDir(d.Name()) {
 				return filepath.SkipDir
 			}
 			return nil

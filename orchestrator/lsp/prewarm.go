@@ -9,6 +9,7 @@ import (
 
 	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/orchestrator"
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // prewarmKey marks the context of the starts run/start asks for, so that
@@ -70,7 +71,7 @@ func prewarmPicks(ctx context.Context, run *orchestrator.Run, conf Config) []mat
 	for _, sc := range conf.Servers {
 		markers = append(markers, sc.RootMarkers...)
 	}
-	dirs := markerDirs(run.Workdir, markers, maxMarkerDirs)
+	dirs := workspace.MarkerDirs(run.Workdir, markers, maxMarkerDirs)
 	seen := map[string]bool{}
 	var roots []string
 	for _, ds := range dirs {
@@ -135,7 +136,7 @@ func depth(rel string) int {
 }
 
 // markedAt says whether one of the entry's root markers is in the
-// directory rel (markerDirs' answer).
+// directory rel (workspace.MarkerDirs' answer).
 func markedAt(sc ServerConfig, dirs map[string][]string, rel string) bool {
 	for _, mk := range sc.RootMarkers {
 		for _, d := range dirs[mk] {

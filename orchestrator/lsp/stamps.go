@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.lsp.dev/protocol"
+
+	"github.com/berth-dev/berth/orchestrator/workspace"
 )
 
 // fileStamps is what the files a server reads were like when it was
@@ -33,7 +35,7 @@ type stamp struct {
 const maxStampedFiles = 50000
 
 // stampFiles stamps the files of cfg's languages and root markers under
-// root, skipping what markerDirs skips, and links.
+// root, skipping what workspace.SkipDir names, and links.
 func stampFiles(root string, cfg ServerConfig) fileStamps {
 	out := fileStamps{}
 	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
@@ -41,7 +43,7 @@ func stampFiles(root string, cfg ServerConfig) fileStamps {
 		case err != nil:
 			return nil
 		case d.IsDir():
-			if p != root && skipDir(d.Name()) {
+			if p != root && workspace.SkipDir(d.Name()) {
 				return filepath.SkipDir
 			}
 			return nil

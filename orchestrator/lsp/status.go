@@ -79,7 +79,7 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 	for _, sc := range p.conf.Servers {
 		all = append(all, sc.RootMarkers...)
 	}
-	dirs := markerDirs(run.Workdir, all, maxMarkerDirs)
+	dirs := workspace.MarkerDirs(run.Workdir, all, maxMarkerDirs)
 	for _, sc := range p.conf.Servers {
 		var exe string
 		if path, err := run.Enclosure.LookPath(ctx, sc.Command[0]); err == nil {

@@ -198,7 +198,7 @@ func (p *Provider) searchServers(ctx context.Context, run *orchestrator.Run) (se
 	for _, sc := range p.conf.Servers {
 		markers = append(markers, sc.RootMarkers...)
 	}
-	dirs := markerDirs(run.Workdir, markers, maxMarkerDirs)
+	dirs := workspace.MarkerDirs(run.Workdir, markers, maxMarkerDirs)
 	served := map[string]bool{}      // language and root
 	missing := map[string][]string{} // why no entry could serve a language and root
 	var order []string
@@ -263,7 +263,7 @@ func symbolRank(name, query, rel string) int {
 		rank = min(rank, matchRank(name[i+1:], query))
 	}
 	for _, part := range strings.Split(path.Dir(rel), "/") {
-		if part != "." && skipDir(part) {
+		if part != "." && workspace.SkipDir(part) {
 			return rank + 10
 		}
 	}

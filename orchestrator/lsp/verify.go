@@ -138,7 +138,7 @@ const maxLeftoverFiles = 10000
 const maxLeftovers = 20
 
 // leftovers searches the files of s's languages under the workdir
-// (skipping what markerDirs skips, and links) for v.name as a whole
+// (skipping what workspace.SkipDir names, and links) for v.name as a whole
 // identifier, as a user's search for the old name would, and records
 // what it finds in v. It returns why the search stopped early, or "".
 func (p *Provider) leftovers(run *orchestrator.Run, s *server, v *verification) (cut string) {

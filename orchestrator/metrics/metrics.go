@@ -141,6 +141,13 @@ type Metrics struct {
 	// LSPReopened counts the documents runs reopened at run/start in a
 	// server they adopted: those the run that parked it had open.
 	LSPReopened *prometheus.CounterVec // server
+	// DebugPrebuilds counts the prebuilds runs started at run/start (a
+	// debug adapter's build ahead of its first launch), by adapter and
+	// how each ended; DebugPrebuildsRunning is how many run now, and
+	// DebugPrebuildDuration how long those that finished took.
+	DebugPrebuilds        *prometheus.CounterVec // adapter, result (done, failed, timeout, cancelled)
+	DebugPrebuildsRunning prometheus.Gauge
+	DebugPrebuildDuration *prometheus.HistogramVec // adapter
 }
 
 // New builds the collectors, creates every label value at zero and
@@ -243,6 +250,16 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		LSPReopened: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_lsp_reopened_documents_total", Help: "Documents a run reopened at run/start in a language server it adopted (count), by server: those the run that parked the server had open, the most recently used first, up to lsp.reopen_max; moves when a run's reopen has ended.",
 		}, []string{"server"}),
+		DebugPrebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_debug_prebuilds_total", Help: "Prebuilds ended (count): a debug adapter's build started at run/start so that the run's first launch finds its packages compiled (delve's), by adapter and result: done, failed (the build failed; a launch says why), timeout (debug.prebuild_timeout), cancelled (the runs that shared it ended, or a launch in its root came first).",
+		}, []string{"adapter", "result"}),
+		DebugPrebuildsRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "berth_debug_prebuilds_running", Help: "Prebuilds running now (count), at most 2 at once across every run; each ends with its run.",
+		}),
+		DebugPrebuildDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "berth_debug_prebuild_duration_seconds", Help: "How long the prebuilds that finished (result done) ran, in seconds, by adapter: the compile time a first launch was spared.",
+			Buckets: durationBuckets,
+		}, []string{"adapter"}),
 	}
 	m.BuildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	m.zero()
@@ -252,6 +269,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		m.Diagnostics, m.QuestionsPending, m.ReaperLastRun, m.BuildInfo, m.RPCMessagesRejected,
 		m.RPCConnectionsActive, m.LSPRequestDuration, m.LSPServerRestarts, m.Reattaches, m.Restarts,
 		m.LSPServerStarts, m.LSPParked, m.LSPParkedRSS, m.LSPParkedEnds, m.LSPReopened,
+		m.DebugPrebuilds, m.DebugPrebuildsRunning, m.DebugPrebuildDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -326,6 +344,17 @@ func (m *Metrics) KnowLSPServer(server string) {
 	for _, how := range LSPStartKinds {
 		m.LSPServerStarts.WithLabelValues(server, how)
 	}
+}
+
+// PrebuildResults are berth_debug_prebuilds_total's result values.
+var PrebuildResults = []string{"done", "failed", "timeout", "cancelled"}
+
+// KnowPrebuild creates a debug adapter's prebuild series at zero.
+func (m *Metrics) KnowPrebuild(adapter string) {
+	for _, r := range PrebuildResults {
+		m.DebugPrebuilds.WithLabelValues(adapter, r)
+	}
+	m.DebugPrebuildDuration.WithLabelValues(adapter)
 }
 
 // LSPServerRestarted counts a restart of a crashed or failed server.

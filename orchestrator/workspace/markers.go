@@ -1,0 +1,46 @@
+package workspace
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// MarkerDirs walks the workdir once, at most maxDirs directories and
+// skipping what SkipDir names, and returns for each marker the
+// directories (relative to the workdir, "." for its top) that hold it, in
+// the walk's order: a project's roots, for the tools that start a server
+// or a build per root.
+func MarkerDirs(workdir string, markers []string, maxDirs int) map[string][]string {
+	found := map[string][]string{}
+	seen := 0
+	_ = filepath.WalkDir(workdir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if p != workdir && SkipDir(d.Name()) {
+			return filepath.SkipDir
+		}
+		if seen++; seen > maxDirs {
+			return filepath.SkipAll
+		}
+		for _, mk := range markers {
+			if _, err := os.Stat(filepath.Join(p, mk)); err == nil {
+				found[mk] = append(found[mk], Rel(workdir, p))
+			}
+		}
+		return nil
+	})
+	return found
+}
+
+// SkipDir says whether a walk for a project's files passes over a
+// directory of this name: dependencies, build output, version control,
+// virtual environments and hidden directories.
+func SkipDir(name string) bool {
+	switch name {
+	case "node_modules", ".git", ".hg", ".svn", "vendor", "target", "build", "dist", "__pycache__", ".venv", "venv":
+		return true
+	}
+	return strings.HasPrefix(name, ".")
+}
