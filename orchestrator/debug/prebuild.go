@@ -199,18 +199,7 @@ func prebuildRoots(workdir string, markers []string) []string {
 			}
 		}
 	}
-	depth := func(rel string) int {
-		if rel == "." {
-			return 0
-		}
-		return strings.Count(rel, "/") + 1
-	}
-	slices.SortFunc(rels, func(x, y string) int {
-		if dx, dy := depth(x), depth(y); dx != dy {
-			return dx - dy
-		}
-		return strings.Compare(x, y)
-	})
+	workspace.SortShallowFirst(rels)
 	roots := make([]string, len(rels))
 	for i, r := range rels {
 		roots[i] = filepath.Join(workdir, filepath.FromSlash(r))

@@ -3,8 +3,6 @@ package lsp
 import (
 	"context"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 
 	"github.com/berth-dev/berth/enclosure"
@@ -82,13 +80,7 @@ func prewarmPicks(ctx context.Context, run *orchestrator.Run, conf Config) []mat
 			}
 		}
 	}
-	sort.Slice(roots, func(i, j int) bool {
-		di, dj := depth(roots[i]), depth(roots[j])
-		if di != dj {
-			return di < dj
-		}
-		return roots[i] < roots[j]
-	})
+	workspace.SortShallowFirst(roots)
 	type found struct {
 		exe string
 		ok  bool
@@ -125,14 +117,6 @@ func prewarmPicks(ctx context.Context, run *orchestrator.Run, conf Config) []mat
 		}
 	}
 	return picks
-}
-
-// depth is how deep a directory relative to the workdir is ("." is 0).
-func depth(rel string) int {
-	if rel == "." {
-		return 0
-	}
-	return strings.Count(rel, "/") + 1
 }
 
 // markedAt says whether one of the entry's root markers is in the

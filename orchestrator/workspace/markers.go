@@ -3,6 +3,7 @@ package workspace
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -43,4 +44,23 @@ func SkipDir(name string) bool {
 		return true
 	}
 	return strings.HasPrefix(name, ".")
+}
+
+// SortShallowFirst sorts directories relative to the workdir (forward
+// slashes, "." for its top, as MarkerDirs gives them) the shallowest
+// first, and by name within a depth: the order in which a project's
+// roots are served.
+func SortShallowFirst(rels []string) {
+	depth := func(rel string) int {
+		if rel == "." {
+			return 0
+		}
+		return strings.Count(rel, "/") + 1
+	}
+	slices.SortFunc(rels, func(x, y string) int {
+		if dx, dy := depth(x), depth(y); dx != dy {
+			return dx - dy
+		}
+		return strings.Compare(x, y)
+	})
 }

@@ -39,3 +39,11 @@ func TestMarkerDirsFindsEachMarkersDirectoriesAndSkipsDependencies(t *testing.T)
 		t.Errorf("MarkerDirs with maxDirs 1 = %v, want the top's marker only", got)
 	}
 }
+
+func TestSortShallowFirstOrdersByDepthThenName(t *testing.T) {
+	rels := []string{"b/c", "z", ".", "a/b/c", "a"}
+	SortShallowFirst(rels)
+	if want := []string{".", "a", "z", "b/c", "a/b/c"}; !reflect.DeepEqual(rels, want) {
+		t.Errorf("SortShallowFirst = %v, want %v", rels, want)
+	}
+}
