@@ -103,6 +103,14 @@ func (ds *docStore) touch(abs string) {
 	}
 }
 
+// usedAt says whether a call was about abs, or wrote it, while open.
+func (ds *docStore) usedAt(abs string) bool {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	d, ok := ds.open[abs]
+	return ok && d.used != 0
+}
+
 // ranked notes that a reopen opened abs from its list's place rank (1 is
 // the first).
 func (ds *docStore) ranked(abs string, rank int) {
