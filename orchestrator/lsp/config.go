@@ -96,7 +96,7 @@ type Config struct {
 	// the list for the next run. 0: none.
 	ReopenMax int `yaml:"reopen_max"`
 	// WarmUp: a server run/start started cold (prewarm) is asked, once
-	// it has loaded, for the references to the first symbol of the first
+	// it has loaded, for the references to the first function of the first
 	// file under its root (the file opened for it and closed again), and
 	// the answer is dropped, so that the run's first call does not pay
 	// for the work a first query makes a server do: gopls type-checks a

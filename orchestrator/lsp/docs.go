@@ -26,6 +26,10 @@ type docStore struct {
 	// (server.reopen). Both are guarded by order.
 	reopen []string
 	epoch  uint64
+	// warming is the document a warm-up opened and will close again,
+	// until anything else syncs it (syncLocked clears it); guarded by
+	// order.
+	warming string
 }
 
 // document is a file as the server was last told about it.
@@ -101,14 +105,6 @@ func (ds *docStore) touch(abs string) {
 		ds.tick++
 		d.used = ds.tick
 	}
-}
-
-// usedAt says whether a call was about abs, or wrote it, while open.
-func (ds *docStore) usedAt(abs string) bool {
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	d, ok := ds.open[abs]
-	return ok && d.used != 0
 }
 
 // ranked notes that a reopen opened abs from its list's place rank (1 is

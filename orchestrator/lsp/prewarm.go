@@ -49,9 +49,11 @@ func (sv *supervisor) prewarm(places chan struct{}) {
 				}
 				defer func() { <-places }()
 				if s, err := sv.get(ctx, m); err == nil {
-					s.waitLoaded(ctx, "")
+					loaded := s.waitLoaded(ctx, "")
 					sv.reopenAdopted(ctx, m, s)
-					sv.warmUpCold(ctx, m, s)
+					if loaded {
+						sv.warmUpCold(ctx, m, s)
+					}
 				}
 			})
 		}

@@ -201,7 +201,7 @@ func (sv *supervisor) start(sl *slot, wait time.Duration, adopt bool) {
 			sv.metrics.SessionFailed(metrics.KindLSP)
 		} else {
 			sl.how, sl.parkedFor = how, parkedFor
-			sl.reopen, sl.epoch, sl.reopened = reopen, epoch, 0
+			sl.reopen, sl.epoch, sl.reopened, sl.warmed = reopen, epoch, 0, ""
 			sv.metrics.SessionStarted(metrics.KindLSP, sv.run.Enclosure.Driver())
 			sv.metrics.LSPServerStarts.WithLabelValues(sl.m.cfg.Name, how).Inc()
 			sv.wg.Add(1)
@@ -264,7 +264,7 @@ func (sv *supervisor) warmUpCold(ctx context.Context, m match, srv *server) {
 	sv.metrics.LSPWarmUps.WithLabelValues(m.cfg.Name).Inc()
 	sv.mu.Lock()
 	if sl.srv == srv {
-		sl.warmed = fmt.Sprintf("warmed up (references in %s, %s, before the first call)", srv.paths.rel(file), took.Round(time.Millisecond))
+		sl.warmed = fmt.Sprintf("warmed up (references in %s, %s, in the run's thinking time)", srv.paths.rel(file), took.Round(time.Millisecond))
 	}
 	sv.mu.Unlock()
 }

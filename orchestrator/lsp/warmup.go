@@ -22,33 +22,44 @@ import (
 // references, so nothing can be asked of it.
 var errNoWarmUp = errors.New("the server offers no document symbols or no references")
 
-// warmUp opens abs, asks for the references to its first symbol, and
-// closes it again unless a call used it meanwhile; the answer is dropped.
-// A file a call has open already is left alone. It returns what it
-// asked about, and how long the references took.
+// warmUp asks the server for the references to the first function of
+// abs, and drops the answer. It opens abs for it when no one has, and
+// closes it again afterwards unless anything else synced it meanwhile (a
+// call, a write, a rename): the document is theirs then. It returns
+// whether it asked, and how long the references took.
 func (s *server) warmUp(ctx context.Context, abs string) (asked bool, took time.Duration, err error) {
 	if !supports(s.caps.DocumentSymbolProvider) || !supports(s.caps.ReferencesProvider) {
 		return false, 0, errNoWarmUp
 	}
 	s.docs.order.Lock()
-	if s.docs.has(abs) {
+	if ctx.Err() != nil { // the run ended: its servers are parked or ended
 		s.docs.order.Unlock()
-		return false, 0, nil
+		return false, 0, ctx.Err()
 	}
-	epoch := s.docs.epoch
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTimeout)
-	_, err = s.syncLocked(sctx, abs, false)
-	cancel()
+	opened, epoch := false, s.docs.epoch
+	if !s.docs.has(abs) {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTimeout)
+		_, err = s.syncLocked(sctx, abs, false)
+		cancel()
+		if err == nil {
+			s.docs.warming, opened = abs, true
+		}
+	}
 	s.docs.order.Unlock()
 	if err != nil {
 		return false, 0, err
 	}
-	defer s.closeWarmUp(abs, epoch)
+	if opened {
+		defer s.closeWarmUp(abs, epoch)
+	}
 
-	rctx, cancel := context.WithTimeout(ctx, s.conf.RequestTimeout)
-	defer cancel()
 	uri := s.paths.toURI(abs)
-	syms, err := s.proc.api.DocumentSymbol(rctx, &protocol.DocumentSymbolParams{TextDocument: protocol.TextDocumentIdentifier{URI: uri}})
+	var syms protocol.DocumentSymbolResult
+	err = s.proc.call(ctx, protocol.MethodTextDocumentDocumentSymbol, func(ctx context.Context) error {
+		var err error
+		syms, err = s.proc.api.DocumentSymbol(ctx, &protocol.DocumentSymbolParams{TextDocument: protocol.TextDocumentIdentifier{URI: uri}})
+		return err
+	})
 	if err != nil {
 		return false, 0, err
 	}
@@ -57,9 +68,12 @@ func (s *server) warmUp(ctx context.Context, abs string) (asked bool, took time.
 		return false, 0, nil
 	}
 	start := time.Now()
-	_, err = s.proc.api.References(rctx, &protocol.ReferenceParams{
-		TextDocumentPositionParams: protocol.TextDocumentPositionParams{TextDocument: protocol.TextDocumentIdentifier{URI: uri}, Position: pos},
-		Context:                    protocol.ReferenceContext{IncludeDeclaration: true}})
+	err = s.proc.call(ctx, protocol.MethodTextDocumentReferences, func(ctx context.Context) error {
+		_, err := s.proc.api.References(ctx, &protocol.ReferenceParams{
+			TextDocumentPositionParams: protocol.TextDocumentPositionParams{TextDocument: protocol.TextDocumentIdentifier{URI: uri}, Position: pos},
+			Context:                    protocol.ReferenceContext{IncludeDeclaration: true}})
+		return err
+	})
 	return true, time.Since(start), err
 }
 
@@ -99,19 +113,19 @@ func firstSymbol(res protocol.DocumentSymbolResult) (protocol.Position, bool) {
 	return protocol.Position{}, false
 }
 
-// closeWarmUp closes the warm-up's document, unless a call used it since
-// (it is the call's now) or the server was parked since (parking closed
-// it).
+// closeWarmUp closes the document the warm-up opened, unless anything
+// synced it since (syncLocked clears docs.warming: the document is the
+// caller's then) or the server was parked since (parking closed it).
 func (s *server) closeWarmUp(abs string, epoch uint64) {
 	s.docs.order.Lock()
 	defer s.docs.order.Unlock()
-	if s.docs.epoch != epoch || s.docs.usedAt(abs) {
+	if s.docs.warming != abs || s.docs.epoch != epoch {
 		return
 	}
+	s.docs.warming = ""
 	if !s.docs.forget(abs) {
 		return
 	}
-	s.diags.forget(abs)
 	ctx, cancel := context.WithTimeout(context.Background(), parkTimeout)
 	defer cancel()
 	_ = s.proc.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}})

@@ -56,34 +56,55 @@ func TestAServerPrewarmStartedColdAnswersAWarmUpQueryBeforeTheFirstCall(t *testi
 	off.end(t)
 }
 
-// A warm-up leaves alone a file a call has open, and leaves open a file
-// a call used while the warm-up asked about it: the document is the
-// call's then.
+// A warm-up never closes what anything else opened or synced: a file a
+// call has open is asked about and left open, and a file a call synced
+// while the warm-up had it open (between the call's sync and its use)
+// stays open, the call's. A file no one else touched is closed again.
 func TestAWarmUpLeavesACallsDocumentOpen(t *testing.T) {
 	conf := DefaultConfig()
 	conf.PrewarmMax = 0
 	f := newFixture(t, "go", conf)
 	contains(t, f.ok(t, goplsRefs), "main.go:11") // gopls starts, greet.go is the call's
 	s := f.goplsOf(t)
+	ctx := context.Background()
 	greet, main := filepath.Join(f.dir, "greet", "greet.go"), filepath.Join(f.dir, "main.go")
-	if asked, _, err := s.warmUp(context.Background(), greet); asked || err != nil {
-		t.Errorf("a warm-up of a file the call has open asked %v (%v), want nothing", asked, err)
+	if asked, _, err := s.warmUp(ctx, greet); !asked || err != nil {
+		t.Errorf("a warm-up of a file the call has open: asked %v (%v), want asked", asked, err)
 	}
 	if !s.docs.has(greet) {
 		t.Error("a warm-up closed the call's document")
 	}
-	// A call about main.go comes while its warm-up runs: the warm-up's
-	// close finds it used.
-	s.docs.order.Lock()
-	epoch := s.docs.epoch
-	if _, err := s.syncLocked(context.Background(), main, false); err != nil {
+
+	// The warm-up's open, as warmUp makes it.
+	openForWarmUp := func() uint64 {
+		s.docs.order.Lock()
+		defer s.docs.order.Unlock()
+		if _, err := s.syncLocked(ctx, main, false); err != nil {
+			t.Fatal(err)
+		}
+		s.docs.warming = main
+		return s.docs.epoch
+	}
+	epoch := openForWarmUp()
+	if _, err := s.sync(ctx, main, false); err != nil { // a call's sync, before it touches
 		t.Fatal(err)
 	}
-	s.docs.order.Unlock()
-	s.docs.touch(main)
 	s.closeWarmUp(main, epoch)
 	if !s.docs.has(main) {
-		t.Error("the warm-up closed a document a call used meanwhile")
+		t.Error("the warm-up closed a document a call synced meanwhile")
+	}
+	s.docs.order.Lock()
+	s.docs.warming = main // as though the warm-up had opened it: closed properly
+	epoch = s.docs.epoch
+	s.docs.order.Unlock()
+	s.closeWarmUp(main, epoch)
+	if s.docs.has(main) {
+		t.Fatal("closeWarmUp did not close its document")
+	}
+	epoch = openForWarmUp()
+	s.closeWarmUp(main, epoch)
+	if s.docs.has(main) {
+		t.Error("the warm-up left open a document no one else used")
 	}
 	f.end(t)
 }
