@@ -95,6 +95,15 @@ type Config struct {
 	// adoption at a call reopens none (the call is waiting), and keeps
 	// the list for the next run. 0: none.
 	ReopenMax int `yaml:"reopen_max"`
+	// WarmUp: a server run/start started cold (prewarm) is asked, once
+	// it has loaded, for the references to the first function of the first
+	// file under its root (the file opened for it and closed again), and
+	// the answer is dropped, so that the run's first call does not pay
+	// for the work a first query makes a server do: gopls type-checks a
+	// package and indexes what refers to it only when a query first
+	// touches it. It runs in the run's thinking time, and a server
+	// adopted from the pool is warm already.
+	WarmUp bool `yaml:"warm_up"`
 }
 
 // ServerConfig is one catalog entry.
@@ -145,10 +154,19 @@ type ServerConfig struct {
 	// Prewarm, when false, keeps run/start from starting this server
 	// before a call needs it (lsp.prewarm_max); unset is true.
 	Prewarm *bool `yaml:"prewarm,omitempty"`
+	// WarmUp, when false, keeps this server from being asked lsp.warm_up's
+	// query: for a server whose answers depend on the files opened so far
+	// (clangd without its background index), a file opened for the
+	// warm-up would change the answers of the run's first calls, and only
+	// when the warm-up came first. Unset is true.
+	WarmUp *bool `yaml:"warm_up,omitempty"`
 }
 
 // prewarms says whether run/start may start the entry's server.
 func (s ServerConfig) prewarms() bool { return s.Prewarm == nil || *s.Prewarm }
+
+// warmsUp says whether the entry's server may be asked the warm-up.
+func (s ServerConfig) warmsUp() bool { return s.WarmUp == nil || *s.WarmUp }
 
 // DefaultConfig is the built-in configuration.
 func DefaultConfig() Config {
@@ -177,11 +195,13 @@ func DefaultConfig() Config {
 		MaxParkedPerEnclosure: 8,
 		MaxParkedRSSBytes:     4 << 30,
 		ReopenMax:             8,
+		WarmUp:                true,
 	}
 }
 
 // DefaultServers is the built-in catalog.
 func DefaultServers() []ServerConfig {
+	no := false // a fresh one per call: callers may change the catalog they get
 	pyMarkers := []string{"pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "pyrightconfig.json"}
 	py := map[string]string{".py": "python", ".pyi": "python"}
 	ts := map[string]string{".ts": "typescript", ".tsx": "typescriptreact", ".mts": "typescript", ".cts": "typescript",
@@ -247,8 +267,11 @@ func DefaultServers() []ServerConfig {
 			// Reports name it by what it runs, not by its script.
 			CheckerName: "cc/c++ -fsyntax-only",
 			// Without its background index (which would write .cache into
-			// the project) it knows the files opened so far, no more.
-			Ready: readyOpenFiles},
+			// the project) it knows the files opened so far, no more: a
+			// warm-up's file would change what the run's first calls find
+			// (a definition in greet.c rather than the declaration in
+			// greet.h), depending on whether it came first.
+			Ready: readyOpenFiles, WarmUp: &no},
 		{Name: "typescript-language-server", Languages: []string{"typescript", "javascript"}, Extensions: ts,
 			Command: []string{"typescript-language-server", "--stdio"}, RootMarkers: []string{"tsconfig.json", "jsconfig.json", "package.json"},
 			// The workspace's own typescript comes first; without one, the

@@ -26,6 +26,10 @@ type docStore struct {
 	// (server.reopen). Both are guarded by order.
 	reopen []string
 	epoch  uint64
+	// warming is the document a warm-up opened and will close again,
+	// until anything else syncs it (syncLocked clears it); guarded by
+	// order.
+	warming string
 }
 
 // document is a file as the server was last told about it.

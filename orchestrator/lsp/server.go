@@ -275,6 +275,9 @@ func (s *server) sync(ctx context.Context, abs string, save bool) (document, err
 
 // syncLocked is sync, called with docs.order.
 func (s *server) syncLocked(ctx context.Context, abs string, save bool) (document, error) {
+	if s.docs.warming == abs {
+		s.docs.warming = "" // the caller's now: the warm-up leaves it open
+	}
 	u := s.paths.toURI(abs)
 	st, err := os.Stat(abs)
 	if errors.Is(err, os.ErrNotExist) {

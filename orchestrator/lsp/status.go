@@ -40,6 +40,9 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 				state = "loading"
 			}
 			how := "started cold " + why
+			if sl.warmed != "" {
+				how += ", " + sl.warmed
+			}
 			if sl.how == metrics.LSPAdopted {
 				how = fmt.Sprintf("adopted %s: parked %s by an earlier run", why, sl.parkedFor.Round(time.Millisecond))
 				if s.takenBack {

@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
@@ -59,6 +60,9 @@ type slot struct {
 	reopen   []string
 	epoch    uint64
 	reopened int
+	// warmed says what the warm-up of a server prewarm started cold
+	// asked, and how long it took, for status; "" when none ran.
+	warmed string
 }
 
 func newSupervisor(run *orchestrator.Run, conf Config, m *metrics.Metrics, pl *pool) *supervisor {
@@ -197,7 +201,7 @@ func (sv *supervisor) start(sl *slot, wait time.Duration, adopt bool) {
 			sv.metrics.SessionFailed(metrics.KindLSP)
 		} else {
 			sl.how, sl.parkedFor = how, parkedFor
-			sl.reopen, sl.epoch, sl.reopened = reopen, epoch, 0
+			sl.reopen, sl.epoch, sl.reopened, sl.warmed = reopen, epoch, 0, ""
 			sv.metrics.SessionStarted(metrics.KindLSP, sv.run.Enclosure.Driver())
 			sv.metrics.LSPServerStarts.WithLabelValues(sl.m.cfg.Name, how).Inc()
 			sv.wg.Add(1)
@@ -228,6 +232,39 @@ func (sv *supervisor) reopenAdopted(ctx context.Context, m match, srv *server) {
 	sv.mu.Lock()
 	if sl.srv == srv {
 		sl.reopened += n
+	}
+	sv.mu.Unlock()
+}
+
+// warmUpCold asks srv, when prewarm started it cold for m, the warm-up
+// query (server.warmUp) about the first file under its root, unless
+// lsp.warm_up is off. ctx is the run's.
+func (sv *supervisor) warmUpCold(ctx context.Context, m match, srv *server) {
+	if !sv.conf.WarmUp || !m.cfg.warmsUp() {
+		return
+	}
+	sv.mu.Lock()
+	sl := sv.slots[slotKey{m.root, m.cfg.Name}]
+	cold := sl != nil && sl.prewarm && sl.srv == srv && sl.how == metrics.LSPCold
+	sv.mu.Unlock()
+	if !cold {
+		return
+	}
+	file := firstFile(m.root, m.cfg.Extensions)
+	if file == "" {
+		return
+	}
+	asked, took, err := srv.warmUp(ctx, file)
+	if err != nil || !asked {
+		if err != nil && ctx.Err() == nil {
+			slog.Debug("lsp: warm-up", "server", m.cfg.Name, "file", file, "err", err)
+		}
+		return
+	}
+	sv.metrics.LSPWarmUps.WithLabelValues(m.cfg.Name).Inc()
+	sv.mu.Lock()
+	if sl.srv == srv {
+		sl.warmed = fmt.Sprintf("warmed up (references in %s, %s, in the run's thinking time)", srv.paths.rel(file), took.Round(time.Millisecond))
 	}
 	sv.mu.Unlock()
 }

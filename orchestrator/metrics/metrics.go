@@ -141,6 +141,9 @@ type Metrics struct {
 	// LSPReopened counts the documents runs reopened at run/start in a
 	// server they adopted: those the run that parked it had open.
 	LSPReopened *prometheus.CounterVec // server
+	// LSPWarmUps counts the warm-up queries asked of servers prewarm
+	// started cold (lsp.warm_up).
+	LSPWarmUps *prometheus.CounterVec // server
 	// DebugPrebuilds counts the prebuilds runs started at run/start (a
 	// debug adapter's build ahead of its first launch), by adapter and
 	// how each ended; DebugPrebuildsRunning is how many run now, and
@@ -250,6 +253,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		LSPReopened: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_lsp_reopened_documents_total", Help: "Documents a run reopened at run/start in a language server it adopted (count), by server: those the run that parked the server had open, the most recently used first, up to lsp.reopen_max; moves when a run's reopen has ended.",
 		}, []string{"server"}),
+		LSPWarmUps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_lsp_warm_ups_total", Help: "Warm-up queries answered by language servers a run's prewarm started cold (count), by server: references about the first file under the root, asked once the server loaded, so that the run's first call finds the server's analysis done (lsp.warm_up).",
+		}, []string{"server"}),
 		DebugPrebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_debug_prebuilds_total", Help: "Prebuilds ended (count): a debug adapter's build started at run/start so that the run's first launch finds its packages compiled (delve's), by adapter and result: done, failed (the build failed; a launch says why), timeout (debug.prebuild_timeout), cancelled (the runs that shared it ended, or a launch in its root came first).",
 		}, []string{"adapter", "result"}),
@@ -268,7 +274,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		m.BridgeCallsInFlight, m.BridgeCallDuration, m.EnclosureExec, m.EnclosureErrors,
 		m.Diagnostics, m.QuestionsPending, m.ReaperLastRun, m.BuildInfo, m.RPCMessagesRejected,
 		m.RPCConnectionsActive, m.LSPRequestDuration, m.LSPServerRestarts, m.Reattaches, m.Restarts,
-		m.LSPServerStarts, m.LSPParked, m.LSPParkedRSS, m.LSPParkedEnds, m.LSPReopened,
+		m.LSPServerStarts, m.LSPParked, m.LSPParkedRSS, m.LSPParkedEnds, m.LSPReopened, m.LSPWarmUps,
 		m.DebugPrebuilds, m.DebugPrebuildsRunning, m.DebugPrebuildDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -341,6 +347,7 @@ func (m *Metrics) KnowTool(tool, tier string) {
 func (m *Metrics) KnowLSPServer(server string) {
 	m.LSPServerRestarts.WithLabelValues(server)
 	m.LSPReopened.WithLabelValues(server)
+	m.LSPWarmUps.WithLabelValues(server)
 	for _, how := range LSPStartKinds {
 		m.LSPServerStarts.WithLabelValues(server, how)
 	}

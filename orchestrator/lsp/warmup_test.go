@@ -1,0 +1,110 @@
+package lsp
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// goplsOf is the fixture's ready gopls.
+func (f *fixture) goplsOf(t *testing.T) *server {
+	t.Helper()
+	for _, sl := range f.p.state(f.run).sv.snapshot() {
+		if sl.key.name == "gopls" && sl.srv != nil {
+			return sl.srv
+		}
+	}
+	t.Fatal("the run has no ready gopls")
+	return nil
+}
+
+// A server prewarm started cold is asked, once loaded, for references
+// in the first file under its root, and the file is closed again: the
+// run's first call finds the package analysed, and no document it did
+// not ask for open. With lsp.warm_up off, nothing is asked.
+//
+// Issue 28: with prewarm and 3 s of thinking time, a run's first lsp
+// call within 2x a warm call.
+func TestAServerPrewarmStartedColdAnswersAWarmUpQueryBeforeTheFirstCall(t *testing.T) {
+	f := newFixtureIn(t, prewarmProject(t), "run-warm-up", DefaultConfig(), "pyright-langserver")
+	f.reg.RunStarted(f.run)
+	f.waitStatus(t, "gopls for root .: ready, started cold at run/start (prewarm), warmed up (references in greet/greet.go, ")
+	s := f.goplsOf(t)
+	if s.docs.has(filepath.Join(f.dir, "greet", "greet.go")) {
+		t.Error("the warm-up left its file open")
+	}
+	if n := testutil.ToFloat64(f.p.metrics.LSPWarmUps.WithLabelValues("gopls")); n != 1 {
+		t.Errorf("berth_lsp_warm_ups_total{server=gopls} is %v, want 1", n)
+	}
+	contains(t, f.ok(t, goplsRefs), "main.go:11")
+	f.end(t)
+
+	conf := DefaultConfig()
+	conf.WarmUp = false
+	off := newFixtureIn(t, prewarmProject(t), "run-no-warm-up", conf, "pyright-langserver")
+	off.reg.RunStarted(off.run)
+	st := off.waitStatus(t, "gopls for root .: ready, started cold at run/start (prewarm)")
+	if strings.Contains(st, "warmed up") {
+		t.Errorf("lsp.warm_up: false still warmed up:\n%s", st)
+	}
+	if n := testutil.ToFloat64(off.p.metrics.LSPWarmUps.WithLabelValues("gopls")); n != 0 {
+		t.Errorf("berth_lsp_warm_ups_total{server=gopls} is %v with lsp.warm_up off, want 0", n)
+	}
+	off.end(t)
+}
+
+// A warm-up never closes what anything else opened or synced: a file a
+// call has open is asked about and left open, and a file a call synced
+// while the warm-up had it open (between the call's sync and its use)
+// stays open, the call's. A file no one else touched is closed again.
+func TestAWarmUpLeavesACallsDocumentOpen(t *testing.T) {
+	conf := DefaultConfig()
+	conf.PrewarmMax = 0
+	f := newFixture(t, "go", conf)
+	contains(t, f.ok(t, goplsRefs), "main.go:11") // gopls starts, greet.go is the call's
+	s := f.goplsOf(t)
+	ctx := context.Background()
+	greet, main := filepath.Join(f.dir, "greet", "greet.go"), filepath.Join(f.dir, "main.go")
+	if asked, _, err := s.warmUp(ctx, greet); !asked || err != nil {
+		t.Errorf("a warm-up of a file the call has open: asked %v (%v), want asked", asked, err)
+	}
+	if !s.docs.has(greet) {
+		t.Error("a warm-up closed the call's document")
+	}
+
+	// The warm-up's open, as warmUp makes it.
+	openForWarmUp := func() uint64 {
+		s.docs.order.Lock()
+		defer s.docs.order.Unlock()
+		if _, err := s.syncLocked(ctx, main, false); err != nil {
+			t.Fatal(err)
+		}
+		s.docs.warming = main
+		return s.docs.epoch
+	}
+	epoch := openForWarmUp()
+	if _, err := s.sync(ctx, main, false); err != nil { // a call's sync, before it touches
+		t.Fatal(err)
+	}
+	s.closeWarmUp(main, epoch)
+	if !s.docs.has(main) {
+		t.Error("the warm-up closed a document a call synced meanwhile")
+	}
+	s.docs.order.Lock()
+	s.docs.warming = main // as though the warm-up had opened it: closed properly
+	epoch = s.docs.epoch
+	s.docs.order.Unlock()
+	s.closeWarmUp(main, epoch)
+	if s.docs.has(main) {
+		t.Fatal("closeWarmUp did not close its document")
+	}
+	epoch = openForWarmUp()
+	s.closeWarmUp(main, epoch)
+	if s.docs.has(main) {
+		t.Error("the warm-up left open a document no one else used")
+	}
+	f.end(t)
+}
