@@ -35,10 +35,6 @@ const maxPrebuilds = 8
 // run: a burst of run/starts does not start a compiler per run.
 const prebuildConcurrency = 2
 
-// maxRootDirs bounds the walk that looks for the roots to prebuild, as
-// lsp bounds its own.
-const maxRootDirs = 5000
-
 // The states of a prebuild, as status says them and
 // berth_debug_prebuilds_total counts the ended ones.
 const (
@@ -189,20 +185,11 @@ func (pb *prebuilds) start(run *orchestrator.Run) {
 // as host paths, the shallowest first, leaving out what go's ./...
 // leaves out (testdata, and directories whose names start with _).
 func prebuildRoots(workdir string, markers []string) []string {
-	seen := map[string]bool{}
-	var rels []string
-	for _, ds := range workspace.MarkerDirs(workdir, markers, maxRootDirs) {
-		for _, d := range ds {
-			if !seen[d] && !fixture(d) {
-				seen[d] = true
-				rels = append(rels, d)
-			}
+	var roots []string
+	for _, rel := range workspace.Roots(workspace.MarkerDirs(workdir, markers, workspace.MaxMarkerDirs)) {
+		if !fixture(rel) {
+			roots = append(roots, filepath.Join(workdir, filepath.FromSlash(rel)))
 		}
-	}
-	workspace.SortShallowFirst(rels)
-	roots := make([]string, len(rels))
-	for i, r := range rels {
-		roots[i] = filepath.Join(workdir, filepath.FromSlash(r))
 	}
 	return roots
 }

@@ -385,3 +385,18 @@ func TestPrebuildRootsAreTheShallowestFirstAndNoFixtures(t *testing.T) {
 		t.Errorf("prebuildRoots = %v, want %v", got, want)
 	}
 }
+
+// A prebuild whose command exits leaving a child that holds its output
+// open (a build daemon) ends all the same, and the child with it:
+// nothing it started outlives it. The relay ends the program's tree when
+// the program exits; the prebuild's 5 s bound on reading its output
+// covers a process that escaped it.
+func TestAPrebuildsLeftoverChildEndsWithIt(t *testing.T) {
+	e := newEnv(t, "gonested", func(c *Config) {
+		delve(c).Prebuild = []string{"sh", "-c", "sleep 120 & echo $! > ../.prebuild-pid; exit 0"}
+	})
+	e.reg.RunStarted(e.run)
+	pid := prebuildPid(t, e.dir)
+	waitPrebuild(t, e, "done in")
+	waitGone(t, pid)
+}

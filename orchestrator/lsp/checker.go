@@ -230,7 +230,7 @@ func parseChecker(out, workdir string, hostPath func(string) (string, error), ro
 const maxCheckerRoots = 5
 
 // maxMarkerDirs bounds the directories walked to find roots.
-const maxMarkerDirs = 5000
+const maxMarkerDirs = workspace.MaxMarkerDirs
 
 // rootsOf lists the directories (relative to the workdir) holding one of
 // the entry's root markers.

@@ -438,14 +438,39 @@ func (s *server) reopenList() ([]string, uint64) {
 	return slices.Clone(s.docs.reopen), s.docs.epoch
 }
 
+// openQuietlyLocked opens abs for Berth's own ends (a reopen, a
+// warm-up), unless something has it open already, and says whether it
+// did. The open has a time of its own (parkTimeout) rather than ctx, so
+// that the run's end does not cut a message in two. Called with
+// docs.order.
+func (s *server) openQuietlyLocked(ctx context.Context, abs string) (bool, error) {
+	if s.docs.has(abs) {
+		return false, nil
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTimeout)
+	defer cancel()
+	_, err := s.syncLocked(sctx, abs, false)
+	return err == nil, err
+}
+
+// closeLocked tells the server abs is closed, if it was open, forgets it
+// and updates the server's record of its open documents. Called with
+// docs.order.
+func (s *server) closeLocked(ctx context.Context, abs string) error {
+	if !s.docs.forget(abs) {
+		return nil
+	}
+	err := s.proc.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}})
+	_ = s.keep.Load().opened(s) // a failure leaves more listed, which is safe
+	return err
+}
+
 // reopen opens paths again, in order, for the run that adopted the
 // server at epoch, and says how many it opened: it stops when that run
 // ends (ctx), when the server has been parked since (the epoch moved on)
 // or at the first error other than a file gone. A file a call opened
-// meanwhile is left as it is. Each open has a time of its own
-// (parkTimeout) rather than the run's context, so that the run's end
-// does not cut a message in two; the parking that follows closes it, as
-// any open document.
+// meanwhile is left as it is (openQuietlyLocked); the parking that
+// follows closes what it opened, as any open document.
 func (s *server) reopen(ctx context.Context, paths []string, epoch uint64) int {
 	n := 0
 	for i, abs := range paths {
@@ -457,18 +482,12 @@ func (s *server) reopen(ctx context.Context, paths []string, epoch uint64) int {
 			s.docs.order.Unlock()
 			break
 		}
-		if s.docs.has(abs) {
-			s.docs.order.Unlock()
-			continue
-		}
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTimeout)
-		_, err := s.syncLocked(sctx, abs, false)
-		cancel()
+		opened, err := s.openQuietlyLocked(ctx, abs)
 		s.docs.order.Unlock()
-		if err == nil {
+		if opened {
 			s.docs.ranked(abs, i+1)
 			n++
-		} else if !errors.Is(err, errGone) {
+		} else if err != nil && !errors.Is(err, errGone) {
 			break
 		}
 	}

@@ -74,17 +74,7 @@ func prewarmPicks(ctx context.Context, run *orchestrator.Run, conf Config) []mat
 		markers = append(markers, sc.RootMarkers...)
 	}
 	dirs := workspace.MarkerDirs(run.Workdir, markers, maxMarkerDirs)
-	seen := map[string]bool{}
-	var roots []string
-	for _, ds := range dirs {
-		for _, d := range ds {
-			if !seen[d] {
-				seen[d] = true
-				roots = append(roots, d)
-			}
-		}
-	}
-	workspace.SortShallowFirst(roots)
+	roots := workspace.Roots(dirs)
 	type found struct {
 		exe string
 		ok  bool

@@ -330,12 +330,8 @@ func (s *server) syncLocked(ctx context.Context, abs string, save bool) (documen
 // gone forgets a deleted file, tells the server it is closed if it was
 // open, and returns errGone.
 func (s *server) gone(ctx context.Context, abs string) error {
-	open := s.docs.forget(abs)
 	s.diags.forget(abs)
-	if open {
-		_ = s.proc.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}})
-		_ = s.keep.Load().opened(s) // recorded once the server heard of it: a failure leaves more listed, which is safe
-	}
+	_ = s.closeLocked(ctx, abs)
 	return fmt.Errorf("%s: %w", s.paths.rel(abs), errGone)
 }
 

@@ -36,14 +36,10 @@ func (s *server) warmUp(ctx context.Context, abs string) (asked bool, took time.
 		s.docs.order.Unlock()
 		return false, 0, ctx.Err()
 	}
-	opened, epoch := false, s.docs.epoch
-	if !s.docs.has(abs) {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTimeout)
-		_, err = s.syncLocked(sctx, abs, false)
-		cancel()
-		if err == nil {
-			s.docs.warming, opened = abs, true
-		}
+	epoch := s.docs.epoch
+	opened, err := s.openQuietlyLocked(ctx, abs)
+	if opened {
+		s.docs.warming = abs
 	}
 	s.docs.order.Unlock()
 	if err != nil {
@@ -123,11 +119,7 @@ func (s *server) closeWarmUp(abs string, epoch uint64) {
 		return
 	}
 	s.docs.warming = ""
-	if !s.docs.forget(abs) {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), parkTimeout)
 	defer cancel()
-	_ = s.proc.api.DidClose(ctx, &protocol.DidCloseTextDocumentParams{TextDocument: protocol.TextDocumentIdentifier{URI: s.paths.toURI(abs)}})
-	_ = s.keep.Load().opened(s)
+	_ = s.closeLocked(ctx, abs)
 }

@@ -7,6 +7,11 @@ import (
 	"strings"
 )
 
+// MaxMarkerDirs is the bound the tools walk a workdir with to find its
+// roots (MarkerDirs): past it, a huge tree's deeper roots go unseen
+// rather than the walk taking seconds.
+const MaxMarkerDirs = 5000
+
 // MarkerDirs walks the workdir once, at most maxDirs directories and
 // skipping what SkipDir names, and returns for each marker the
 // directories (relative to the workdir, "." for its top) that hold it, in
@@ -46,11 +51,20 @@ func SkipDir(name string) bool {
 	return strings.HasPrefix(name, ".")
 }
 
-// SortShallowFirst sorts directories relative to the workdir (forward
-// slashes, "." for its top, as MarkerDirs gives them) the shallowest
-// first, and by name within a depth: the order in which a project's
-// roots are served.
-func SortShallowFirst(rels []string) {
+// Roots lists the directories MarkerDirs found, each once, the
+// shallowest first and by name within a depth: the order in which a
+// project's roots are served.
+func Roots(dirs map[string][]string) []string {
+	seen := map[string]bool{}
+	var rels []string
+	for _, ds := range dirs {
+		for _, d := range ds {
+			if !seen[d] {
+				seen[d] = true
+				rels = append(rels, d)
+			}
+		}
+	}
 	depth := func(rel string) int {
 		if rel == "." {
 			return 0
@@ -63,4 +77,5 @@ func SortShallowFirst(rels []string) {
 		}
 		return strings.Compare(x, y)
 	})
+	return rels
 }

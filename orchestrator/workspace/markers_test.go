@@ -40,10 +40,9 @@ func TestMarkerDirsFindsEachMarkersDirectoriesAndSkipsDependencies(t *testing.T)
 	}
 }
 
-func TestSortShallowFirstOrdersByDepthThenName(t *testing.T) {
-	rels := []string{"b/c", "z", ".", "a/b/c", "a"}
-	SortShallowFirst(rels)
-	if want := []string{".", "a", "z", "b/c", "a/b/c"}; !reflect.DeepEqual(rels, want) {
-		t.Errorf("SortShallowFirst = %v, want %v", rels, want)
+func TestRootsListsEachDirectoryOnceTheShallowestFirst(t *testing.T) {
+	got := Roots(map[string][]string{"go.mod": {".", "b/c", "z"}, "package.json": {"a/b/c", "a", "z"}})
+	if want := []string{".", "a", "z", "b/c", "a/b/c"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Roots = %v, want %v", got, want)
 	}
 }
