@@ -9,8 +9,9 @@
 // Four places, for each project:
 //
 //   - a fresh container: docker run of -image (berth/full:dev), the
-//     project's workdir bind-mounted at its own path, this machine's Go
-//     module cache read-only (no network: GOPROXY=off), its first run;
+//     project's workdir bind-mounted at its own path, a module cache of
+//     the project's modules read-only (no network: GOPROXY=off), its
+//     first run;
 //   - the same container's second run;
 //   - the host's first run, on a Berth that has not run there yet; the
 //     host's caches (Go's, gopls's) hold the project already, as a
@@ -36,9 +37,16 @@
 // off) and both (the defaults). A build that has neither key (before
 // issue 28 items 1 and 2) runs off alone, as it is, and says so.
 //
+// -modcache host mounts this machine's whole module cache instead (2.2
+// GB here): gopls indexes a module cache it has no index of when it
+// starts (importsSource "gopls"), which in a fresh container costs
+// seconds of CPU in the run's first seconds (docs/enclosures/overview.md,
+// "The Go caches").
+//
 // -volume adds a fifth place: a fresh container whose Go caches
 // (GOCACHE, gopls's) are a Docker volume that an earlier container of
-// the same image filled (one unmeasured run on the project), as a
+// the same image filled (one unmeasured run on the project), and gopls's
+// index of the module cache (XDG_CACHE_HOME) with them, as a
 // platform that keeps them in volumes shared by a conversation's
 // containers has it (docs/enclosures/overview.md, "The Go caches").
 //
@@ -48,7 +56,7 @@
 // host's; with prewarm and 3 s of thinking time, the first lsp call
 // within 2x a warm call on the host, for Go (reported for the others).
 //
-//	go run ./bench/coldstart [-image berth/full:dev] [-langs go,python,typescript] [-modes off,both] [-rounds 3] [-think 3s] [-warm 5] [-volume]
+//	go run ./bench/coldstart [-image berth/full:dev] [-langs go,python,typescript] [-modes off,both] [-rounds 3] [-think 3s] [-warm 5] [-modcache project|host] [-volume]
 package main
 
 import (
@@ -110,20 +118,25 @@ func main() {
 	modes := flag.String("modes", "off,both", "Berth's configurations: off, prewarm, keepwarm, both")
 	think := flag.Duration("think", 3*time.Second, "the wait between run/start and the run's first call")
 	warm := flag.Int("warm", 5, "references after the first in each run (their median is a warm call)")
+	modcache := flag.String("modcache", "project", "the fresh containers' Go module cache: project (the project's modules only, as its go mod download leaves them) or host (this machine's whole module cache, read-only)")
 	volume := flag.Bool("volume", false, "also a fresh container whose Go caches are a volume an earlier container filled")
 	rounds := flag.Int("rounds", 3, "rounds of every mode and place (medians are printed)")
 	flag.Parse()
+	if *modcache != "project" && *modcache != "host" {
+		fmt.Fprintln(os.Stderr, "bench/coldstart: -modcache is project or host")
+		os.Exit(2)
+	}
 	if *warm < 1 || *rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench/coldstart: -warm and -rounds must be at least 1")
 		os.Exit(2)
 	}
-	if err := run(*image, strings.Split(*langs, ","), strings.Split(*modes, ","), *think, *warm, *rounds, *volume); err != nil {
+	if err := run(*image, strings.Split(*langs, ","), strings.Split(*modes, ","), *think, *warm, *rounds, *volume, *modcache == "host"); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/coldstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run(image string, langs, modeNames []string, think time.Duration, warm, rounds int, volume bool) error {
+func run(image string, langs, modeNames []string, think time.Duration, warm, rounds int, volume, hostModcache bool) error {
 	root, err := goEnv("GOMOD")
 	if err != nil || root == "" || root == os.DevNull {
 		return fmt.Errorf("not inside the Berth module: run this from the repository (go run ./bench/coldstart)")
@@ -199,7 +212,7 @@ func run(image string, langs, modeNames []string, think time.Duration, warm, rou
 		cleanup()
 		os.Exit(1)
 	}()
-	b := &bench{tmp: tmp, bin: bin, image: image, modcache: modcache, label: label, think: think, warm: warm}
+	b := &bench{tmp: tmp, bin: bin, image: image, modcache: modcache, hostModcache: hostModcache, label: label, think: think, warm: warm}
 
 	// The host's caches hold the projects first, as a developer's do.
 	fmt.Fprintln(os.Stderr, "coldstart: one unmeasured run per project on the host, to fill the host's caches")
@@ -252,7 +265,11 @@ func run(image string, langs, modeNames []string, think time.Duration, warm, rou
 			}
 		}
 	}
-	report(image, imageID, baked, think, warm, rounds, ms, projs, results, volume)
+	mc := "the project's modules"
+	if hostModcache {
+		mc = "this machine's whole module cache"
+	}
+	report(image, imageID, baked, mc, think, warm, rounds, ms, projs, results, volume)
 	return nil
 }
 
@@ -301,6 +318,7 @@ func slicesIndex(ms []mode, name string) int {
 // bench holds what every measurement shares.
 type bench struct {
 	tmp, bin, image, modcache, label string
+	hostModcache                     bool // the containers mount this machine's whole module cache
 	think                            time.Duration
 	warm                             int
 }
@@ -308,7 +326,7 @@ type bench struct {
 // places measures p in each place, in order, on srv.
 func (b *bench) places(srv *berthserver.Server, p *project, volume bool) (map[string]result, error) {
 	out := map[string]result{}
-	id, err := b.container("")
+	id, err := b.container(p, "")
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +353,7 @@ func (b *bench) places(srv *berthserver.Server, p *project, volume bool) (map[st
 	}
 	defer dockertest.Run("volume", "rm", "-f", vol)
 	fmt.Fprintf(os.Stderr, "coldstart: %s, filling the volume's caches\n", p.lang)
-	filler, err := b.container(vol)
+	filler, err := b.container(p, vol)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +361,7 @@ func (b *bench) places(srv *berthserver.Server, p *project, volume bool) (map[st
 		return nil, fmt.Errorf("filling the volume: %w", err)
 	}
 	_, _ = dockertest.Run("rm", "-f", filler)
-	id, err = b.container(vol)
+	id, err = b.container(p, vol)
 	if err != nil {
 		return nil, err
 	}
@@ -355,17 +373,26 @@ func (b *bench) places(srv *berthserver.Server, p *project, volume bool) (map[st
 	return out, nil
 }
 
-// container starts a fresh container as a harness makes one: the
-// projects at their own paths, the module cache read-only, no network,
-// sleeping. With vol, the volume holds the Go caches (GOCACHE and
-// GOPLSCACHE set to it, for an image that sets neither).
-func (b *bench) container(vol string) (string, error) {
+// container starts a fresh container of p as a harness makes one: the
+// projects at their own paths, p's module cache read-only (with
+// -modcache host, this machine's whole one), no network, sleeping. With
+// vol, the volume holds the Go caches (GOCACHE, GOPLSCACHE and gopls's
+// index of the module cache, under XDG_CACHE_HOME).
+func (b *bench) container(p *project, vol string) (string, error) {
 	args := []string{"run", "-d", "--network", "none", "--label", b.label,
 		"--label", enclosure.ConversationLabel + "=bench-coldstart",
-		"-v", b.tmp + ":" + b.tmp, "-v", b.modcache + ":/root/go/pkg/mod:ro",
-		"-e", "GOPROXY=off", "-e", "GOFLAGS=-mod=readonly"}
+		"-v", b.tmp + ":" + b.tmp, "-e", "GOPROXY=off", "-e", "GOFLAGS=-mod=readonly"}
+	switch {
+	case b.hostModcache:
+		args = append(args, "-v", b.modcache+":/root/go/pkg/mod:ro")
+	case p.modcache != "":
+		args = append(args, "-v", p.modcache+":/root/go/pkg/mod:ro")
+	}
 	if vol != "" {
-		args = append(args, "-v", vol+":/var/cache/go", "-e", "GOCACHE=/var/cache/go/build", "-e", "GOPLSCACHE=/var/cache/go")
+		// XDG_CACHE_HOME: gopls's index of the module cache
+		// (goimports, under the user's cache directory).
+		args = append(args, "-v", vol+":/var/cache/go", "-e", "GOCACHE=/var/cache/go/build", "-e", "GOPLSCACHE=/var/cache/go",
+			"-e", "XDG_CACHE_HOME=/var/cache/go/xdg")
 	}
 	id, err := dockertest.Run(append(args, b.image, "sleep", "infinity")...)
 	if err != nil {
@@ -510,14 +537,14 @@ func summarize(rs []result) summary {
 // that follow the first in the place's second run (the same container's,
 // the host's), when nothing is loading any more; a volume's container has
 // one run, and its own.
-func report(image, imageID, baked string, think time.Duration, warm, rounds int, ms []mode, projs []*project, res map[string]map[string]map[string][]result, volume bool) {
+func report(image, imageID, baked, modcache string, think time.Duration, warm, rounds int, ms []mode, projs []*project, res map[string]map[string]map[string][]result, volume bool) {
 	places := []string{fresh1, fresh2, host1, host2}
 	if volume {
 		places = append(places, vol1)
 	}
 	steady := map[string]string{fresh1: fresh2, fresh2: fresh2, host1: host2, host2: host2, vol1: vol1}
-	fmt.Printf("\nthe first call of a run, %s after run/start; image %s (%.19s), Go caches in the image: %s; medians of %d rounds; a warm call is the median of the %d references after the first in the place's second run\n",
-		think, image, imageID, baked, rounds, warm)
+	fmt.Printf("\nthe first call of a run, %s after run/start; image %s (%.19s), Go caches in the image: %s; the fresh containers' module cache: %s; medians of %d rounds; a warm call is the median of the %d references after the first in the place's second run\n",
+		think, image, imageID, baked, modcache, rounds, warm)
 	for _, m := range ms {
 		fmt.Printf("  mode %-8s %s\n", m.name, m.about)
 	}

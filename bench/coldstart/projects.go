@@ -17,6 +17,11 @@ type project struct {
 	about string // what it is, for the report
 	dir   string // the workdir, once copied
 
+	// modcache is a Go module cache that holds the project's modules
+	// and no others, as a conversation's container has after its
+	// project's go mod download ("" for a project without Go modules).
+	modcache string
+
 	// The references query: the first line of refsFile holding refsFind,
 	// at refsSymbol.
 	refsFile, refsFind, refsSymbol string
@@ -64,9 +69,8 @@ func projects(tmp string, langs []string) ([]*project, error) {
 	return out, nil
 }
 
-// goProject: cobra v1.9.1 (its dependencies are in this machine's module
-// cache, which the containers mount read-only), with a twenty-line
-// program that runs a cobra command, to debug.
+// goProject: cobra v1.9.1, with a twenty-line program that runs a cobra
+// command, to debug, and a module cache of its own modules (projectModules).
 func goProject(tmp string) (*project, error) {
 	modcache, err := goEnv("GOMODCACHE")
 	if err != nil {
@@ -103,10 +107,32 @@ func main() {
 	if err := os.WriteFile(filepath.Join(dir, "example", "main.go"), []byte(main), 0o644); err != nil {
 		return nil, err
 	}
-	return &project{lang: "go", about: "cobra v1.9.1 (gopls; dlv on a 20-line program that runs a cobra command)", dir: dir,
+	mods, err := projectModules(dir, filepath.Join(tmp, "go", "modcache"), modcache)
+	if err != nil {
+		return nil, err
+	}
+	return &project{lang: "go", about: "cobra v1.9.1 (gopls; dlv on a 20-line program that runs a cobra command)", dir: dir, modcache: mods,
 		refsFile: "command.go", refsFind: "func (c *Command) Flags() *flag.FlagSet", refsSymbol: "Flags",
 		others:  [2]query{{"args.go", "func NoArgs(", "NoArgs"}, {"flag_groups.go", "func (c *Command) MarkFlagsRequiredTogether(", "MarkFlagsRequiredTogether"}},
 		program: "example", bpFile: "example/main.go", bpFind: `fmt.Println("hello from", name)`}, nil
+}
+
+// projectModules fills a module cache at dst with what the module at dir
+// needs to build and test its packages, and only that, from this machine's module cache (its
+// download cache as a GOPROXY: no network), and returns dst. Its files
+// are writable (-modcacherw), so that the run's end can remove them.
+func projectModules(dir, dst, modcache string) (string, error) {
+	// go list, not go mod download: the packages' modules, and the
+	// go.mod files of the module graph, are what a build needs, and
+	// what gopls's go list asks for.
+	cmd := exec.Command("go", "list", "-deps", "-test", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOMODCACHE="+dst, "GOPROXY=file://"+filepath.Join(modcache, "cache", "download"),
+		"GOFLAGS=-mod=mod -modcacherw", "GOSUMDB=off", "GOTOOLCHAIN=local")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go mod download in %s, from this machine's module cache: %w: %s", dir, err, out)
+	}
+	return dst, nil
 }
 
 // pythonProject: pyflakes, the sources of Debian's python3-pyflakes
