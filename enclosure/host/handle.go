@@ -119,15 +119,38 @@ func (h *handle) Signal(sig os.Signal) error {
 // Kill kills the process group, so children the process started die too,
 // and every descendant that left the group (a debugger puts its debuggee
 // in a group of its own).
+//
+// Under the relay it kills the relay's descendants and leaves the relay
+// to reap them: the relay is their subreaper, and it exits once it has
+// no child left, so Wait returns with the whole tree gone, zombies
+// included. Killed with them, it would leave them to this machine's
+// init, which reaps them when it will. A relay that has not exited
+// within relayReapWait is killed too.
 func (h *handle) Kill() error {
 	h.killOnce.Do(func() {
-		for _, pid := range procfs.Descendants(h.cmd.Process.Pid) {
+		relayPid := h.cmd.Process.Pid
+		for _, pid := range procfs.Descendants(relayPid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+		if !h.relayed {
+			_ = syscall.Kill(-relayPid, syscall.SIGKILL)
+			return
+		}
+		go func() {
+			select {
+			case <-h.done:
+			case <-time.After(relayReapWait):
+				_ = syscall.Kill(-relayPid, syscall.SIGKILL)
+			}
+		}()
 	})
 	return nil
 }
+
+// relayReapWait bounds how long Kill leaves a relay to reap the tree it
+// killed and exit. The relay's own loop takes milliseconds; a relay that
+// takes longer is stopped or wedged, and is killed with what is left.
+const relayReapWait = 2 * time.Second
 
 func (h *handle) Done() <-chan struct{} { return h.done }
 

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -64,6 +65,121 @@ func TestHostKillEndsTheWholeGroup(t *testing.T) {
 	}
 	if procfs.Alive(child) {
 		t.Fatalf("grandchild %d outlived Kill", child)
+	}
+}
+
+// TestHostKillReturnsOnceTheTreeIsReaped: when Wait returns after Kill,
+// the program and everything it started are gone from the process
+// table, zombies included, not left to this machine's init to reap a
+// moment later. A run's end, which waits for its processes, then leaves
+// none behind. (Issue 28's prebuild tests met the moment.)
+func TestHostKillReturnsOnceTheTreeIsReaped(t *testing.T) {
+	for round := range 20 {
+		p, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Stderr: io.Discard,
+			Args: []string{"-c", "sleep 60 & echo $!; setsid sleep 60 & echo $!; wait"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(p.Stdout())
+		pids := []int{p.Pid()}
+		for range 2 {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("reading a child's pid: %v", err)
+			}
+			pid, _ := strconv.Atoi(strings.TrimSpace(l))
+			pids = append(pids, pid)
+		}
+		for _, pid := range pids[1:] {
+			for deadline := time.Now().Add(2 * time.Second); !procfs.Alive(pid); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("child %d never ran", pid)
+				}
+			}
+		}
+		p.Kill()
+		if code, _ := p.Wait(); code != -1 {
+			t.Errorf("Wait after Kill: exit %d, want -1", code)
+		}
+		for _, pid := range pids {
+			if ps, ok := procfs.Read(pid); ok {
+				t.Fatalf("round %d: process %d is still in the process table (state %c) when Wait returned after Kill", round, pid, ps.State)
+			}
+		}
+	}
+}
+
+// TestHostKillEndsARelayThatDoesNotReap: a relay that cannot reap (here
+// stopped) is killed once relayReapWait has passed, and Wait returns.
+func TestHostKillEndsARelayThatDoesNotReap(t *testing.T) {
+	p, err := New().Start(context.Background(), enclosure.Cmd{Path: "sleep", Args: []string{"60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := p.(*handle)
+	if !ok || !h.relayed {
+		t.Fatalf("not a relayed host process: %T", p)
+	}
+	relayPid := h.cmd.Process.Pid
+	if err := syscall.Kill(relayPid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	p.Kill()
+	select {
+	case <-p.Done():
+	case <-time.After(relayReapWait + 5*time.Second):
+		_ = syscall.Kill(relayPid, syscall.SIGKILL)
+		t.Fatal("Wait never returned after Kill of a stopped relay")
+	}
+	if took := time.Since(killed); took < relayReapWait {
+		t.Errorf("Wait returned after %v, before relayReapWait (%v): the stopped relay was not left its time", took, relayReapWait)
+	}
+	if procfs.Alive(relayPid) {
+		t.Errorf("the relay %d outlived its Kill", relayPid)
+	}
+}
+
+// TestHostKillOfAProcessTakenBackReturnsOnceTheTreeIsReaped: the same
+// for a process a Berth that went away left to its relay, and this one
+// took back: its relay is no child of this Berth, and it still reaps the
+// tree before it says the exit.
+func TestHostKillOfAProcessTakenBackReturnsOnceTheTreeIsReaped(t *testing.T) {
+	e := New()
+	keep := &enclosure.Keep{Kind: "test", Token: fmt.Sprintf("%032x", time.Now().UnixNano()), Grace: 30 * time.Second,
+		Dir: filepath.Join(t.TempDir(), "relays")}
+	p, err := e.Start(context.Background(), enclosure.Cmd{Path: "sh", Keep: keep, Stderr: io.Discard,
+		Args: []string{"-c", "sleep 60 & echo $!; wait"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := bufio.NewReader(p.Stdout()).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the child's pid: %v", err)
+	}
+	child, _ := strconv.Atoi(strings.TrimSpace(l))
+	prog := p.Pid()
+	socket, _, why := p.(enclosure.Kept).Held()
+	if socket == "" {
+		t.Fatalf("the process is not held: %s", why)
+	}
+	p.(enclosure.Dropper).Drop()
+	var back enclosure.Process
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		back, err = e.Reattach(context.Background(), enclosure.Hold{Socket: socket, Token: keep.Token})
+		if err == nil || !strings.Contains(err.Error(), "another Berth is attached") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("taking it back: %v", err)
+	}
+	back.Kill()
+	back.Wait()
+	for _, pid := range []int{prog, child} {
+		if ps, ok := procfs.Read(pid); ok {
+			t.Fatalf("process %d is still in the process table (state %c) when Wait returned after Kill", pid, ps.State)
+		}
 	}
 }
 

@@ -173,17 +173,33 @@ func (p *taken) RSS(context.Context) (int64, error) { return treeRSS(p.Pid()) }
 
 var _ enclosure.Resident = (*taken)(nil)
 
-// killTree kills the relay tagged tag at pid and everything under it,
-// if pid is still that relay (its command line carries the tag).
+// killTree kills everything under the relay tagged tag at pid, if pid is
+// still that relay (its command line carries the tag), and leaves the
+// relay to reap it and say the exit, as Kill of a started process does;
+// a relay still there after relayReapWait is killed too.
 func killTree(pid int, tag string) {
-	p, ok := procfs.Read(pid)
-	if !ok || tag == "" || !slices.Contains(strings.Fields(p.Cmdline()), tag) {
+	isRelay := func() bool {
+		p, ok := procfs.Read(pid)
+		return ok && p.Live() && tag != "" && slices.Contains(strings.Fields(p.Cmdline()), tag)
+	}
+	if !isRelay() {
 		return
 	}
 	for _, d := range procfs.Descendants(pid) {
 		_ = syscall.Kill(d, syscall.SIGKILL)
 	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
+	go func() {
+		deadline := time.Now().Add(relayReapWait)
+		for time.Now().Before(deadline) {
+			if !isRelay() {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if isRelay() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}()
 }
 
 var _ enclosure.Reattacher = (*Enclosure)(nil)

@@ -163,9 +163,11 @@ func TestAPrebuildEndsWithItsRunALaunchOrItsTimeout(t *testing.T) {
 			t.Errorf("berth_debug_prebuilds_running is %v, want 1", n)
 		}
 		e.run.End("test")
-		// End returns once the prebuild's process was killed and its
-		// relay exited; the kernel ends the program a moment later.
-		waitGone(t, pid)
+		// End waits for the prebuild's process, and on the host Wait
+		// returns once the relay has reaped its tree.
+		if ps, ok := procfs.Read(pid); ok {
+			t.Fatalf("the prebuild's program %d is still in the process table (state %c) when the run's end returned", pid, ps.State)
+		}
 		if n := testutil.ToFloat64(e.metrics.DebugPrebuilds.WithLabelValues("delve", "cancelled")); n != 1 {
 			t.Errorf("berth_debug_prebuilds_total{result=cancelled} is %v, want 1", n)
 		}
@@ -195,9 +197,9 @@ func TestAPrebuildEndsWithItsRunALaunchOrItsTimeout(t *testing.T) {
 	})
 }
 
-// waitGone waits for pid to be gone, for up to 10 s: the kill is sent
-// before End returns, and the program under the relay ends a moment
-// later (a moment CI's loaded machine once caught it in).
+// waitGone waits for pid to be gone, for up to 10 s: a prebuild a
+// launch or its timeout ends is waited for by nothing the test can
+// wait on.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -272,7 +274,9 @@ func TestOnePrebuildRunsPerRootAndTwoInAll(t *testing.T) {
 		t.Fatal("the shared prebuild ended with the run that started it, while another run still wanted it")
 	}
 	second.End("test")
-	waitGone(t, pid) // it ends with the last run that wanted it
+	if procfs.Alive(pid) { // it ends with the last run that wanted it, before its end returns
+		t.Fatal("the shared prebuild outlived the end of the last run that wanted it")
+	}
 	has(t, p.prebuildsOf(second).describe(first.dir), "prebuild (delve, svc): ended: the runs that wanted it ended")
 
 	// Runs on roots of their own each get a prebuild, two at once in
