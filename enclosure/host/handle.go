@@ -185,8 +185,12 @@ func (h *handle) Wait() (int, error) {
 func (h *handle) wait() {
 	err := h.cmd.Wait()
 	// The leader is gone; end whatever it left in its group, so nothing
-	// outlives it and the pipes reach EOF.
-	_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	// outlives it and the pipes reach EOF. A relay's group is the relay
+	// alone (its program leads one of its own, which the relay ended):
+	// its pid, reaped, may be another process's by now.
+	if !h.relayed {
+		_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	}
 	h.code = h.cmd.ProcessState.ExitCode()
 	if h.relayed && h.code > 128 {
 		h.code = -1 // the relay reports death by signal N as 128+N
