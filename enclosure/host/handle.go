@@ -124,23 +124,46 @@ func (h *handle) Signal(sig os.Signal) error {
 // to reap them: the relay is their subreaper, and it exits once it has
 // no child left, so Wait returns with the whole tree gone, zombies
 // included. Killed with them, it would leave them to this machine's
-// init, which reaps them when it will. A relay that has not exited
-// within relayReapWait is killed too.
+// init, which reaps them when it will. A Kill that comes before the
+// relay has started the program kills it once it has. A relay that has
+// not exited within relayReapWait is killed too, after its descendants
+// once more.
 func (h *handle) Kill() error {
 	h.killOnce.Do(func() {
-		relayPid := h.cmd.Process.Pid
-		for _, pid := range procfs.Descendants(relayPid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		select {
+		case <-h.done:
+			return // reaped: its pid may be another process's now
+		default:
 		}
+		relayPid := h.cmd.Process.Pid
+		descendants := func() {
+			for _, pid := range procfs.Descendants(relayPid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		descendants()
 		if !h.relayed {
 			_ = syscall.Kill(-relayPid, syscall.SIGKILL)
 			return
 		}
 		go func() {
-			select {
-			case <-h.done:
-			case <-time.After(relayReapWait):
-				_ = syscall.Kill(-relayPid, syscall.SIGKILL)
+			deadline := time.NewTimer(relayReapWait)
+			defer deadline.Stop()
+			started := h.progKnown
+			for {
+				select {
+				case <-h.done:
+					return
+				case <-started:
+					started = nil
+					descendants() // a program started after the first pass
+				case <-deadline.C:
+					descendants()
+					// By its pidfd: a relay reaped meanwhile is not
+					// mistaken for a process that took its pid.
+					_ = h.cmd.Process.Signal(os.Kill)
+					return
+				}
 			}
 		}()
 	})
@@ -162,8 +185,12 @@ func (h *handle) Wait() (int, error) {
 func (h *handle) wait() {
 	err := h.cmd.Wait()
 	// The leader is gone; end whatever it left in its group, so nothing
-	// outlives it and the pipes reach EOF.
-	_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	// outlives it and the pipes reach EOF. A relay's group is the relay
+	// alone (its program leads one of its own, which the relay ended):
+	// its pid, reaped, may be another process's by now.
+	if !h.relayed {
+		_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	}
 	h.code = h.cmd.ProcessState.ExitCode()
 	if h.relayed && h.code > 128 {
 		h.code = -1 // the relay reports death by signal N as 128+N

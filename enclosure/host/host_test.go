@@ -121,6 +121,10 @@ func TestHostKillEndsARelayThatDoesNotReap(t *testing.T) {
 		t.Fatalf("not a relayed host process: %T", p)
 	}
 	relayPid := h.cmd.Process.Pid
+	prog := p.Pid() // the relay has started it: there is a tree to reap
+	if prog <= 0 {
+		t.Fatal("the relay started no program")
+	}
 	if err := syscall.Kill(relayPid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +141,43 @@ func TestHostKillEndsARelayThatDoesNotReap(t *testing.T) {
 	}
 	if procfs.Alive(relayPid) {
 		t.Errorf("the relay %d outlived its Kill", relayPid)
+	}
+	if procfs.Alive(prog) {
+		t.Errorf("the program %d outlived its Kill", prog)
+	}
+}
+
+// TestHostKillRightAfterStartEndsWhatTheProgramStarts: a Kill that comes
+// before the relay has started the program (Start returns once the relay
+// runs) kills the program once it has, and what it starts, so Wait
+// returns at once and leaves nothing. (A prebuild's context can end the
+// moment it started.)
+func TestHostKillRightAfterStartEndsWhatTheProgramStarts(t *testing.T) {
+	for round := range 10 {
+		mark := fmt.Sprintf("%d", 600000+round*1000+os.Getpid()%1000)
+		p, err := New().Start(context.Background(), enclosure.Cmd{Path: "sh", Stderr: io.Discard,
+			Args: []string{"-c", "sleep " + mark + " & wait"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now()
+		p.Kill()
+		done := make(chan struct{})
+		go func() { p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(relayReapWait + 10*time.Second):
+			t.Fatalf("round %d: Wait never returned after a Kill right after Start", round)
+		}
+		if took := time.Since(killed); took >= relayReapWait {
+			t.Errorf("round %d: Wait returned %v after a Kill right after Start: the relay's bound, not the relay's reaping", round, took)
+		}
+		for _, ps := range procfs.All() {
+			if ps.Live() && strings.Contains(ps.Cmdline(), "sleep "+mark) {
+				_ = syscall.Kill(ps.PID, syscall.SIGKILL)
+				t.Fatalf("round %d: %q (pid %d) outlived a Kill right after Start", round, ps.Cmdline(), ps.PID)
+			}
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -143,8 +144,9 @@ func (h *handle) Drop() {
 // relay: hold is the state's record of it (its Dir unused). The process is
 // Berth's again as if it had started it, but for its exit: the relay is
 // no child of this Berth, and its last line says the code. Kill ends
-// the tree at once, as for every host process (the relay's pid and its
-// descendants, SIGKILL), after a framed SIGTERM.
+// the tree at once, as for every host process (the relay's descendants,
+// SIGKILL, which the relay reaps before it says the exit: killTree),
+// after a framed SIGTERM.
 func (e *Enclosure) Reattach(ctx context.Context, hold enclosure.Hold) (enclosure.Process, error) {
 	socket := hold.Socket
 	h, conn, err := relay.Reattach(ctx, socket, hold.Token)
@@ -176,29 +178,40 @@ var _ enclosure.Resident = (*taken)(nil)
 // killTree kills everything under the relay tagged tag at pid, if pid is
 // still that relay (its command line carries the tag), and leaves the
 // relay to reap it and say the exit, as Kill of a started process does;
-// a relay still there after relayReapWait is killed too.
+// a relay still there after relayReapWait is killed too, after its
+// descendants once more. The relay is no child of this Berth, so it is
+// held by a pidfd: once it has exited, its pid may be another process's.
 func killTree(pid int, tag string) {
-	isRelay := func() bool {
-		p, ok := procfs.Read(pid)
-		return ok && p.Live() && tag != "" && slices.Contains(strings.Fields(p.Cmdline()), tag)
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return // gone
 	}
-	if !isRelay() {
+	p, ok := procfs.Read(pid)
+	if !ok || !p.Live() || tag == "" || !slices.Contains(strings.Fields(p.Cmdline()), tag) {
+		_ = unix.Close(fd)
 		return
 	}
-	for _, d := range procfs.Descendants(pid) {
-		_ = syscall.Kill(d, syscall.SIGKILL)
+	descendants := func() {
+		for _, d := range procfs.Descendants(pid) {
+			_ = syscall.Kill(d, syscall.SIGKILL)
+		}
 	}
+	descendants()
 	go func() {
-		deadline := time.Now().Add(relayReapWait)
-		for time.Now().Before(deadline) {
-			if !isRelay() {
+		defer unix.Close(fd)
+		// The pidfd reads ready once the relay has exited.
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for deadline := time.Now().Add(relayReapWait); time.Now().Before(deadline); {
+			n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds())+1)
+			if n > 0 {
 				return
 			}
-			time.Sleep(20 * time.Millisecond)
+			if err != nil && !errors.Is(err, unix.EINTR) {
+				break
+			}
 		}
-		if isRelay() {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+		descendants()
+		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
 	}()
 }
 
