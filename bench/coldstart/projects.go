@@ -118,9 +118,10 @@ func main() {
 }
 
 // projectModules fills a module cache at dst with what the module at dir
-// needs to build and test its packages, and only that, from this machine's module cache (its
-// download cache as a GOPROXY: no network), and returns dst. Its files
-// are writable (-modcacherw), so that the run's end can remove them.
+// needs to build and test its packages, and only that, from this
+// machine's module cache (its download cache as a GOPROXY: no network),
+// and returns dst. Its files are writable (-modcacherw), so that the
+// run's end can remove them.
 func projectModules(dir, dst, modcache string) (string, error) {
 	// go list, not go mod download: the packages' modules, and the
 	// go.mod files of the module graph, are what a build needs, and
@@ -130,7 +131,9 @@ func projectModules(dir, dst, modcache string) (string, error) {
 	cmd.Env = append(os.Environ(), "GOMODCACHE="+dst, "GOPROXY=file://"+filepath.Join(modcache, "cache", "download"),
 		"GOFLAGS=-mod=mod -modcacherw", "GOSUMDB=off", "GOTOOLCHAIN=local")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go mod download in %s, from this machine's module cache: %w: %s", dir, err, out)
+		return "", fmt.Errorf("go list -deps -test ./... in %s, from this machine's module cache (%s): %w: %s\n"+
+			"the download cache lacks a module the project needs: run go mod download in %s where the module proxy is reachable, then run the benchmark again",
+			dir, filepath.Join(modcache, "cache", "download"), err, strings.TrimSpace(string(out)), dir)
 	}
 	return dst, nil
 }

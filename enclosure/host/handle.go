@@ -136,12 +136,7 @@ func (h *handle) Kill() error {
 		default:
 		}
 		relayPid := h.cmd.Process.Pid
-		descendants := func() {
-			for _, pid := range procfs.Descendants(relayPid) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-		descendants()
+		killDescendants(relayPid)
 		if !h.relayed {
 			_ = syscall.Kill(-relayPid, syscall.SIGKILL)
 			return
@@ -156,9 +151,9 @@ func (h *handle) Kill() error {
 					return
 				case <-started:
 					started = nil
-					descendants() // a program started after the first pass
+					killDescendants(relayPid) // a program started after the first pass
 				case <-deadline.C:
-					descendants()
+					killDescendants(relayPid)
 					// By its pidfd: a relay reaped meanwhile is not
 					// mistaken for a process that took its pid.
 					_ = h.cmd.Process.Signal(os.Kill)
@@ -168,6 +163,14 @@ func (h *handle) Kill() error {
 		}()
 	})
 	return nil
+}
+
+// killDescendants sends SIGKILL to every descendant of pid, whatever
+// process group it moved to.
+func killDescendants(pid int) {
+	for _, d := range procfs.Descendants(pid) {
+		_ = syscall.Kill(d, syscall.SIGKILL)
+	}
 }
 
 // relayReapWait bounds how long Kill leaves a relay to reap the tree it

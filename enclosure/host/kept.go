@@ -191,12 +191,7 @@ func killTree(pid int, tag string) {
 		_ = unix.Close(fd)
 		return
 	}
-	descendants := func() {
-		for _, d := range procfs.Descendants(pid) {
-			_ = syscall.Kill(d, syscall.SIGKILL)
-		}
-	}
-	descendants()
+	killDescendants(pid)
 	go func() {
 		defer unix.Close(fd)
 		// The pidfd reads ready once the relay has exited.
@@ -210,7 +205,7 @@ func killTree(pid int, tag string) {
 				break
 			}
 		}
-		descendants()
+		killDescendants(pid)
 		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
 	}()
 }

@@ -35,6 +35,13 @@ const maxPrebuilds = 8
 // run: a burst of run/starts does not start a compiler per run.
 const prebuildConcurrency = 2
 
+// prebuildDrainWait bounds the read of a prebuild's output once its
+// process has exited. Under the relay the output ends with the process's
+// tree; a process outside the tree (on a host without the relay) could
+// hold it open for as long as it lives, and the prebuild, and the end of
+// the run that waits for it, would wait as long.
+var prebuildDrainWait = 5 * time.Second
+
 // The states of a prebuild, as status says them and
 // berth_debug_prebuilds_total counts the ended ones.
 const (
@@ -297,11 +304,9 @@ func (p *Provider) prebuild(run *orchestrator.Run, a *Adapter, b *prebuild, exe,
 	code, err := proc.Wait()
 	select {
 	case <-drained:
-	case <-time.After(5 * time.Second):
-		// Something it started holds its output open (a build daemon):
-		// it ends with the prebuild.
-		_ = proc.Kill()
-		<-drained
+	case <-time.After(prebuildDrainWait):
+		// Something outside its tree holds its output open: the
+		// prebuild ends with what it read, and the copy when that lets go.
 	}
 	switch said := strings.TrimSpace(stdout.String()); {
 	case ctx.Err() != nil:

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/berth-dev/berth/enclosure"
 	"github.com/berth-dev/berth/enclosure/host"
 	"github.com/berth-dev/berth/internal/procfs"
 	"github.com/berth-dev/berth/orchestrator"
@@ -404,3 +406,53 @@ func TestAPrebuildsLeftoverChildEndsWithIt(t *testing.T) {
 	waitPrebuild(t, e, "done in")
 	waitGone(t, pid)
 }
+
+// TestAPrebuildWhoseOutputAnotherProcessHoldsEndsAtTheBound: a process
+// outside the prebuild's tree that holds its output open (possible on a
+// host without the relay; here the output is joined to a pipe the test
+// holds) keeps neither the prebuild nor the run's end waiting past
+// prebuildDrainWait.
+func TestAPrebuildWhoseOutputAnotherProcessHoldsEndsAtTheBound(t *testing.T) {
+	defer func(d time.Duration) { prebuildDrainWait = d }(prebuildDrainWait)
+	prebuildDrainWait = 300 * time.Millisecond
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close(); r.Close() })
+	e := newEnvIn(t, "gonested", func(c *Config) {
+		delve(c).Prebuild = []string{"sh", "-c", "exit 0"}
+	}, func(string) enclosure.Enclosure { return heldOutput{host.New(), r} })
+	e.reg.RunStarted(e.run)
+	has(t, waitPrebuild(t, e, "done in"), "prebuild (delve")
+	ended := make(chan struct{})
+	go func() { e.run.End("test"); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run's end waited on a prebuild whose output another process holds open")
+	}
+}
+
+// heldOutput is an enclosure whose processes' stdout goes on, after the
+// process's own, with what held gives: an output another process holds
+// open.
+type heldOutput struct {
+	enclosure.Enclosure
+	held io.Reader
+}
+
+func (h heldOutput) Start(ctx context.Context, cmd enclosure.Cmd) (enclosure.Process, error) {
+	p, err := h.Enclosure.Start(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return heldStdout{p, io.MultiReader(p.Stdout(), h.held)}, nil
+}
+
+type heldStdout struct {
+	enclosure.Process
+	out io.Reader
+}
+
+func (p heldStdout) Stdout() io.Reader { return p.out }

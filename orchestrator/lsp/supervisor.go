@@ -237,8 +237,8 @@ func (sv *supervisor) reopenAdopted(ctx context.Context, m match, srv *server) {
 }
 
 // warmUpCold asks srv, when prewarm started it cold for m, the warm-up
-// query (server.warmUp) about the first file under its root, unless
-// lsp.warm_up is off. ctx is the run's.
+// query (server.warmUp) about the file it has synced, or the first under
+// its root, unless lsp.warm_up is off. ctx is the run's.
 func (sv *supervisor) warmUpCold(ctx context.Context, m match, srv *server) {
 	if !sv.conf.WarmUp || !m.cfg.warmsUp() {
 		return
@@ -250,7 +250,13 @@ func (sv *supervisor) warmUpCold(ctx context.Context, m match, srv *server) {
 	if !cold {
 		return
 	}
-	file := firstFile(m.root, m.cfg.Extensions)
+	// A file the server has had synced already (tsserver's load probe
+	// opens one), else the first under its root: the root is not walked
+	// a second time.
+	file := srv.docs.lastSynced()
+	if file == "" {
+		file = firstFile(m.root, m.cfg.Extensions)
+	}
 	if file == "" {
 		return
 	}

@@ -12,12 +12,18 @@ import (
 // goplsOf is the fixture's ready gopls.
 func (f *fixture) goplsOf(t *testing.T) *server {
 	t.Helper()
+	return f.serverNamed(t, "gopls")
+}
+
+// serverNamed is the run's ready server of the entry name.
+func (f *fixture) serverNamed(t *testing.T, name string) *server {
+	t.Helper()
 	for _, sl := range f.p.state(f.run).sv.snapshot() {
-		if sl.key.name == "gopls" && sl.srv != nil {
+		if sl.key.name == name && sl.srv != nil {
 			return sl.srv
 		}
 	}
-	t.Fatal("the run has no ready gopls")
+	t.Fatalf("the run has no ready %s", name)
 	return nil
 }
 
@@ -54,6 +60,35 @@ func TestAServerPrewarmStartedColdAnswersAWarmUpQueryBeforeTheFirstCall(t *testi
 		t.Errorf("berth_lsp_warm_ups_total{server=gopls} is %v with lsp.warm_up off, want 0", n)
 	}
 	off.end(t)
+}
+
+// TestATypeScriptWarmUpAsksAboutTheFileItsLoadProbeOpened: tsserver
+// loads a project only for an open file, so its load probe opens the
+// first file under the root; the warm-up asks about that file, which
+// stays open (the probe's), rather than walking the root again.
+func TestATypeScriptWarmUpAsksAboutTheFileItsLoadProbeOpened(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	copyTree(t, filepath.Join("testdata", "ts"), dir)
+	f := newFixtureIn(t, dir, "run-ts-warm-up", DefaultConfig())
+	f.reg.RunStarted(f.run)
+	var probed string
+	for _, sc := range DefaultServers() {
+		if sc.Name == "typescript-language-server" {
+			probed = firstFile(dir, sc.Extensions)
+		}
+	}
+	rel, err := filepath.Rel(dir, probed)
+	if probed == "" || err != nil {
+		t.Fatalf("no TypeScript file in the fixture (%v)", err)
+	}
+	f.waitStatus(t, "typescript-language-server for root .: ready, started cold at run/start (prewarm), warmed up (references in "+filepath.ToSlash(rel)+", ")
+	if !f.serverNamed(t, "typescript-language-server").docs.has(probed) {
+		t.Error("the warm-up closed the file the load probe had opened")
+	}
+	if n := testutil.ToFloat64(f.p.metrics.LSPWarmUps.WithLabelValues("typescript-language-server")); n != 1 {
+		t.Errorf("berth_lsp_warm_ups_total{server=typescript-language-server} is %v, want 1", n)
+	}
+	f.end(t)
 }
 
 // A warm-up never closes what anything else opened or synced: a file a
