@@ -41,6 +41,7 @@ type server struct {
 
 	docs   docStore
 	diags  diagStore
+	ends   progressEnds
 	cache  fileCache
 	writes writeCheck
 
