@@ -101,8 +101,10 @@ type Config struct {
 	// the answer is dropped, so that the run's first call does not pay
 	// for the work a first query makes a server do: gopls type-checks a
 	// package and indexes what refers to it only when a query first
-	// touches it. It runs in the run's thinking time, and a server
-	// adopted from the pool is warm already.
+	// touches it. A server run/start adopted from the pool is asked the
+	// same about each document it reopened (a reopened document is
+	// analysed anew at its first query). It runs in the run's thinking
+	// time.
 	WarmUp bool `yaml:"warm_up"`
 }
 
