@@ -24,6 +24,10 @@ type quirks struct {
 	// when a file's diagnostics change; gopls diagnoses the importers
 	// a change broke only after its diagnosticsDelay).
 	pull func(ctx context.Context, s *server, abs string) ([]protocol.Diagnostic, error)
+	// pullAnswersAll: pull answers only once the server has published
+	// for every file (gopls's command), so a write's check need not
+	// listen for a debounce after it for the importers it broke.
+	pullAnswersAll bool
 	// index stands in for the index of a server that knows only the files
 	// it has open (ready "open-files": clangd without its background
 	// index): before a rename it shows the server every file that
@@ -42,7 +46,7 @@ func quirksFor(cfg ServerConfig, r readiness) quirks {
 	case pullTsserver:
 		q.pull = tsserverDiagnostics
 	case pullGopls:
-		q.pull = goplsDiagnostics
+		q.pull, q.pullAnswersAll = goplsDiagnostics, true
 	}
 	if r.kind == readyOpenFiles {
 		q.index = showMentions
