@@ -121,7 +121,8 @@ type Noter interface {
 // Note keeps data (a JSON object) with the record of proc, a process the
 // run's enclosure started with Cmd.Keep or one given back to the run
 // after a restart: what its family needs to give it back (Resumer reads
-// it as the record's Data). Each Note replaces the last. It does nothing
+// it as the record's Data). Each Note replaces the last, without
+// waiting for the disk (state.Store.Rewrite). It does nothing
 // when Berth keeps no state or proc is not kept; a process that ended
 // has no record left to write.
 func (r *Run) Note(proc enclosure.Process, data any) error {
@@ -193,7 +194,7 @@ func (k *Keeping) note(proc enclosure.Process, data json.RawMessage) error {
 		return nil // not kept, or ended: its record is gone
 	}
 	r.Data = data
-	if err := k.Store.Put(r); err != nil {
+	if err := k.Store.Rewrite(r); err != nil {
 		return err
 	}
 	k.live[tag] = r

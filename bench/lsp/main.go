@@ -82,7 +82,7 @@ var cpuProfile string
 
 func main() {
 	n := flag.Int("n", 1000, "measured requests per query and path (300 leave the added time uncertain by several hundred µs)")
-	writes := flag.Int("writes", 30, "measured files/didWrite calls (each waits out Berth's 500ms debounce)")
+	writes := flag.Int("writes", 30, "measured files/didWrite calls")
 	flag.DurationVar(&gap, "gap", 0, "pause before each measured request")
 	repo := flag.String("repo", ".", "the Go module to query (this repository)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the in-process calls (Berth's tool path without the protocol) to this file")
@@ -423,8 +423,8 @@ func didWrite(ctx context.Context, c *rpc.Client, d *lspdirect.Client, n int) er
 		}
 	}
 	fmt.Println()
-	fmt.Println("files/didWrite on a warm gopls: direct is didChange+didSave to the first publish; Berth also")
-	fmt.Println("waits out its debounce (500ms of quiet, for follow-up publishes) before it answers")
+	fmt.Println("files/didWrite on a warm gopls: direct is didChange+didSave to the first publish (the changed")
+	fmt.Println("package's type errors); Berth's answer comes after gopls.diagnose_files, the whole workspace's")
 	report("didWrite", direct, berth)
 	return nil
 }

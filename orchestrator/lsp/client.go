@@ -33,14 +33,19 @@ func (c *client) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagno
 }
 
 // Progress tracks work-done progress, by which most servers say they
-// have loaded the project (loadState.progressed).
+// have loaded the project (loadState.progressed), and by which gopls
+// says a command Berth gave a token has ended (progressEnds).
 func (c *client) Progress(_ context.Context, p *protocol.ProgressParams) error {
 	var v struct {
 		Kind  string `json:"kind"`
 		Title string `json:"title"`
 	}
 	if json.Unmarshal(p.Value, &v) == nil {
-		c.s.load.progressed(fmt.Sprint(p.Token), v.Kind, v.Title)
+		token := fmt.Sprint(p.Token)
+		c.s.load.progressed(token, v.Kind, v.Title)
+		if v.Kind == "end" {
+			c.s.ends.ended(token)
+		}
 	}
 	return nil
 }

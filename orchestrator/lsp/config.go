@@ -34,9 +34,9 @@ type Config struct {
 	DiagnosticsTimeout time.Duration `yaml:"diagnostics_timeout"`
 	// Debounce is how long to keep listening for follow-up diagnostics
 	// after the first answer for a synced version (a server may publish
-	// a file in parts, and other files after it). gopls is started with
-	// diagnosticsDelay: 0s, so its one pass answers for the written file
-	// and the importers it broke together.
+	// a file in parts, and other files after it). gopls's diagnostics
+	// are pulled (pull_diagnostics: gopls), and its answer comes after
+	// it has published for the importers a write broke.
 	Debounce time.Duration `yaml:"debounce"`
 	// WillWriteTimeout bounds files/willWrite, which delays the harness's
 	// write.
@@ -101,8 +101,10 @@ type Config struct {
 	// the answer is dropped, so that the run's first call does not pay
 	// for the work a first query makes a server do: gopls type-checks a
 	// package and indexes what refers to it only when a query first
-	// touches it. It runs in the run's thinking time, and a server
-	// adopted from the pool is warm already.
+	// touches it. A server run/start adopted from the pool is asked the
+	// same about each document it reopened (a reopened document is
+	// analysed anew at its first query). It runs in the run's thinking
+	// time.
 	WarmUp bool `yaml:"warm_up"`
 }
 
@@ -132,7 +134,9 @@ type ServerConfig struct {
 	// PullDiagnostics names a server-specific way to ask for a file's
 	// diagnostics when the server offers no textDocument/diagnostic and
 	// does not publish unchanged ones: "tsserver"
-	// (typescript-language-server's typescript.tsserverRequest).
+	// (typescript-language-server's typescript.tsserverRequest), or that
+	// publishes all of them only after a delay: "gopls" (its
+	// gopls.diagnose_files command).
 	PullDiagnostics string `yaml:"pull_diagnostics,omitempty"`
 	// Checker is the project checker run in the root for diagnostics "*"
 	// and before and after lsp_rename (go vet ./..., pyright, tsc
@@ -209,19 +213,19 @@ func DefaultServers() []ServerConfig {
 	return []ServerConfig{
 		{Name: "gopls", Languages: []string{"go"}, Extensions: map[string]string{".go": "go"},
 			Command: []string{"gopls"}, RootMarkers: []string{"go.work", "go.mod"},
-			// With a delay (1s by default) gopls diagnoses a change twice:
-			// the changed package's type errors at once, then, after the
-			// delay, everything (analyses, and the importers a change
-			// broke). Berth takes the first answer plus what follows
-			// within lsp.debounce, so a second pass slower than that (a
-			// cold cache, a busy machine) was missed and a write that
-			// broke a caller was called clean. With none, one pass
-			// answers for the written file and its importers together.
+			// gopls diagnoses a change twice: the changed package's type
+			// errors at once, then, after its diagnosticsDelay (1 s),
+			// everything (analyses, and the importers a change broke).
+			// Berth pulls the second pass at once (pull_diagnostics:
+			// gopls), so a write that broke a caller is not called clean.
+			// The delay stays: with none, a document's first open runs
+			// every analysis on the cores the query that opened it needs.
 			// Workspace symbols come from the workspace's own packages:
 			// by default its 100 answers are mostly the standard
 			// library's, all outside the workdir, and the workspace's own
 			// matches are crowded out.
-			InitializationOptions: map[string]any{"diagnosticsDelay": "0s", "symbolScope": "workspace"},
+			InitializationOptions: map[string]any{"symbolScope": "workspace"},
+			PullDiagnostics:       pullGopls,
 			Checker:               []string{"go", "vet", "./..."},
 			// gopls's initialized handler loads the packages under this
 			// progress (internal/server/general.go, addFolders).
@@ -325,8 +329,8 @@ func (c Config) validate() error {
 			return fmt.Errorf("lsp.servers[%d] (%s): extensions is empty: map at least one file extension to a language id", i, s.Name)
 		case s.PositionEncoding != "" && !validEncoding(s.PositionEncoding):
 			return fmt.Errorf("lsp.servers[%d] (%s): position_encoding %q: use utf-8, utf-16 or utf-32", i, s.Name, s.PositionEncoding)
-		case s.PullDiagnostics != "" && s.PullDiagnostics != pullTsserver:
-			return fmt.Errorf("lsp.servers[%d] (%s): pull_diagnostics %q: the only one known is %q", i, s.Name, s.PullDiagnostics, pullTsserver)
+		case s.PullDiagnostics != "" && s.PullDiagnostics != pullTsserver && s.PullDiagnostics != pullGopls:
+			return fmt.Errorf("lsp.servers[%d] (%s): pull_diagnostics %q: the ones known are %q and %q", i, s.Name, s.PullDiagnostics, pullTsserver, pullGopls)
 		case len(s.RootMarkers) == 0:
 			return fmt.Errorf("lsp.servers[%d] (%s): root_markers is empty: name at least one file that marks a project root", i, s.Name)
 		}

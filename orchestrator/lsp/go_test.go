@@ -397,3 +397,41 @@ func TestFirstReportAfterARestartSaysEarlierProblemsMayReadAsNew(t *testing.T) {
 	}
 	f.write(t, "main.go", orig)
 }
+
+// A write to a Go file is reported once gopls has diagnosed the
+// workspace for it (gopls.diagnose_files), importers included, with no
+// listening for lsp.debounce after: here the debounce is a minute, so
+// listening would last until lsp.diagnostics_timeout, and the report of
+// a signature change that breaks the callers in another file comes well
+// before that. A pull that failed would fall back to
+// waiting for publishes and then the debounce.
+//
+// Issue 28: gopls keeps its diagnosticsDelay, so a document's first open
+// runs no analyses beside the query that opened it.
+func TestAGoWriteReportDoesNotWaitForTheDebounce(t *testing.T) {
+	conf := DefaultConfig()
+	conf.Debounce = time.Minute
+	f := newFixture(t, "go", conf)
+	greet := f.read(t, "greet/greet.go")
+	start := time.Now()
+	rep := f.write(t, "greet/greet.go", strings.Replace(greet, "func Hello(name string) string {\n\treturn English{}.Greet(name)",
+		"func Hello(name string, loud bool) string {\n\treturn English{Excited: loud}.Greet(name)", 1))
+	took := time.Since(start)
+	callers := 0
+	for _, d := range rep.Diagnostics {
+		if d.Path == "main.go" && strings.Contains(d.Message, "not enough arguments in call to greet.Hello") {
+			callers++
+		}
+	}
+	if rep.State != orchestrator.WriteIssues || callers != 3 {
+		t.Fatalf("signature change: want issues with the 3 broken calls in main.go, got %s, %d:\n%s", rep.State, callers, rep.Text)
+	}
+	// Listening would last the debounce, or lsp.diagnostics_timeout
+	// (20 s) at most, since the publishes never fall quiet that long.
+	if took >= conf.DiagnosticsTimeout/2 {
+		t.Errorf("the report took %s: it listened for the debounce (%s, up to %s)", took.Round(time.Millisecond), conf.Debounce, conf.DiagnosticsTimeout)
+	}
+	if rep = f.write(t, "greet/greet.go", greet); rep.State != orchestrator.WriteClean {
+		t.Errorf("signature restored: want clean, got %s: %s", rep.State, rep.Text)
+	}
+}

@@ -228,12 +228,14 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 		}
 		docs[abs] = doc
 	}
+	all := true // every answer came after the server published for every file
 	for _, abs := range files {
 		doc, ok := docs[abs]
 		if !ok {
 			continue
 		}
-		items, ok := s.diagnose(ctx, abs, doc)
+		items, ok, answeredAll := s.diagnoseAll(ctx, abs, doc)
+		all = all && answeredAll
 		rel := workspace.Rel(run.Workdir, abs)
 		if !ok {
 			why := "gave no diagnostics for this version in time"
@@ -245,9 +247,11 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 		}
 		fresh = append(fresh, p.newOnes(reg, s, abs, items, before)...)
 	}
-	if s.pulls() || deleted {
+	if (s.pulls() && !(all && len(docs) > 0)) || deleted {
 		// No publish for a written file stands for the others: listen
-		// until the server falls quiet, so a broken importer is heard.
+		// until the server falls quiet, so a broken importer is heard
+		// (unless the pull answered after the server had published for
+		// every file: gopls's).
 		s.diags.settle(ctx)
 	}
 	// Other files: those published since the previous check ended, so a

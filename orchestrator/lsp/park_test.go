@@ -477,7 +477,8 @@ func TestShutdownEndsEveryParkedServer(t *testing.T) {
 // say how many. The next parking keeps what that run used first, then
 // what it reopened; a run that adopts the server at a call reopens
 // nothing and keeps the list. A reopen for a run that has ended (its
-// server parked again) opens nothing.
+// server parked again) opens nothing. The prewarm then warms up the
+// adopted server about what it reopened.
 //
 // Issue 28 item 2 (the first call of the next run as fast as a warm one).
 func TestAPrewarmThatAdoptsAServerReopensWhatTheEarlierRunHadOpen(t *testing.T) {
@@ -517,6 +518,15 @@ func TestAPrewarmThatAdoptsAServerReopensWhatTheEarlierRunHadOpen(t *testing.T) 
 	}
 	if n := testutil.ToFloat64(f.p.metrics.LSPReopened.WithLabelValues("gopls")); n != 1 {
 		t.Errorf("berth_lsp_reopened_documents_total{server=gopls} is %v, want 1", n)
+	}
+	// Then the warm-up, about each reopened document: a reopened one is
+	// analysed anew at its first query. It stays open: the reopen's.
+	g.waitStatus(t, "warmed up (references in main.go, ")
+	if n := testutil.ToFloat64(f.p.metrics.LSPWarmUps.WithLabelValues("gopls")); n != 1 {
+		t.Errorf("berth_lsp_warm_ups_total{server=gopls} is %v after the adopting run's warm-up, want 1", n)
+	}
+	if open := srv.docs.paths(""); !slices.Equal(open, []string{mainGo}) {
+		t.Errorf("open after the warm-up: %v, want main.go, reopened", open)
 	}
 	time.Sleep(time.Second) // the agent thinks
 	refs, first := g.timed(t, map[string]any{"action": "references", "file": "main.go", "line": 11, "symbol": "Greet"})

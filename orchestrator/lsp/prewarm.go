@@ -26,8 +26,8 @@ func prewarming(ctx context.Context) bool { return ctx.Value(prewarmKey{}) != ni
 // as any start does. A call that comes meanwhile shares the start, and
 // waits for the load, as it would for a start of its own. A server
 // adopted from the pool reopens what the run that parked it had open
-// (reopenAdopted), and one started cold is asked a first query
-// (warmUpCold, lsp.warm_up), each holding its place meanwhile.
+// (reopenAdopted); then each is asked a first query (warmUpPrewarmed,
+// lsp.warm_up), holding its place meanwhile.
 func (sv *supervisor) prewarm(places chan struct{}) {
 	sv.mu.Lock()
 	if sv.closed {
@@ -52,7 +52,7 @@ func (sv *supervisor) prewarm(places chan struct{}) {
 					loaded := s.waitLoaded(ctx, "")
 					sv.reopenAdopted(ctx, m, s)
 					if loaded {
-						sv.warmUpCold(ctx, m, s)
+						sv.warmUpPrewarmed(ctx, m, s)
 					}
 				}
 			})

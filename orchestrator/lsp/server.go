@@ -41,6 +41,7 @@ type server struct {
 
 	docs   docStore
 	diags  diagStore
+	ends   progressEnds
 	cache  fileCache
 	writes writeCheck
 
@@ -381,9 +382,18 @@ func (s *server) linesOf(abs string) string {
 // false when no answer for that version came in time, or the server died:
 // silence is never taken as clean.
 func (s *server) diagnose(ctx context.Context, abs string, doc document) (items []protocol.Diagnostic, ok bool) {
+	items, ok, _ = s.diagnoseAll(ctx, abs, doc)
+	return items, ok
+}
+
+// diagnoseAll is diagnose, and says whether the answer came after the
+// server had published for every file the sync affected (the quirks'
+// pull said so, pullAnswersAll): then no other file's publish is still to
+// come, and nothing needs listening for.
+func (s *server) diagnoseAll(ctx context.Context, abs string, doc document) (items []protocol.Diagnostic, ok, all bool) {
 	if s.quirks.pull != nil {
 		if items, err := s.quirks.pull(ctx, s, abs); err == nil {
-			return items, true
+			return items, true, s.quirks.pullAnswersAll
 		}
 	}
 	if s.caps.DiagnosticProvider != nil {
@@ -394,10 +404,11 @@ func (s *server) diagnose(ctx context.Context, abs string, doc document) (items 
 			return err
 		})
 		if full, isFull := rep.(*protocol.RelatedFullDocumentDiagnosticReport); err == nil && isFull {
-			return full.Items, true
+			return full.Items, true, false
 		}
 	}
-	return s.diags.wait(ctx, abs, doc.syncSeq, doc.version)
+	items, ok = s.diags.wait(ctx, abs, doc.syncSeq, doc.version)
+	return items, ok, false
 }
 
 // pulls says whether diagnose asks for diagnostics rather than waiting

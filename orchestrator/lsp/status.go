@@ -40,9 +40,6 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 				state = "loading"
 			}
 			how := "started cold " + why
-			if sl.warmed != "" {
-				how += ", " + sl.warmed
-			}
 			if sl.how == metrics.LSPAdopted {
 				how = fmt.Sprintf("adopted %s: parked %s by an earlier run", why, sl.parkedFor.Round(time.Millisecond))
 				if s.takenBack {
@@ -51,6 +48,9 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 				if sl.reopened > 0 {
 					how += fmt.Sprintf(", %d document(s) the earlier run had open reopened", sl.reopened)
 				}
+			}
+			if sl.warmed != "" {
+				how += ", " + sl.warmed
 			}
 			fmt.Fprintf(&b, "  %s for root %s: %s, %s, %s, up %s, positions in %s\n", sl.key.name, root, state, how,
 				enclosure.Describe(s.proc.handle), time.Since(s.proc.started).Round(time.Second), s.enc)

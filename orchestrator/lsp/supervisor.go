@@ -60,7 +60,7 @@ type slot struct {
 	reopen   []string
 	epoch    uint64
 	reopened int
-	// warmed says what the warm-up of a server prewarm started cold
+	// warmed says what the warm-up of a server prewarm started cold or adopted
 	// asked, and how long it took, for status; "" when none ran.
 	warmed string
 }
@@ -236,41 +236,61 @@ func (sv *supervisor) reopenAdopted(ctx context.Context, m match, srv *server) {
 	sv.mu.Unlock()
 }
 
-// warmUpCold asks srv, when prewarm started it cold for m, the warm-up
-// query (server.warmUp) about the file it has synced, or the first under
-// its root, unless lsp.warm_up is off. ctx is the run's.
-func (sv *supervisor) warmUpCold(ctx context.Context, m match, srv *server) {
+// warmUpPrewarmed asks srv, when prewarm started it cold or adopted it
+// for m, the warm-up query (server.warmUp), unless lsp.warm_up is off.
+// A server started cold is asked about the file it has synced (tsserver's
+// load probe opens one), else the first under its root: the root is not
+// walked a second time. An adopted one, after reopenAdopted, is asked
+// about each document reopened, the most recently used first: a
+// reopened document is parsed and analysed anew at its first query, and
+// a warm-up about another file does not do it (pyright answered a run's
+// first references about a reopened file in 11-16 ms either way, and in
+// 7 ms after a warm-up about that file; 5 ms warm). ctx is the run's.
+func (sv *supervisor) warmUpPrewarmed(ctx context.Context, m match, srv *server) {
 	if !sv.conf.WarmUp || !m.cfg.warmsUp() {
 		return
 	}
 	sv.mu.Lock()
 	sl := sv.slots[slotKey{m.root, m.cfg.Name}]
-	cold := sl != nil && sl.prewarm && sl.srv == srv && sl.how == metrics.LSPCold
+	ok := sl != nil && sl.prewarm && sl.srv == srv && (sl.how == metrics.LSPCold || sl.how == metrics.LSPAdopted)
+	adopted := ok && sl.how == metrics.LSPAdopted
 	sv.mu.Unlock()
-	if !cold {
+	if !ok {
 		return
 	}
-	// A file the server has had synced already (tsserver's load probe
-	// opens one), else the first under its root: the root is not walked
-	// a second time.
-	file := srv.docs.lastSynced()
-	if file == "" {
-		file = firstFile(m.root, m.cfg.Extensions)
+	var files []string
+	if adopted {
+		files = srv.docs.recent(-1)
+	} else if file := srv.docs.lastSynced(); file != "" {
+		files = []string{file}
+	} else if file := firstFile(m.root, m.cfg.Extensions); file != "" {
+		files = []string{file}
 	}
-	if file == "" {
-		return
-	}
-	asked, took, err := srv.warmUp(ctx, file)
-	if err != nil || !asked {
-		if err != nil && ctx.Err() == nil {
-			slog.Debug("lsp: warm-up", "server", m.cfg.Name, "file", file, "err", err)
+	var asked []string
+	var took time.Duration
+	for _, file := range files {
+		ok, d, err := srv.warmUp(ctx, file)
+		if err != nil {
+			if ctx.Err() == nil {
+				slog.Debug("lsp: warm-up", "server", m.cfg.Name, "file", file, "err", err)
+			}
+			break
 		}
+		if ok {
+			sv.metrics.LSPWarmUps.WithLabelValues(m.cfg.Name).Inc()
+			asked, took = append(asked, srv.paths.rel(file)), took+d
+		}
+	}
+	if len(asked) == 0 {
 		return
 	}
-	sv.metrics.LSPWarmUps.WithLabelValues(m.cfg.Name).Inc()
+	about := asked[0]
+	if len(asked) > 1 {
+		about = fmt.Sprintf("%d reopened documents, %s first", len(asked), asked[0])
+	}
 	sv.mu.Lock()
 	if sl.srv == srv {
-		sl.warmed = fmt.Sprintf("warmed up (references in %s, %s, in the run's thinking time)", srv.paths.rel(file), took.Round(time.Millisecond))
+		sl.warmed = fmt.Sprintf("warmed up (references in %s, %s, in the run's thinking time)", about, took.Round(time.Millisecond))
 	}
 	sv.mu.Unlock()
 }

@@ -142,7 +142,7 @@ type Metrics struct {
 	// server they adopted: those the run that parked it had open.
 	LSPReopened *prometheus.CounterVec // server
 	// LSPWarmUps counts the warm-up queries asked of servers prewarm
-	// started cold (lsp.warm_up).
+	// started cold or adopted (lsp.warm_up).
 	LSPWarmUps *prometheus.CounterVec // server
 	// DebugPrebuilds counts the prebuilds runs started at run/start (a
 	// debug adapter's build ahead of its first launch), by adapter and
@@ -254,7 +254,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Name: "berth_lsp_reopened_documents_total", Help: "Documents a run reopened at run/start in a language server it adopted (count), by server: those the run that parked the server had open, the most recently used first, up to lsp.reopen_max; moves when a run's reopen has ended.",
 		}, []string{"server"}),
 		LSPWarmUps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "berth_lsp_warm_ups_total", Help: "Warm-up queries answered by language servers a run's prewarm started cold (count), by server: references about the first file under the root, asked once the server loaded, so that the run's first call finds the server's analysis done (lsp.warm_up).",
+			Name: "berth_lsp_warm_ups_total", Help: "Warm-up queries answered by language servers a run's prewarm started cold or adopted (count), by server: references about the first file under the root, or about each document an adopted server reopened, asked once the server loaded, so that the run's first call finds the server's analysis done (lsp.warm_up).",
 		}, []string{"server"}),
 		DebugPrebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_debug_prebuilds_total", Help: "Prebuilds ended (count): a debug adapter's build started at run/start so that the run's first launch finds its packages compiled (delve's), by adapter and result: done, failed (the build failed; a launch says why), timeout (debug.prebuild_timeout), cancelled (the runs that shared it ended, or a launch in its root came first).",

@@ -165,6 +165,32 @@ func (s *Store) Put(r Record) error {
 	return nil
 }
 
+// Rewrite replaces the record of the same tag as Put does, atomically,
+// but does not wait for the disk (no fsync): it is for what a record
+// comes to say while its process runs (a family's Note), often on a
+// call's way (a language server's first open of a document, which the
+// record lists before the server hears of it), where a sync cost 1-3 ms.
+// A Berth that dies leaves the old record or the new one, as with Put,
+// since its writes are the kernel's already. Only a crash of the machine
+// can lose the newest one, which leaves the one before it on a
+// filesystem that orders a rename after the data it replaces with (ext4
+// does), else a record that is refused when read, whose process its
+// relay ends after the grace. The record was first written with Put.
+func (s *Store) Rewrite(r Record) error {
+	r.Version = Version
+	if err := r.Check(); err != nil {
+		return fmt.Errorf("state: record of %s: %v", r.Relay.Tag, err)
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := replaceUnsynced(s.records, fileName(r.Relay.Tag), b); err != nil {
+		return fmt.Errorf("state: record of %s: %w", r.Relay.Tag, err)
+	}
+	return nil
+}
+
 // Remove removes the record of tag; one already gone is no error.
 func (s *Store) Remove(tag string) error {
 	if !tagPattern.MatchString(tag) {

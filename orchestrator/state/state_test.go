@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -422,5 +423,75 @@ func TestDefaultSweepsTheDirectoriesOfBerthsThatAreGone(t *testing.T) {
 		if stays := err == nil; stays != c.stays {
 			t.Errorf("%s: stays %v, want %v (%v)", c.what, stays, c.stays, err)
 		}
+	}
+}
+
+// A rewrite replaces the record whole, with mode 0600 whatever the
+// umask, and leaves no temporary file; one that cannot be renamed into
+// place leaves the record as it was, and no temporary file either.
+//
+// Issue 28: a rewrite is on the way of a language server's first open of
+// a document, so it does not wait for the disk.
+func TestARewriteReplacesTheRecordAndLeavesNothingElse(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := record(tag1)
+	if err := s.Put(want); err != nil {
+		t.Fatal(err)
+	}
+	old := syscall.Umask(0o377)
+	want.Kind, want.Role, want.Data = "lsp", "gopls", json.RawMessage(`{"open":["main.go"]}`)
+	err = s.Rewrite(want)
+	syscall.Umask(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, bad := s.Records()
+	var data bytes.Buffer
+	if len(got) == 1 {
+		_ = json.Compact(&data, got[0].Data)
+	}
+	if len(bad) != 0 || len(got) != 1 || got[0].Role != "gopls" || data.String() != `{"open":["main.go"]}` {
+		t.Fatalf("Records() after Rewrite = %+v, %v", got, bad)
+	}
+	files := func() []string {
+		entries, err := os.ReadDir(filepath.Join(dir, "records"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	if names := files(); len(names) != 1 || names[0] != tag1+".json" {
+		t.Errorf("records/ holds %q, want the record alone", names)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "records", tag1+".json")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the rewritten record: %v, %v; want mode 0600", st.Mode(), err)
+	}
+
+	// A directory where the record of another tag would go: the rename
+	// fails, and nothing is left of the attempt.
+	tag2 := "berth-fedcba9876543210fedcba98"
+	if err := os.Mkdir(filepath.Join(dir, "records", tag2+".json"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "records", tag2+".json", "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rewrite(record(tag2)); err == nil {
+		t.Error("Rewrite over a directory: nil error")
+	}
+	if names := files(); len(names) != 2 {
+		t.Errorf("records/ holds %q after a failed rewrite, want the record and the directory", names)
+	}
+	if got, _ := s.Records(); len(got) != 1 || got[0].Role != "gopls" {
+		t.Errorf("the first record after a failed rewrite of another: %+v", got)
 	}
 }

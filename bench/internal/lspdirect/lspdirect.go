@@ -90,6 +90,16 @@ func StartConn(ctx context.Context, root, local string, conn io.ReadWriteCloser)
 	return start(ctx, root, local, conn, nil)
 }
 
+// goplsOptions are the initialization options of Berth's gopls entry.
+func goplsOptions() map[string]any {
+	for _, s := range lsp.DefaultServers() {
+		if s.Name == "gopls" {
+			return s.InitializationOptions
+		}
+	}
+	return nil
+}
+
 func start(ctx context.Context, root, local string, stream io.ReadWriteCloser, kill func()) (*Client, error) {
 	d := &Client{kill: kill, root: root, local: local, opened: map[string]bool{}, published: make(chan string, 1024), loaded: make(chan struct{}), active: map[string]bool{}}
 	_, d.conn, d.api = protocol.NewClient(context.Background(), &client{d: d}, jsonrpc2.NewHeaderStream(stream))
@@ -100,8 +110,8 @@ func start(ctx context.Context, root, local string, stream io.ReadWriteCloser, k
 	params := map[string]any{
 		"processId": pid, "rootUri": uri.File(root), "rootPath": root, "clientInfo": map[string]any{"name": "bench-direct"},
 		"workspaceFolders":      []protocol.WorkspaceFolder{{URI: uri.File(root), Name: filepath.Base(root)}},
-		"capabilities":          lsp.ClientCapabilities(),                 // as Berth declares them: the same work
-		"initializationOptions": map[string]any{"diagnosticsDelay": "0s"}, // as Berth's catalog entry
+		"capabilities":          lsp.ClientCapabilities(), // as Berth declares them: the same work
+		"initializationOptions": goplsOptions(),           // as Berth's catalog entry
 	}
 	var raw jsonrpc2.RawMessage
 	_, err := d.conn.Call(ctx, protocol.MethodInitialize, params, &raw)
