@@ -6,18 +6,26 @@ import (
 	"fmt"
 	"strings"
 
+	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 )
 
 // client answers what a language server asks of Berth: it records
-// diagnostics and progress and answers configuration requests. Its methods
-// run on the connection's read goroutine, so none of them blocks.
+// diagnostics and progress and answers configuration requests. The
+// connection runs each of its methods concurrently with the next
+// message's (in no set order), so none of them blocks.
 type client struct {
 	protocol.UnimplementedClient
 	s *server
 }
 
 var _ protocol.Client = (*client)(nil)
+
+// watch is the stream the connection reads, each message noted in the
+// order read before its handler runs (readOrder).
+func (c *client) watch(s jsonrpc2.Stream) jsonrpc2.Stream {
+	return readOrder{Stream: s, ends: &c.s.ends}
+}
 
 // PublishDiagnostics records a file's newest diagnostics and the version
 // they are for (-1 when the server gave none).
@@ -33,19 +41,15 @@ func (c *client) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagno
 }
 
 // Progress tracks work-done progress, by which most servers say they
-// have loaded the project (loadState.progressed), and by which gopls
-// says a command Berth gave a token has ended (progressEnds).
+// have loaded the project (loadState.progressed). (The end of a token
+// Berth gave a request is read off the stream: progressEnds.)
 func (c *client) Progress(_ context.Context, p *protocol.ProgressParams) error {
 	var v struct {
 		Kind  string `json:"kind"`
 		Title string `json:"title"`
 	}
 	if json.Unmarshal(p.Value, &v) == nil {
-		token := fmt.Sprint(p.Token)
-		c.s.load.progressed(token, v.Kind, v.Title)
-		if v.Kind == "end" {
-			c.s.ends.ended(token)
-		}
+		c.s.load.progressed(fmt.Sprint(p.Token), v.Kind, v.Title)
 	}
 	return nil
 }

@@ -76,7 +76,8 @@ func (p *process) start(ctx context.Context, encl enclosure.Enclosure, cmd enclo
 
 // open opens the connection over the process's stdio, stdout read from
 // out, with client answering what the server asks; wrap, when set, wraps
-// the stream.
+// the stream, and a client that watches the stream (Berth's) gets it
+// last.
 func (p *process) open(out io.Reader, client protocol.Client, wrap func(jsonrpc2.Stream) jsonrpc2.Stream) {
 	p.started = time.Now()
 	go func() {
@@ -87,6 +88,11 @@ func (p *process) open(out io.Reader, client protocol.Client, wrap func(jsonrpc2
 	stream := jsonrpc2.NewHeaderStream(stdio{p.stdout, p.handle.Stdin()})
 	if wrap != nil {
 		stream = wrap(stream)
+	}
+	if w, ok := client.(interface {
+		watch(jsonrpc2.Stream) jsonrpc2.Stream
+	}); ok {
+		stream = w.watch(stream)
 	}
 	_, p.conn, p.api = protocol.NewClient(context.Background(), client, stream)
 }

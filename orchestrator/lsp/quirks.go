@@ -159,8 +159,9 @@ const pullGopls = "gopls"
 // pass would after the delay, and returns the newest diagnostics
 // published for abs (none published is none found: the pass has run).
 // gopls publishes, then ends the progress of the token Berth gave the
-// command, then answers; the end is handled after the publishes before
-// it (progressEnds), so none of them is still on its way.
+// command, then answers. The stream counts the publishes it read before
+// that end (progressEnds), and the answer waits until the diagnostics
+// store has recorded as many, so none of them is still on its way.
 func goplsDiagnostics(ctx context.Context, s *server, abs string) ([]protocol.Diagnostic, error) {
 	args, err := json.Marshal(map[string]any{"Files": []uri.URI{s.paths.toURI(abs)}})
 	if err != nil {
@@ -178,7 +179,10 @@ func goplsDiagnostics(ctx context.Context, s *server, abs string) ([]protocol.Di
 		return nil, err
 	}
 	select {
-	case <-ended:
+	case published := <-ended:
+		if !s.diags.reach(ctx, published) {
+			return nil, errors.New("gopls's publishes before the end of gopls.diagnose_files were not all recorded in time")
+		}
 		return s.diags.latest(abs), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
