@@ -6,26 +6,19 @@ import (
 	"fmt"
 	"strings"
 
-	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 )
 
 // client answers what a language server asks of Berth: it records
-// diagnostics and progress and answers configuration requests. The
-// connection runs each of its methods concurrently with the next
-// message's (in no set order), so none of them blocks.
+// diagnostics and progress and answers configuration requests. Its methods
+// run in turn, one message after the other, before the next message is
+// read (connect), so none of them blocks.
 type client struct {
 	protocol.UnimplementedClient
 	s *server
 }
 
 var _ protocol.Client = (*client)(nil)
-
-// watch is the stream the connection reads, each message noted in the
-// order read before its handler runs (readOrder).
-func (c *client) watch(s jsonrpc2.Stream) jsonrpc2.Stream {
-	return readOrder{Stream: s, ends: &c.s.ends}
-}
 
 // PublishDiagnostics records a file's newest diagnostics and the version
 // they are for (-1 when the server gave none).
@@ -41,8 +34,7 @@ func (c *client) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagno
 }
 
 // Progress tracks work-done progress, by which most servers say they
-// have loaded the project (loadState.progressed). (The end of a token
-// Berth gave a request is read off the stream: progressEnds.)
+// have loaded the project (loadState.progressed).
 func (c *client) Progress(_ context.Context, p *protocol.ProgressParams) error {
 	var v struct {
 		Kind  string `json:"kind"`

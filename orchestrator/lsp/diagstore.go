@@ -56,34 +56,6 @@ func (ds *diagStore) count() uint64 {
 	return ds.seq
 }
 
-// reach waits until n publishes have been recorded, up to the timeout;
-// it says whether they have (false when ctx ended or the server exited).
-func (ds *diagStore) reach(ctx context.Context, n uint64) bool {
-	deadline := time.NewTimer(ds.timeout)
-	defer deadline.Stop()
-	for {
-		ds.mu.Lock()
-		if ds.seq >= n {
-			ds.mu.Unlock()
-			return true
-		}
-		if ds.changed == nil {
-			ds.changed = make(chan struct{})
-		}
-		ch := ds.changed
-		ds.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return false
-		case <-ctx.Done():
-			return false
-		case <-ds.stop:
-			return false
-		}
-	}
-}
-
 // forget drops the diagnostics of a deleted file.
 func (ds *diagStore) forget(abs string) {
 	ds.mu.Lock()
