@@ -424,7 +424,7 @@ func didWrite(ctx context.Context, c *rpc.Client, d *lspdirect.Client, n int) er
 	}
 	fmt.Println()
 	fmt.Println("files/didWrite on a warm gopls: direct is didChange+didSave to the first publish (the changed")
-	fmt.Println("package's type errors); Berth's answer comes after gopls.diagnose_files, the whole workspace's")
+	fmt.Println("package's type errors); Berth's comes after gopls.diagnose_files, the whole workspace's diagnosis")
 	report("didWrite", direct, berth)
 	return nil
 }

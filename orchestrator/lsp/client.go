@@ -11,7 +11,8 @@ import (
 
 // client answers what a language server asks of Berth: it records
 // diagnostics and progress and answers configuration requests. Its methods
-// run on the connection's read goroutine, so none of them blocks.
+// run in turn, one message after the other, before the next message is
+// read (connect), so none of them blocks.
 type client struct {
 	protocol.UnimplementedClient
 	s *server
@@ -33,19 +34,14 @@ func (c *client) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagno
 }
 
 // Progress tracks work-done progress, by which most servers say they
-// have loaded the project (loadState.progressed), and by which gopls
-// says a command Berth gave a token has ended (progressEnds).
+// have loaded the project (loadState.progressed).
 func (c *client) Progress(_ context.Context, p *protocol.ProgressParams) error {
 	var v struct {
 		Kind  string `json:"kind"`
 		Title string `json:"title"`
 	}
 	if json.Unmarshal(p.Value, &v) == nil {
-		token := fmt.Sprint(p.Token)
-		c.s.load.progressed(token, v.Kind, v.Title)
-		if v.Kind == "end" {
-			c.s.ends.ended(token)
-		}
+		c.s.load.progressed(fmt.Sprint(p.Token), v.Kind, v.Title)
 	}
 	return nil
 }

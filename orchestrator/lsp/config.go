@@ -34,9 +34,11 @@ type Config struct {
 	DiagnosticsTimeout time.Duration `yaml:"diagnostics_timeout"`
 	// Debounce is how long to keep listening for follow-up diagnostics
 	// after the first answer for a synced version (a server may publish
-	// a file in parts, and other files after it). gopls's diagnostics
-	// are pulled (pull_diagnostics: gopls), and its answer comes after
-	// it has published for the importers a write broke.
+	// a file in parts, and other files after it). A write gopls serves
+	// is checked without it: gopls is asked to diagnose the workspace
+	// (pull_diagnostics: gopls) and answers once it has published for
+	// the importers a write broke; if it cannot be asked, the report
+	// says what may be missing.
 	Debounce time.Duration `yaml:"debounce"`
 	// WillWriteTimeout bounds files/willWrite, which delays the harness's
 	// write.
@@ -90,8 +92,9 @@ type Config struct {
 	// parked server at run/start (prewarm): those the run that parked it
 	// used (a call was about them, or it wrote them), the most recent
 	// first, then those that run had inherited and not used. The server
-	// then has them open and analysed before the run's first call about
-	// one of them, as an editor reopens a project's last tabs. An
+	// then has them open, and (lsp.warm_up) asked about, before the run's
+	// first call about one of them, as an editor reopens a project's last
+	// tabs. An
 	// adoption at a call reopens none (the call is waiting), and keeps
 	// the list for the next run. 0: none.
 	ReopenMax int `yaml:"reopen_max"`

@@ -146,6 +146,18 @@ func (ds *docStore) recent(n int) []string {
 	return out[:min(n, len(out))]
 }
 
+// used says whether a call was about, or wrote, any open document.
+func (ds *docStore) used() bool {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	for _, d := range ds.open {
+		if d.used > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // firstOf is the first n distinct paths of lists, in order.
 func firstOf(n int, lists ...[]string) []string {
 	var out []string

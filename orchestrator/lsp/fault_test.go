@@ -322,3 +322,26 @@ func TestWillWriteRecordsTheBaseline(t *testing.T) {
 		}
 	}
 }
+
+// A server whose own way of being asked for its diagnostics fails (here
+// an entry that names gopls's command for a server without it) is
+// checked by waiting for its publishes instead: the written file's
+// problems are still reported, and the report says that problems in
+// other files may be missing, never that the write is clean.
+//
+// Issue 28: gopls's diagnostics are pulled through gopls.diagnose_files.
+func TestAWriteWhoseDiagnosticsPullFailsSaysWhatMayBeMissing(t *testing.T) {
+	conf := fakeConfig("-mode", "command-fails")
+	conf.Servers[0].PullDiagnostics = pullGopls
+	f := newFixture(t, "fake", conf)
+	rep := f.write(t, "a.fake", "bad line\n")
+	if rep.State != orchestrator.WriteIssues {
+		t.Fatalf("want issues, got %s: %s", rep.State, rep.Text)
+	}
+	contains(t, rep.Text, "a.fake:1:1: error: bad here",
+		"fakelsp could not diagnose the workspace for this write", "unknown command", "problems it caused in other files may be missing")
+	rep = f.write(t, "a.fake", "fine\n")
+	if rep.State == orchestrator.WriteClean {
+		t.Errorf("a write whose pull failed was called clean: %s", rep.Text)
+	}
+}

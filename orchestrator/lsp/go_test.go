@@ -435,3 +435,37 @@ func TestAGoWriteReportDoesNotWaitForTheDebounce(t *testing.T) {
 		t.Errorf("signature restored: want clean, got %s: %s", rep.State, rep.Text)
 	}
 }
+
+// A write that deletes a Go file its callers need reports the calls it
+// broke: gopls is asked to diagnose the workspace for the deletion too,
+// since a deletion publishes nothing of its own (gopls's first pass
+// diagnoses open files only, and its second comes a second later).
+//
+// Issue 28: gopls keeps its diagnosticsDelay.
+func TestDeletingAGoFileReportsTheCallsItBroke(t *testing.T) {
+	f := newFixture(t, "go", DefaultConfig())
+	if rep := f.write(t, "greet/extra.go", "package greet\n\n// Extra is needed by main.go.\nfunc Extra() string { return \"extra\" }\n"); rep.State != orchestrator.WriteClean {
+		t.Fatalf("adding greet/extra.go: %s: %s", rep.State, rep.Text)
+	}
+	main := f.read(t, "main.go")
+	uses := strings.Replace(main, "func main() {", "func main() {\n\tfmt.Println(greet.Extra())", 1)
+	if rep := f.write(t, "main.go", uses); rep.State != orchestrator.WriteClean {
+		t.Fatalf("calling greet.Extra: %s: %s", rep.State, rep.Text)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := f.p.WillWrite(ctx, f.run, []string{"greet/extra.go"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(f.dir, "greet", "extra.go")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.p.DidWrite(ctx, f.run, []string{"greet/extra.go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.State != orchestrator.WriteIssues {
+		t.Fatalf("deleting greet/extra.go: want issues, got %s: %s", rep.State, rep.Text)
+	}
+	contains(t, rep.Text, "main.go:", "undefined: greet.Extra")
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -202,7 +203,7 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 	before, seq0 := s.diags.snapshot()
 	written := map[string]bool{}
 	docs := map[string]document{}
-	deleted := false
+	var deleted []string
 	for _, abs := range files {
 		written[abs] = true
 		rel := workspace.Rel(run.Workdir, abs)
@@ -219,7 +220,7 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 				continue
 			}
 			reg.forget(rel)
-			deleted = true
+			deleted = append(deleted, abs)
 			continue // deleted: nothing of its own to report; its importers may break
 		}
 		if err != nil {
@@ -228,14 +229,30 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 		}
 		docs[abs] = doc
 	}
-	all := true // every answer came after the server published for every file
+	// A server that can be asked to diagnose everything now (gopls) is
+	// asked once for all the files, deleted ones too (a deletion alone
+	// publishes nothing of its own); its answer follows every publish.
+	answered := false
+	if s.quirks.diagnoseAll != nil && len(docs)+len(deleted) > 0 {
+		targets := append(slices.Sorted(maps.Keys(docs)), deleted...)
+		err := s.quirks.diagnoseAll(ctx, s, targets)
+		answered = err == nil
+		if err != nil && ctx.Err() == nil && s.proc.alive() {
+			unknown = append(unknown, fmt.Sprintf("%s could not diagnose the workspace for this write (%v), so problems it caused in other files may be missing", s.cfg.Name, err))
+			s.pullFailed(err)
+		}
+	}
 	for _, abs := range files {
 		doc, ok := docs[abs]
 		if !ok {
 			continue
 		}
-		items, ok, answeredAll := s.diagnoseAll(ctx, abs, doc)
-		all = all && answeredAll
+		var items []protocol.Diagnostic
+		if answered {
+			items = s.diags.latest(abs)
+		} else {
+			items, ok = s.diagnose(ctx, abs, doc)
+		}
 		rel := workspace.Rel(run.Workdir, abs)
 		if !ok {
 			why := "gave no diagnostics for this version in time"
@@ -247,11 +264,9 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 		}
 		fresh = append(fresh, p.newOnes(reg, s, abs, items, before)...)
 	}
-	if (s.pulls() && !(all && len(docs) > 0)) || deleted {
+	if (s.pulls() || len(deleted) > 0) && !answered {
 		// No publish for a written file stands for the others: listen
-		// until the server falls quiet, so a broken importer is heard
-		// (unless the pull answered after the server had published for
-		// every file: gopls's).
+		// until the server falls quiet, so a broken importer is heard.
 		s.diags.settle(ctx)
 	}
 	// Other files: those published since the previous check ended, so a

@@ -540,8 +540,8 @@ func TestAPrewarmThatAdoptsAServerReopensWhatTheEarlierRunHadOpen(t *testing.T) 
 		t.Errorf("to reopen after the second run: %v, want greet.go (used last), then main.go", got)
 	}
 	// A reopen still under way for the run that ended stops.
-	if n := srv.reopen(t.Context(), []string{mainGo}, epoch); n != 0 {
-		t.Errorf("a reopen for a run that ended opened %d document(s)", n)
+	if opened := srv.reopen(t.Context(), []string{mainGo}, epoch); len(opened) != 0 {
+		t.Errorf("a reopen for a run that ended opened %v", opened)
 	}
 	if open := srv.docs.paths(""); len(open) != 0 {
 		t.Errorf("the parked server has open documents: %v", open)
@@ -563,6 +563,29 @@ func TestAPrewarmThatAdoptsAServerReopensWhatTheEarlierRunHadOpen(t *testing.T) 
 		t.Errorf("to reopen after the third run: %v, want main.go (used), then greet.go (inherited)", got)
 	}
 	onlyParkedIn(t, f.p, f.dir)
+	f.p.Shutdown()
+	noProcessesIn(t, f.dir)
+}
+
+// An adopted server is warmed up about each document it reopened, the
+// most recently used first, and status names how many and the first.
+//
+// Issue 28 (from review: the warm-up asked about every open document,
+// and only one was ever checked).
+func TestAnAdoptedServerIsWarmedUpAboutWhatItReopenedMostRecentFirst(t *testing.T) {
+	f := newFixture(t, "go", DefaultConfig())
+	f.ok(t, goplsRefs) // greet/greet.go
+	f.ok(t, map[string]any{"action": "symbols", "file": "main.go"})
+	f.run.End(orchestrator.EndStopped)
+	onlyParkedIn(t, f.p, f.dir)
+
+	g := f.next(t, "run-go-2")
+	g.reg.RunStarted(g.run)
+	g.waitStatus(t, "2 document(s) the earlier run had open reopened, warmed up (references in 2 reopened documents, main.go first, ")
+	if n := testutil.ToFloat64(f.p.metrics.LSPWarmUps.WithLabelValues("gopls")); n != 2 {
+		t.Errorf("berth_lsp_warm_ups_total{server=gopls} is %v, want 2 (one a reopened document)", n)
+	}
+	g.run.End(orchestrator.EndStopped)
 	f.p.Shutdown()
 	noProcessesIn(t, f.dir)
 }

@@ -466,13 +466,13 @@ func (s *server) closeLocked(ctx context.Context, abs string) error {
 }
 
 // reopen opens paths again, in order, for the run that adopted the
-// server at epoch, and says how many it opened: it stops when that run
+// server at epoch, and returns those it opened: it stops when that run
 // ends (ctx), when the server has been parked since (the epoch moved on)
 // or at the first error other than a file gone. A file a call opened
 // meanwhile is left as it is (openQuietlyLocked); the parking that
 // follows closes what it opened, as any open document.
-func (s *server) reopen(ctx context.Context, paths []string, epoch uint64) int {
-	n := 0
+func (s *server) reopen(ctx context.Context, paths []string, epoch uint64) []string {
+	var opened []string
 	for i, abs := range paths {
 		if ctx.Err() != nil {
 			break
@@ -482,14 +482,14 @@ func (s *server) reopen(ctx context.Context, paths []string, epoch uint64) int {
 			s.docs.order.Unlock()
 			break
 		}
-		opened, err := s.openQuietlyLocked(ctx, abs)
+		ok, err := s.openQuietlyLocked(ctx, abs)
 		s.docs.order.Unlock()
-		if opened {
+		if ok {
 			s.docs.ranked(abs, i+1)
-			n++
+			opened = append(opened, abs)
 		} else if err != nil && !errors.Is(err, errGone) {
 			break
 		}
 	}
-	return n
+	return opened
 }

@@ -88,7 +88,58 @@ func (p *process) open(out io.Reader, client protocol.Client, wrap func(jsonrpc2
 	if wrap != nil {
 		stream = wrap(stream)
 	}
-	_, p.conn, p.api = protocol.NewClient(context.Background(), client, stream)
+	p.conn, p.api = connect(client, stream)
+}
+
+// connect is protocol.NewClient with the server's messages handled in
+// the order they come, each handler done before the next message is
+// read. NewClient makes every handler asynchronous (protocol.Handlers),
+// so a publish of diagnostics could be recorded after the answer to a
+// request the server sent it before: gopls answers gopls.diagnose_files
+// after publishing what it found, and that answer is what Berth waits
+// for. Berth's client methods never block and never call the server,
+// so running them in turn holds nothing up, and none needs cancelling
+// (no CancelHandler). They get a context of their own, not the
+// request's: the connection recycles a request once its handler has
+// returned, and a context derived from it (context.WithCancel, as
+// CancelHandler makes) is read by a goroutine after that.
+func connect(client protocol.Client, stream jsonrpc2.Stream) (jsonrpc2.Conn, protocol.Server) {
+	conn := jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(lspCodec{}))
+	ctx := protocol.WithClient(context.Background(), client)
+	handle := protocol.ClientHandler(client, jsonrpc2.MethodNotFoundHandler)
+	conn.Go(ctx, func(_ context.Context, req *jsonrpc2.Request) (any, error) {
+		return handle(ctx, req)
+	})
+	return conn, protocol.ServerDispatcher(conn)
+}
+
+// lspCodec is the codec protocol.NewClient installs, which the protocol
+// package does not export: its own Marshal and Unmarshal, which know
+// LSP's union types, and raw messages as they are.
+type lspCodec struct{}
+
+func (lspCodec) Marshal(v any) ([]byte, error) {
+	switch m := v.(type) {
+	case jsonrpc2.RawMessage:
+		if m == nil {
+			return []byte("null"), nil
+		}
+		return m, nil
+	case *jsonrpc2.RawMessage:
+		if m == nil || *m == nil {
+			return []byte("null"), nil
+		}
+		return *m, nil
+	}
+	return protocol.Marshal(v)
+}
+
+func (lspCodec) Unmarshal(data []byte, v any) error {
+	if p, ok := v.(*jsonrpc2.RawMessage); ok {
+		*p = append(jsonrpc2.RawMessage(nil), data...)
+		return nil
+	}
+	return protocol.Unmarshal(data, v)
 }
 
 // exitError says how the process ended before it answered initialize.

@@ -3,9 +3,7 @@ package lsp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
 
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
@@ -24,10 +22,12 @@ type quirks struct {
 	// when a file's diagnostics change; gopls diagnoses the importers
 	// a change broke only after its diagnosticsDelay).
 	pull func(ctx context.Context, s *server, abs string) ([]protocol.Diagnostic, error)
-	// pullAnswersAll: pull answers only once the server has published
-	// for every file (gopls's command), so a write's check need not
-	// listen for a debounce after it for the importers it broke.
-	pullAnswersAll bool
+	// diagnoseAll has the server diagnose, now, everything the given
+	// files' changes affect, and returns once it has published it all
+	// (gopls's command): a write's check asks once for all its files,
+	// and need not listen for a debounce after it for the importers a
+	// write broke. nil for a server that offers no such thing.
+	diagnoseAll func(ctx context.Context, s *server, files []string) error
 	// index stands in for the index of a server that knows only the files
 	// it has open (ready "open-files": clangd without its background
 	// index): before a rename it shows the server every file that
@@ -46,7 +46,7 @@ func quirksFor(cfg ServerConfig, r readiness) quirks {
 	case pullTsserver:
 		q.pull = tsserverDiagnostics
 	case pullGopls:
-		q.pull, q.pullAnswersAll = goplsDiagnostics, true
+		q.pull, q.diagnoseAll = goplsDiagnostics, goplsDiagnose
 	}
 	if r.kind == readyOpenFiles {
 		q.index = showMentions
@@ -155,36 +155,37 @@ func tsserverDiagnostics(ctx context.Context, s *server, abs string) ([]protocol
 // second pass now, and answers once it has published.
 const pullGopls = "gopls"
 
-// goplsDiagnostics has gopls diagnose the workspace now, as its second
-// pass would after the delay, and returns the newest diagnostics
-// published for abs (none published is none found: the pass has run).
-// gopls publishes, then ends the progress of the token Berth gave the
-// command, then answers; the end is handled after the publishes before
-// it (progressEnds), so none of them is still on its way.
+// goplsDiagnostics has gopls diagnose the workspace for abs now
+// (goplsDiagnose), and returns the newest diagnostics published for it:
+// none published is none found, since the pass has run.
 func goplsDiagnostics(ctx context.Context, s *server, abs string) ([]protocol.Diagnostic, error) {
-	args, err := json.Marshal(map[string]any{"Files": []uri.URI{s.paths.toURI(abs)}})
-	if err != nil {
+	if err := goplsDiagnose(ctx, s, []string{abs}); err != nil {
 		return nil, err
 	}
-	token, ended := s.ends.await()
-	defer s.ends.drop(token)
-	err = s.proc.call(ctx, protocol.MethodWorkspaceExecuteCommand, func(ctx context.Context) error {
-		_, err := s.proc.api.ExecuteCommand(ctx, &protocol.ExecuteCommandParams{
-			WorkDoneProgressParams: protocol.WorkDoneProgressParams{WorkDoneToken: protocol.String(token)},
-			Command:                "gopls.diagnose_files", Arguments: []protocol.LSPAny{args}})
+	return s.diags.latest(abs), nil
+}
+
+// goplsDiagnose has gopls diagnose, now, the workspace of each of files
+// (its views that hold them), as its second pass would after the delay.
+// gopls publishes what it finds before it answers the command, and
+// Berth records a publish before it reads the next message (connect),
+// so when this returns every publish of the pass is recorded: written
+// files and the importers a write broke. gopls republishes a file only
+// when its diagnostics changed, so a file's newest publish stands. Only
+// the views that hold the files are diagnosed: an importer in another
+// view (a module outside go.work) is published after gopls's delay, and
+// heard by the next check (check reads what was published since).
+func goplsDiagnose(ctx context.Context, s *server, files []string) error {
+	uris := make([]uri.URI, len(files))
+	for i, abs := range files {
+		uris[i] = s.paths.toURI(abs)
+	}
+	args, err := json.Marshal(map[string]any{"Files": uris})
+	if err != nil {
+		return err
+	}
+	return s.proc.call(ctx, protocol.MethodWorkspaceExecuteCommand, func(ctx context.Context) error {
+		_, err := s.proc.api.ExecuteCommand(ctx, &protocol.ExecuteCommandParams{Command: "gopls.diagnose_files", Arguments: []protocol.LSPAny{args}})
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case <-ended:
-		return s.diags.latest(abs), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-s.proc.exited:
-		return nil, errExited
-	case <-time.After(s.conf.DiagnosticsTimeout):
-		return nil, errors.New("gopls answered gopls.diagnose_files without ending its progress")
-	}
 }

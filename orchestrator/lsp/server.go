@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +42,6 @@ type server struct {
 
 	docs   docStore
 	diags  diagStore
-	ends   progressEnds
 	cache  fileCache
 	writes writeCheck
 
@@ -57,6 +57,8 @@ type server struct {
 	// type Error: gopls that cannot load the workspace, a server that
 	// rejects its settings), so it is never parked for another run.
 	complained atomic.Bool
+	// pullWarned: a failure of its pull_diagnostics was logged.
+	pullWarned atomic.Bool
 }
 
 // parkable says whether the server may be parked for another run: it
@@ -382,18 +384,13 @@ func (s *server) linesOf(abs string) string {
 // false when no answer for that version came in time, or the server died:
 // silence is never taken as clean.
 func (s *server) diagnose(ctx context.Context, abs string, doc document) (items []protocol.Diagnostic, ok bool) {
-	items, ok, _ = s.diagnoseAll(ctx, abs, doc)
-	return items, ok
-}
-
-// diagnoseAll is diagnose, and says whether the answer came after the
-// server had published for every file the sync affected (the quirks'
-// pull said so, pullAnswersAll): then no other file's publish is still to
-// come, and nothing needs listening for.
-func (s *server) diagnoseAll(ctx context.Context, abs string, doc document) (items []protocol.Diagnostic, ok, all bool) {
 	if s.quirks.pull != nil {
-		if items, err := s.quirks.pull(ctx, s, abs); err == nil {
-			return items, true, s.quirks.pullAnswersAll
+		items, err := s.quirks.pull(ctx, s, abs)
+		if err == nil {
+			return items, true
+		}
+		if ctx.Err() == nil && s.proc.alive() {
+			s.pullFailed(err)
 		}
 	}
 	if s.caps.DiagnosticProvider != nil {
@@ -404,11 +401,22 @@ func (s *server) diagnoseAll(ctx context.Context, abs string, doc document) (ite
 			return err
 		})
 		if full, isFull := rep.(*protocol.RelatedFullDocumentDiagnosticReport); err == nil && isFull {
-			return full.Items, true, false
+			return full.Items, true
 		}
 	}
-	items, ok = s.diags.wait(ctx, abs, doc.syncSeq, doc.version)
-	return items, ok, false
+	return s.diags.wait(ctx, abs, doc.syncSeq, doc.version)
+}
+
+// pullFailed logs, once per server, that its diagnostics could not be
+// asked for its own way (pull_diagnostics), and what to do. Berth then
+// waits for its publishes, which can miss a second pass (gopls's, 1 s
+// after a change): a write's report says so each time.
+func (s *server) pullFailed(err error) {
+	if s.pullWarned.CompareAndSwap(false, true) {
+		slog.Warn("lsp: a language server could not be asked for its diagnostics its own way, so writes are checked by waiting for what it publishes, which can miss what a write broke in other files",
+			"server", s.cfg.Name, "pull_diagnostics", s.cfg.PullDiagnostics, "err", err,
+			"fix", "use a server version that has it (gopls: gopls.diagnose_files), or set this entry's pull_diagnostics to \"\" (for gopls, also initialization_options.diagnosticsDelay: 0s)")
+	}
 }
 
 // pulls says whether diagnose asks for diagnostics rather than waiting

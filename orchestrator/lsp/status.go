@@ -45,8 +45,8 @@ func (p *Provider) status(ctx context.Context, run *orchestrator.Run, a args) *o
 				if s.takenBack {
 					how += " (kept across a restart of Berth)"
 				}
-				if sl.reopened > 0 {
-					how += fmt.Sprintf(", %d document(s) the earlier run had open reopened", sl.reopened)
+				if len(sl.reopened) > 0 {
+					how += fmt.Sprintf(", %d document(s) the earlier run had open reopened", len(sl.reopened))
 				}
 			}
 			if sl.warmed != "" {

@@ -2,8 +2,10 @@ package lsp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -59,7 +61,7 @@ type slot struct {
 	// those it did.
 	reopen   []string
 	epoch    uint64
-	reopened int
+	reopened []string // what reopenAdopted opened, in its order
 	// warmed says what the warm-up of a server prewarm started cold or adopted
 	// asked, and how long it took, for status; "" when none ran.
 	warmed string
@@ -201,7 +203,7 @@ func (sv *supervisor) start(sl *slot, wait time.Duration, adopt bool) {
 			sv.metrics.SessionFailed(metrics.KindLSP)
 		} else {
 			sl.how, sl.parkedFor = how, parkedFor
-			sl.reopen, sl.epoch, sl.reopened, sl.warmed = reopen, epoch, 0, ""
+			sl.reopen, sl.epoch, sl.reopened, sl.warmed = reopen, epoch, nil, ""
 			sv.metrics.SessionStarted(metrics.KindLSP, sv.run.Enclosure.Driver())
 			sv.metrics.LSPServerStarts.WithLabelValues(sl.m.cfg.Name, how).Inc()
 			sv.wg.Add(1)
@@ -227,11 +229,11 @@ func (sv *supervisor) reopenAdopted(ctx context.Context, m match, srv *server) {
 	paths, epoch := sl.reopen, sl.epoch
 	sl.reopen = nil
 	sv.mu.Unlock()
-	n := srv.reopen(ctx, paths, epoch)
-	sv.metrics.LSPReopened.WithLabelValues(m.cfg.Name).Add(float64(n))
+	opened := srv.reopen(ctx, paths, epoch)
+	sv.metrics.LSPReopened.WithLabelValues(m.cfg.Name).Add(float64(len(opened)))
 	sv.mu.Lock()
 	if sl.srv == srv {
-		sl.reopened += n
+		sl.reopened = append(sl.reopened, opened...)
 	}
 	sv.mu.Unlock()
 }
@@ -241,7 +243,8 @@ func (sv *supervisor) reopenAdopted(ctx context.Context, m match, srv *server) {
 // A server started cold is asked about the file it has synced (tsserver's
 // load probe opens one), else the first under its root: the root is not
 // walked a second time. An adopted one, after reopenAdopted, is asked
-// about each document reopened, the most recently used first: a
+// about each document it reopened, the most recently used first, until
+// the run's first call about any file of the server: a
 // reopened document is parsed and analysed anew at its first query, and
 // a warm-up about another file does not do it (pyright answered a run's
 // first references about a reopened file in 11-16 ms either way, and in
@@ -260,7 +263,9 @@ func (sv *supervisor) warmUpPrewarmed(ctx context.Context, m match, srv *server)
 	}
 	var files []string
 	if adopted {
-		files = srv.docs.recent(-1)
+		sv.mu.Lock()
+		files = slices.Clone(sl.reopened)
+		sv.mu.Unlock()
 	} else if file := srv.docs.lastSynced(); file != "" {
 		files = []string{file}
 	} else if file := firstFile(m.root, m.cfg.Extensions); file != "" {
@@ -269,7 +274,13 @@ func (sv *supervisor) warmUpPrewarmed(ctx context.Context, m match, srv *server)
 	var asked []string
 	var took time.Duration
 	for _, file := range files {
+		if srv.docs.used() {
+			break // the run's calls have begun: they go first
+		}
 		ok, d, err := srv.warmUp(ctx, file)
+		if errors.Is(err, errGone) {
+			continue // deleted since the reopen
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				slog.Debug("lsp: warm-up", "server", m.cfg.Name, "file", file, "err", err)

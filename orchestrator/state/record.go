@@ -151,18 +151,7 @@ func fileName(tag string) string { return tag + ".json" }
 // Berth that dies while writing leaves the old record or the new one,
 // never half of one.
 func (s *Store) Put(r Record) error {
-	r.Version = Version
-	if err := r.Check(); err != nil {
-		return fmt.Errorf("state: record of %s: %v", r.Relay.Tag, err)
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := writeAtomic(s.records, fileName(r.Relay.Tag), b); err != nil {
-		return fmt.Errorf("state: record of %s: %w", r.Relay.Tag, err)
-	}
-	return nil
+	return s.put(r, writeAtomic)
 }
 
 // Rewrite replaces the record of the same tag as Put does, atomically,
@@ -177,6 +166,11 @@ func (s *Store) Put(r Record) error {
 // does), else a record that is refused when read, whose process its
 // relay ends after the grace. The record was first written with Put.
 func (s *Store) Rewrite(r Record) error {
+	return s.put(r, replaceUnsynced)
+}
+
+// put checks r and writes it with write.
+func (s *Store) put(r Record, write func(root *os.Root, name string, b []byte) error) error {
 	r.Version = Version
 	if err := r.Check(); err != nil {
 		return fmt.Errorf("state: record of %s: %v", r.Relay.Tag, err)
@@ -185,7 +179,7 @@ func (s *Store) Rewrite(r Record) error {
 	if err != nil {
 		return err
 	}
-	if err := replaceUnsynced(s.records, fileName(r.Relay.Tag), b); err != nil {
+	if err := write(s.records, fileName(r.Relay.Tag), b); err != nil {
 		return fmt.Errorf("state: record of %s: %w", r.Relay.Tag, err)
 	}
 	return nil

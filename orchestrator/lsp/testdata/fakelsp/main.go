@@ -21,7 +21,7 @@ import (
 )
 
 var (
-	mode  = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename, hostile-names, endless-header-on-hover, huge-on-hover, endless-header-on-start, complain")
+	mode  = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename, hostile-names, endless-header-on-hover, huge-on-hover, endless-header-on-start, complain, command-fails (workspace/executeCommand answers an error)")
 	flood = flag.Int64("flood", 256<<20, "endless-header-on-*, huge-on-hover: how many bytes to write before it stops writing (and hangs)")
 	once  = flag.String("once", "", "crash only when this file does not exist yet (it is created)")
 	mute  = flag.String("mute", "", "publish no diagnostics for the file of this name: it is never read")
@@ -247,6 +247,12 @@ func main() {
 				send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": map[string]any{
 					"uri": p.TextDocument.URI, "version": p.TextDocument.Version, "diagnostics": diags}})
 			}
+		case "workspace/executeCommand":
+			if *mode == "command-fails" {
+				send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "unknown command"}})
+				continue
+			}
+			reply(m.ID, nil)
 		default:
 			if len(m.ID) > 0 {
 				reply(m.ID, nil)
