@@ -248,9 +248,14 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 			continue
 		}
 		var items []protocol.Diagnostic
-		if answered {
+		switch {
+		case answered:
 			items = s.diags.latest(abs)
-		} else {
+		case s.quirks.diagnoseAll != nil:
+			// Its pull just failed for all the files: not asked again
+			// per file (a timeout each), its publishes are waited for.
+			items, ok = s.diagnoseByProtocol(ctx, abs, doc)
+		default:
 			items, ok = s.diagnose(ctx, abs, doc)
 		}
 		rel := workspace.Rel(run.Workdir, abs)

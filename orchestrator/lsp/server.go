@@ -393,6 +393,12 @@ func (s *server) diagnose(ctx context.Context, abs string, doc document) (items 
 			s.pullFailed(err)
 		}
 	}
+	return s.diagnoseByProtocol(ctx, abs, doc)
+}
+
+// diagnoseByProtocol is diagnose without the quirks' pull: pulled by
+// textDocument/diagnostic where offered, else the publish.
+func (s *server) diagnoseByProtocol(ctx context.Context, abs string, doc document) (items []protocol.Diagnostic, ok bool) {
 	if s.caps.DiagnosticProvider != nil {
 		var rep protocol.DocumentDiagnosticReport
 		err := s.proc.call(ctx, protocol.MethodTextDocumentDiagnostic, func(ctx context.Context) error {
