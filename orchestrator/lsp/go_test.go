@@ -469,3 +469,51 @@ func TestDeletingAGoFileReportsTheCallsItBroke(t *testing.T) {
 	}
 	contains(t, rep.Text, "main.go:", "undefined: greet.Extra")
 }
+
+// files/willWrite about several Go files asks gopls to diagnose them once,
+// not once per file, and what each already had is its baseline: a write
+// that leaves those problems as they were is clean.
+//
+// Issue 28: gopls keeps its diagnosticsDelay, and its diagnostics are
+// pulled (gopls.diagnose_files).
+func TestWillWriteAsksGoplsOnceForAllItsFiles(t *testing.T) {
+	f := newFixture(t, "go", DefaultConfig())
+	broken := map[string]string{
+		"main.go":        f.read(t, "main.go") + "\nvar _ int = \"main\"\n",
+		"greet/greet.go": f.read(t, "greet/greet.go") + "\nvar _ int = \"greet\"\n",
+	}
+	for rel, text := range broken {
+		if err := os.WriteFile(filepath.Join(f.dir, rel), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pulls := func() uint64 {
+		var m dto.Metric
+		if err := f.p.metrics.LSPRequestDuration.WithLabelValues("gopls", "workspace/executeCommand").(prometheus.Histogram).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rels := []string{"main.go", "greet/greet.go"}
+	before := pulls()
+	if err := f.p.WillWrite(ctx, f.run, rels); err != nil {
+		t.Fatal(err)
+	}
+	if n := pulls() - before; n != 1 {
+		t.Errorf("files/willWrite about %d Go files asked gopls %d times, want once", len(rels), n)
+	}
+	for rel, text := range broken {
+		if err := os.WriteFile(filepath.Join(f.dir, rel), []byte(text+"// a comment\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := f.p.DidWrite(ctx, f.run, rels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.State != orchestrator.WriteClean {
+		t.Errorf("a write that left the files' problems as they were: want clean, got %s:\n%s", rep.State, rep.Text)
+	}
+}

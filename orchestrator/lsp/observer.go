@@ -41,21 +41,82 @@ func (p *Provider) WillWrite(ctx context.Context, run *orchestrator.Run, paths [
 	ctx, cancel := context.WithTimeout(ctx, p.conf.WillWriteTimeout)
 	defer cancel()
 	reg := p.state(run).reg
+	groups := map[*server][]string{}
+	var order []*server
 	for _, abs := range files {
 		s, bad := p.serverFor(ctx, run, abs)
 		if bad != nil {
 			continue
 		}
+		if groups[s] == nil {
+			order = append(order, s)
+		}
+		groups[s] = append(groups[s], abs)
+	}
+	for _, s := range order {
+		for abs, items := range s.baselines(ctx, groups[s]) {
+			reg.record(workspace.Rel(run.Workdir, abs), items)
+		}
+	}
+	return nil
+}
+
+// baselines syncs files on s and returns the diagnostics of each it
+// could learn, converted. A server that can diagnose everything at once
+// (gopls) is asked once for all of them, not once per file.
+func (s *server) baselines(ctx context.Context, files []string) map[string][]diag {
+	docs := map[string]document{}
+	for _, abs := range files {
 		doc, err := s.sync(ctx, abs, false)
 		if err != nil {
 			continue
 		}
 		s.docs.touch(abs)
-		if items, ok := s.diagnose(ctx, abs, doc); ok {
-			reg.record(workspace.Rel(run.Workdir, abs), s.convert(abs, items, doc.text))
+		docs[abs] = doc
+	}
+	got, _, _ := s.diagnoseDocs(ctx, docs, nil)
+	out := map[string][]diag{}
+	for abs, items := range got {
+		out[abs] = s.convert(abs, items, docs[abs].text)
+	}
+	return out
+}
+
+// diagnoseDocs returns the diagnostics of each document of docs, as
+// synced; one with none in time is left out. A server that can diagnose
+// everything at once (gopls) is asked once, for docs and for deleted
+// files (a deletion publishes nothing of its own), and answered says it
+// answered: every publish of the pass is recorded then. pullErr is why it
+// could not be asked, when it could not (logged once, with the fix); its
+// publishes are waited for instead, without asking again per file (a
+// failure, or a timeout, each).
+func (s *server) diagnoseDocs(ctx context.Context, docs map[string]document, deleted []string) (got map[string][]protocol.Diagnostic, answered bool, pullErr error) {
+	got = map[string][]protocol.Diagnostic{}
+	if s.quirks.diagnoseAll != nil && len(docs)+len(deleted) > 0 {
+		pullErr = s.quirks.diagnoseAll(ctx, s, append(slices.Sorted(maps.Keys(docs)), deleted...))
+		answered = pullErr == nil
+		if pullErr != nil && ctx.Err() == nil && s.proc.alive() {
+			s.pullFailed(pullErr)
+		} else {
+			pullErr = nil // the call ended with its caller, or the server
 		}
 	}
-	return nil
+	for abs, doc := range docs {
+		var items []protocol.Diagnostic
+		ok := true
+		switch {
+		case answered:
+			items = s.diags.latest(abs)
+		case s.quirks.diagnoseAll != nil:
+			items, ok = s.diagnoseByProtocol(ctx, abs, doc)
+		default:
+			items, ok = s.diagnose(ctx, abs, doc)
+		}
+		if ok {
+			got[abs] = items
+		}
+	}
+	return got, answered, pullErr
 }
 
 // DidWrite syncs the written files with their servers and reports only
@@ -229,36 +290,16 @@ func (p *Provider) check(ctx context.Context, run *orchestrator.Run, s *server, 
 		}
 		docs[abs] = doc
 	}
-	// A server that can be asked to diagnose everything now (gopls) is
-	// asked once for all the files, deleted ones too (a deletion alone
-	// publishes nothing of its own); its answer follows every publish.
-	answered := false
-	if s.quirks.diagnoseAll != nil && len(docs)+len(deleted) > 0 {
-		targets := append(slices.Sorted(maps.Keys(docs)), deleted...)
-		err := s.quirks.diagnoseAll(ctx, s, targets)
-		answered = err == nil
-		if err != nil && ctx.Err() == nil && s.proc.alive() {
-			unknown = append(unknown, fmt.Sprintf("%s could not diagnose the workspace for this write (%v), so problems it caused in other files may be missing", s.cfg.Name, err))
-			s.pullFailed(err)
-		}
+	got, answered, pullErr := s.diagnoseDocs(ctx, docs, deleted)
+	if pullErr != nil {
+		unknown = append(unknown, fmt.Sprintf("%s could not diagnose the workspace for this write (%v), so problems it caused in other files may be missing", s.cfg.Name, pullErr))
 	}
 	for _, abs := range files {
-		doc, ok := docs[abs]
-		if !ok {
+		if _, synced := docs[abs]; !synced {
 			continue
 		}
-		var items []protocol.Diagnostic
-		switch {
-		case answered:
-			items = s.diags.latest(abs)
-		case s.quirks.diagnoseAll != nil:
-			// Its pull just failed for all the files: not asked again
-			// per file (a timeout each), its publishes are waited for.
-			items, ok = s.diagnoseByProtocol(ctx, abs, doc)
-		default:
-			items, ok = s.diagnose(ctx, abs, doc)
-		}
 		rel := workspace.Rel(run.Workdir, abs)
+		items, ok := got[abs]
 		if !ok {
 			why := "gave no diagnostics for this version in time"
 			if !s.proc.alive() {
