@@ -58,9 +58,17 @@ func quirksFor(cfg ServerConfig, r readiness) quirks {
 // the query (else the file synced last, else a file of the root, opened
 // first: tsserver loads a project only for an open file). tsserver
 // answers in order, so its answer comes after the load.
+//
+// Once it has answered about an open file, it is not asked again while
+// the file stays open (tsserver keeps a project while a file of it is
+// open, and answers a query after any reload of it anyway): the probe
+// cost a query 0.5 ms warm, 1-1.5 ms after the run's thinking time.
 func tsserverLoaded(ctx context.Context, s *server, abs string) bool {
 	if abs == "" {
 		abs = s.docs.lastSynced()
+	}
+	if abs != "" && s.docs.projectLoaded(abs) {
+		return true
 	}
 	if abs == "" {
 		if abs = firstFile(s.paths.root, s.cfg.Extensions); abs == "" {
@@ -83,6 +91,7 @@ func tsserverLoaded(ctx context.Context, s *server, abs string) bool {
 	if err != nil {
 		return false
 	}
+	s.docs.markProjectLoaded(abs)
 	s.load.markLoaded()
 	return true
 }

@@ -70,6 +70,11 @@ func (s *server) warmUp(ctx context.Context, abs string) (asked bool, took time.
 			Context:                    protocol.ReferenceContext{IncludeDeclaration: true}})
 		return err
 	})
+	if err == nil {
+		// Asked in order, after the load of the file's project: a probe
+		// of it (tsserverLoaded) would learn nothing more.
+		s.docs.markProjectLoaded(abs)
+	}
 	return true, time.Since(start), err
 }
 
