@@ -13,9 +13,10 @@ import (
 // workdir of its own, with the references query and, where Berth has an
 // adapter for the language, a program to debug.
 type project struct {
-	lang  string // go, python, typescript
-	about string // what it is, for the report
-	dir   string // the workdir, once copied
+	lang   string // go, python, typescript
+	about  string // what it is, for the report
+	dir    string // the workdir, once copied
+	server string // the catalog's server Berth runs for it (the server alone runs it too)
 
 	// modcache is a Go module cache that holds the project's modules
 	// and no others, as a conversation's container has after its
@@ -111,7 +112,7 @@ func main() {
 	if err != nil {
 		return nil, err
 	}
-	return &project{lang: "go", about: "cobra v1.9.1 (gopls; dlv on a 20-line program that runs a cobra command)", dir: dir, modcache: mods,
+	return &project{lang: "go", server: "gopls", about: "cobra v1.9.1 (gopls; dlv on a 20-line program that runs a cobra command)", dir: dir, modcache: mods,
 		refsFile: "command.go", refsFind: "func (c *Command) Flags() *flag.FlagSet", refsSymbol: "Flags",
 		others:  [2]query{{"args.go", "func NoArgs(", "NoArgs"}, {"flag_groups.go", "func (c *Command) MarkFlagsRequiredTogether(", "MarkFlagsRequiredTogether"}},
 		program: "example", bpFile: "example/main.go", bpFind: `fmt.Println("hello from", name)`}, nil
@@ -168,7 +169,7 @@ main()
 			return nil, err
 		}
 	}
-	return &project{lang: "python", about: "pyflakes 2.5 (Debian's python3-pyflakes, with its tests; pyright; debugpy on a script that runs it)", dir: dir,
+	return &project{lang: "python", server: "pyright", about: "pyflakes 2.5 (Debian's python3-pyflakes, with its tests; pyright; debugpy on a script that runs it)", dir: dir,
 		refsFile: "pyflakes/checker.py", refsFind: "class Binding:", refsSymbol: "Binding",
 		others:  [2]query{{"pyflakes/messages.py", "class Message:", "Message"}, {"pyflakes/api.py", "def check(", "check"}},
 		program: "check_example.py", bpFile: "check_example.py", bpFind: "print(found, out.getvalue())"}, nil
@@ -188,7 +189,7 @@ func typescriptProject(tmp string) (*project, error) {
 	if err := copyTree(src, dir, nil); err != nil {
 		return nil, fmt.Errorf("%w (fill the module cache: go mod download github.com/prometheus/prometheus@v0.316.0)", err)
 	}
-	return &project{lang: "typescript", about: "codemirror-promql from Prometheus v0.316.0 (typescript-language-server; no debug adapter)", dir: dir,
+	return &project{lang: "typescript", server: "typescript-language-server", about: "codemirror-promql from Prometheus v0.316.0 (typescript-language-server; no debug adapter)", dir: dir,
 		refsFile: "src/parser/type.ts", refsFind: "export function getType(", refsSymbol: "getType",
 		others: [2]query{{"src/parser/path-finder.ts", "export function walkBackward(", "walkBackward"}, {"src/parser/matcher.ts", "export function buildLabelMatchers(", "buildLabelMatchers"}}}, nil
 }

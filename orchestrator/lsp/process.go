@@ -88,10 +88,10 @@ func (p *process) open(out io.Reader, client protocol.Client, wrap func(jsonrpc2
 	if wrap != nil {
 		stream = wrap(stream)
 	}
-	p.conn, p.api = connect(client, stream)
+	p.conn, p.api = Connect(client, stream)
 }
 
-// connect is protocol.NewClient with the server's messages handled in
+// Connect is protocol.NewClient with the server's messages handled in
 // the order they come, each handler done before the next message is
 // read. NewClient makes every handler asynchronous (protocol.Handlers),
 // so a publish of diagnostics could be recorded after the answer to a
@@ -102,8 +102,10 @@ func (p *process) open(out io.Reader, client protocol.Client, wrap func(jsonrpc2
 // (no CancelHandler). They get a context of their own, not the
 // request's: the connection recycles a request once its handler has
 // returned, and a context derived from it (context.WithCancel, as
-// CancelHandler makes) is read by a goroutine after that.
-func connect(client protocol.Client, stream jsonrpc2.Stream) (jsonrpc2.Conn, protocol.Server) {
+// CancelHandler makes) is read by a goroutine after that. The
+// benchmarks' direct clients (bench/internal/lspdirect) connect with it
+// too, so that they handle a server's messages as Berth does.
+func Connect(client protocol.Client, stream jsonrpc2.Stream) (jsonrpc2.Conn, protocol.Server) {
 	conn := jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(lspCodec{}))
 	ctx := protocol.WithClient(context.Background(), client)
 	handle := protocol.ClientHandler(client, jsonrpc2.MethodNotFoundHandler)

@@ -40,7 +40,7 @@ func TestPublishesSentBeforeAnAnswerAreRecordedWhenItArrives(t *testing.T) {
 	defer near.Close()
 	defer far.Close()
 	client := &slowPublishes{}
-	conn, api := connect(client, jsonrpc2.NewHeaderStream(near))
+	conn, api := Connect(client, jsonrpc2.NewHeaderStream(near))
 	defer conn.Close()
 
 	go func() { // the server: three publishes, then the answer

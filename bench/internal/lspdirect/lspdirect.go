@@ -27,9 +27,11 @@ import (
 
 // Client is a minimal LSP client of its own server.
 type Client struct {
-	kill    func() // ends the server Start started; nil for StartConn
-	root    string // the module root as the server sees it
-	local   string // the same directory here
+	kill    func()            // ends the server Start started; nil for StartConn
+	root    string            // the module root as the server sees it
+	local   string            // the same directory here
+	langs   map[string]string // language ids by file extension (its catalog entry's)
+	entry   lsp.ServerConfig  // its catalog entry: what it is asked, what its client answers
 	opened  map[string]bool
 	conn    jsonrpc2.Conn
 	api     protocol.Server
@@ -56,6 +58,20 @@ func Start(ctx context.Context, root, local string, argv ...string) (*Client, er
 	if len(argv) == 0 {
 		return nil, errors.New("lspdirect.Start: no command: give the server's argv, such as gopls")
 	}
+	return StartServer(ctx, "gopls", root, local, argv...)
+}
+
+// StartServer is Start for the catalog entry named server (lsp's
+// DefaultServers: gopls, pyright, typescript-language-server, ...),
+// run by argv, else by the entry's own command, on the host.
+func StartServer(ctx context.Context, server, root, local string, argv ...string) (*Client, error) {
+	entry, ok := catalogEntry(server)
+	if !ok {
+		return nil, fmt.Errorf("lspdirect: no server %q in Berth's catalog", server)
+	}
+	if len(argv) == 0 {
+		argv = entry.Command
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = local
 	// What the server (or docker exec, for a container gone) says goes
@@ -73,7 +89,7 @@ func Start(ctx context.Context, root, local string, argv ...string) (*Client, er
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	d, err := start(ctx, root, local, pipes{stdout, stdin}, func() {
+	d, err := start(ctx, entry, root, local, pipes{stdout, stdin}, func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
@@ -83,26 +99,32 @@ func Start(ctx context.Context, root, local string, argv ...string) (*Client, er
 	return d, nil
 }
 
-// StartConn initializes a server that is already running at the far end
+// StartConn initializes a gopls that is already running at the far end
 // of conn (a socket its stdio is attached to), as Start does; closing the
 // client closes conn.
 func StartConn(ctx context.Context, root, local string, conn io.ReadWriteCloser) (*Client, error) {
-	return start(ctx, root, local, conn, nil)
+	entry, _ := catalogEntry("gopls")
+	return start(ctx, entry, root, local, conn, nil)
 }
 
-// goplsOptions are the initialization options of Berth's gopls entry.
-func goplsOptions() map[string]any {
+// catalogEntry is the entry of Berth's catalog named name.
+func catalogEntry(name string) (lsp.ServerConfig, bool) {
 	for _, s := range lsp.DefaultServers() {
-		if s.Name == "gopls" {
-			return s.InitializationOptions
+		if s.Name == name {
+			return s, true
 		}
 	}
-	return nil
+	return lsp.ServerConfig{}, false
 }
 
-func start(ctx context.Context, root, local string, stream io.ReadWriteCloser, kill func()) (*Client, error) {
-	d := &Client{kill: kill, root: root, local: local, opened: map[string]bool{}, published: make(chan string, 1024), loaded: make(chan struct{}), active: map[string]bool{}}
-	_, d.conn, d.api = protocol.NewClient(context.Background(), &client{d: d}, jsonrpc2.NewHeaderStream(stream))
+func start(ctx context.Context, entry lsp.ServerConfig, root, local string, stream io.ReadWriteCloser, kill func()) (*Client, error) {
+	d := &Client{kill: kill, root: root, local: local, langs: entry.Extensions, entry: entry, opened: map[string]bool{}, published: make(chan string, 1024), loaded: make(chan struct{}), active: map[string]bool{}}
+	if !strings.HasPrefix(entry.Ready, "progress") {
+		// Its load shows no progress to wait for: its first answer
+		// comes after the load.
+		d.once.Do(func() { close(d.loaded) })
+	}
+	d.conn, d.api = lsp.Connect(&client{d: d}, jsonrpc2.NewHeaderStream(stream)) // as Berth connects
 	var pid any = os.Getpid()
 	if root != local {
 		pid = nil // as Berth sends it to a server in a container: its pid means nothing there
@@ -110,8 +132,8 @@ func start(ctx context.Context, root, local string, stream io.ReadWriteCloser, k
 	params := map[string]any{
 		"processId": pid, "rootUri": uri.File(root), "rootPath": root, "clientInfo": map[string]any{"name": "bench-direct"},
 		"workspaceFolders":      []protocol.WorkspaceFolder{{URI: uri.File(root), Name: filepath.Base(root)}},
-		"capabilities":          lsp.ClientCapabilities(), // as Berth declares them: the same work
-		"initializationOptions": goplsOptions(),           // as Berth's catalog entry
+		"capabilities":          lsp.ClientCapabilities(),    // as Berth declares them: the same work
+		"initializationOptions": entry.InitializationOptions, // as Berth's catalog entry
 	}
 	var raw jsonrpc2.RawMessage
 	_, err := d.conn.Call(ctx, protocol.MethodInitialize, params, &raw)
@@ -136,7 +158,12 @@ func (d *Client) open(ctx context.Context, path string) error {
 		return err
 	}
 	return d.api.DidOpen(ctx, &protocol.DidOpenTextDocumentParams{TextDocument: protocol.TextDocumentItem{
-		URI: uri.File(path), LanguageID: "go", Version: 1, Text: string(b)}})
+		URI: uri.File(path), LanguageID: d.lang(path), Version: 1, Text: string(b)}})
+}
+
+// lang is the language id of path, by its extension.
+func (d *Client) lang(path string) protocol.LanguageKind {
+	return protocol.LanguageKind(d.langs[strings.ToLower(filepath.Ext(path))])
 }
 
 // Request sends one definition or references request at path (as the
@@ -180,7 +207,7 @@ func (d *Client) Write(ctx context.Context, path, text string) (time.Duration, e
 	start := time.Now()
 	var err error
 	if d.version == 1 {
-		err = d.api.DidOpen(ctx, &protocol.DidOpenTextDocumentParams{TextDocument: protocol.TextDocumentItem{URI: u, LanguageID: "go", Version: 1, Text: text}})
+		err = d.api.DidOpen(ctx, &protocol.DidOpenTextDocumentParams{TextDocument: protocol.TextDocumentItem{URI: u, LanguageID: d.lang(path), Version: 1, Text: text}})
 	} else {
 		err = d.api.DidChange(ctx, &protocol.DidChangeTextDocumentParams{
 			TextDocument:   protocol.VersionedTextDocumentIdentifier{TextDocumentIdentifier: protocol.TextDocumentIdentifier{URI: u}, Version: d.version},
@@ -265,11 +292,7 @@ func (c *client) WorkDoneProgressCreate(context.Context, *protocol.WorkDoneProgr
 }
 
 func (c *client) Configuration(_ context.Context, p *protocol.ConfigurationParams) ([]protocol.LSPAny, error) {
-	out := make([]protocol.LSPAny, len(p.Items))
-	for i := range out {
-		out[i] = protocol.LSPAny("null")
-	}
-	return out, nil
+	return lsp.ConfigurationAnswer(c.d.entry.Settings, p.Items), nil // as Berth answers
 }
 
 func (c *client) RegisterCapability(context.Context, *protocol.RegistrationParams) error {

@@ -60,3 +60,36 @@ func TestClientAgainstGopls(t *testing.T) {
 		t.Errorf("Write = %v, %v; want the time to gopls's publish", d, err)
 	}
 }
+
+// The client drives another server of the catalog, pyright, with its
+// entry's command and language id: references are answered.
+func TestClientAgainstPyright(t *testing.T) {
+	if _, err := exec.LookPath("pyright-langserver"); err != nil {
+		t.Fatalf("pyright-langserver is not on PATH (scripts/setup installs it): %v", err)
+	}
+	dir := t.TempDir()
+	src := "def f():\n    return 1\n\n\nprint(f())\n"
+	for name, body := range map[string]string{"pyproject.toml": "[project]\nname = \"a\"\n", "a.py": src} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := StartServer(ctx, "pyright", dir, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Asked again once pyright's analysis (its work-done progress) has
+	// ended: the end of a progress is handled without harm.
+	for i := range 3 {
+		if d, err := c.Request(ctx, "references", filepath.Join(dir, "a.py"), 4, 6); err != nil || d <= 0 {
+			t.Errorf("references %d = %v, %v", i, d, err)
+		}
+		time.Sleep(time.Second)
+	}
+	if _, err := StartServer(ctx, "no-such-server", dir, dir); err == nil || !strings.Contains(err.Error(), "no server") {
+		t.Errorf("StartServer of a server not in the catalog = %v, want an error naming it", err)
+	}
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/berth-dev/berth/bench/internal/lspdirect"
+	"github.com/berth-dev/berth/bench/internal/stats"
+)
+
+// aloneRounds is the least number of rounds the server alone is timed:
+// one sample per round after the idle, so fewer are noise.
+const aloneRounds = 5
+
+// aloneResult is the server alone's warm references, with no Berth:
+// the median of one call per round made -think after the last, and the
+// median of the rounds' medians of -warm calls back to back.
+type aloneResult struct {
+	idle, warm time.Duration
+	rounds     int
+}
+
+// alone times p's references straight against p's server on the host,
+// as lspdirect asks it (the catalog entry's initialization options, no
+// Berth): the server loaded and warm, each round -think idle, then one
+// call, then -warm back to back. It says what a warm call after an
+// agent's thinking time costs the server itself, against one that
+// follows another at once: the comparator a run's first call is judged
+// against.
+func (b *bench) alone(p *project, rounds int) (aloneResult, error) {
+	rounds = max(rounds, aloneRounds)
+	line, err := position(p.dir, p.refsFile, p.refsFind)
+	if err != nil {
+		return aloneResult{}, err
+	}
+	raw, err := os.ReadFile(filepath.Join(p.dir, p.refsFile))
+	if err != nil {
+		return aloneResult{}, err
+	}
+	text := strings.Split(string(raw), "\n")[line-1]
+	col := strings.Index(text, p.refsSymbol) // the queries' lines are ASCII: bytes are UTF-16 units
+	if col < 0 {
+		return aloneResult{}, fmt.Errorf("%s:%d does not hold %q", p.refsFile, line, p.refsSymbol)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := lspdirect.StartServer(ctx, p.server, p.dir, p.dir)
+	if err != nil {
+		return aloneResult{}, fmt.Errorf("the server alone: %w", err)
+	}
+	defer c.Close()
+	path := filepath.Join(p.dir, p.refsFile)
+	ask := func() (time.Duration, error) { return c.Request(ctx, "references", path, line-1, col) }
+	// The load and the first pass: untimed.
+	if _, err := ask(); err != nil {
+		return aloneResult{}, fmt.Errorf("the server alone: %w", err)
+	}
+	var idle, warm []time.Duration
+	for range rounds {
+		time.Sleep(b.think)
+		d, err := ask()
+		if err != nil {
+			return aloneResult{}, err
+		}
+		idle = append(idle, d)
+		var w []time.Duration
+		for range b.warm {
+			d, err := ask()
+			if err != nil {
+				return aloneResult{}, err
+			}
+			w = append(w, d)
+		}
+		warm = append(warm, stats.Median(w))
+	}
+	return aloneResult{idle: stats.Median(idle), warm: stats.Median(warm), rounds: rounds}, nil
+}
