@@ -612,8 +612,8 @@ func report(image, imageID, baked, modcache string, think time.Duration, warm, r
 			}
 		}
 		a := alone[p.lang]
-		fmt.Printf("  the server alone (%s, no Berth), loaded and warm, on the host, medians of %d rounds: %s after -think idle, %s back to back: %s\n",
-			p.server, a.rounds, s(a.idle), s(a.warm), x(a.idle, a.warm))
+		fmt.Printf("  the server alone (%s, no Berth), on the host: its first references about the file, opened for it -think after a references about another file: %s; then, warm, medians of %d rounds: %s after -think idle, %s back to back: %s\n",
+			p.server, s(a.first), a.rounds, s(a.idle), s(a.warm), x(a.idle, a.warm))
 	}
 	fmt.Println("\n  *N: in N rounds the first answer differed from the warm ones (a load cut short)")
 	fmt.Println("  new file: the run's first references about a file it had not opened, after its warm calls; in a second run, a file the server never had open (not reopened)")
@@ -653,8 +653,8 @@ func report(image, imageID, baked, modcache string, think time.Duration, warm, r
 					if p.lang == "go" {
 						verdict = v(float64(c.first) <= 2*float64(hostIdle))
 					}
-					fmt.Printf("    %-24s 1st refs %s a warm call on the host after the same -think idle (%s; target ≤2x for Go): %s; %s one back to back (%s)\n",
-						pl, x(c.first, hostIdle), s(hostIdle), verdict, x(c.first, hostWarm), s(hostWarm))
+					fmt.Printf("    %-24s 1st refs %s a warm call on the host after the same -think idle (%s; target ≤2x for Go): %s; %s one back to back (%s); %s the server alone's first about the file\n",
+						pl, x(c.first, hostIdle), s(hostIdle), verdict, x(c.first, hostWarm), s(hostWarm), x(c.first, alone[p.lang].first))
 				}
 			}
 		}
