@@ -38,18 +38,14 @@ type aloneResult struct {
 // against.
 func (b *bench) alone(p *project, rounds int) (aloneResult, error) {
 	rounds = max(rounds, aloneRounds)
-	line, err := position(p.dir, p.refsFile, p.refsFind)
+	line, col, err := spot(p.dir, query{p.refsFile, p.refsFind, p.refsSymbol})
 	if err != nil {
 		return aloneResult{}, err
 	}
-	raw, err := os.ReadFile(filepath.Join(p.dir, p.refsFile))
+	o := p.others[0]
+	oline, ocol, err := spot(p.dir, o)
 	if err != nil {
 		return aloneResult{}, err
-	}
-	text := strings.Split(string(raw), "\n")[line-1]
-	col := strings.Index(text, p.refsSymbol) // the queries' lines are ASCII: bytes are UTF-16 units
-	if col < 0 {
-		return aloneResult{}, fmt.Errorf("%s:%d does not hold %q", p.refsFile, line, p.refsSymbol)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -62,17 +58,7 @@ func (b *bench) alone(p *project, rounds int) (aloneResult, error) {
 	ask := func() (time.Duration, error) { return c.Request(ctx, "references", path, line-1, col) }
 	// The load and a warm-up about another file, untimed, as prewarm
 	// has it; then the first references about the file.
-	o := p.others[0]
-	oline, err := position(p.dir, o.file, o.find)
-	if err != nil {
-		return aloneResult{}, err
-	}
-	oraw, err := os.ReadFile(filepath.Join(p.dir, o.file))
-	if err != nil {
-		return aloneResult{}, err
-	}
-	ocol := strings.Index(strings.Split(string(oraw), "\n")[oline-1], o.symbol)
-	if _, err := c.Request(ctx, "references", filepath.Join(p.dir, o.file), oline-1, max(ocol, 0)); err != nil {
+	if _, err := c.Request(ctx, "references", filepath.Join(p.dir, o.file), oline-1, ocol); err != nil {
 		return aloneResult{}, fmt.Errorf("the server alone: %w", err)
 	}
 	time.Sleep(b.think)
@@ -99,4 +85,20 @@ func (b *bench) alone(p *project, rounds int) (aloneResult, error) {
 		warm = append(warm, stats.Median(w))
 	}
 	return aloneResult{idle: stats.Median(idle), warm: stats.Median(warm), rounds: rounds, first: first}, nil
+}
+
+// spot is where q asks, in dir: its 1-based line and its 0-based column
+// (the queries' lines are ASCII: bytes are UTF-16 units).
+func spot(dir string, q query) (line, col int, err error) {
+	if line, err = position(dir, q.file, q.find); err != nil {
+		return 0, 0, err
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, q.file))
+	if err != nil {
+		return 0, 0, err
+	}
+	if col = strings.Index(strings.Split(string(raw), "\n")[line-1], q.symbol); col < 0 {
+		return 0, 0, fmt.Errorf("%s:%d does not hold %q", q.file, line, q.symbol)
+	}
+	return line, col, nil
 }
