@@ -67,7 +67,7 @@
 // beside each, with the server alone's: an idle server answers slower
 // than one called back to back, Berth or not (pyright alone 2-3x).
 //
-//	go run ./bench/coldstart [-image berth/full:dev] [-langs go,python,typescript] [-modes off,both] [-rounds 3] [-think 3s] [-warm 5] [-modcache project|host] [-volume]
+//	go run ./bench/coldstart [-image berth/full:dev] [-langs go,python,typescript] [-modes off,both] [-rounds 5] [-think 3s] [-warm 5] [-modcache project|host] [-volume]
 package main
 
 import (
@@ -131,7 +131,7 @@ func main() {
 	warm := flag.Int("warm", 5, "references after the first in each run (their median is a warm call)")
 	modcache := flag.String("modcache", "project", "the fresh containers' Go module cache: project (the project's modules only, as its go mod download leaves them) or host (this machine's whole module cache, read-only)")
 	volume := flag.Bool("volume", false, "also a fresh container whose Go caches are a volume an earlier container filled")
-	rounds := flag.Int("rounds", 3, "rounds of every mode and place (medians are printed)")
+	rounds := flag.Int("rounds", 5, "rounds of every mode and place (medians are printed; a warm call after the idle is one sample a round)")
 	flag.Parse()
 	if *modcache != "project" && *modcache != "host" {
 		fmt.Fprintln(os.Stderr, "bench/coldstart: -modcache is project or host")

@@ -87,9 +87,10 @@ func (s *server) baselines(ctx context.Context, files []string) map[string][]dia
 // everything at once (gopls) is asked once, for docs and for deleted
 // files (a deletion publishes nothing of its own), and answered says it
 // answered: every publish of the pass is recorded then. pullErr is why it
-// could not be asked, when it could not (logged once, with the fix); its
-// publishes are waited for instead, without asking again per file (a
-// failure, or a timeout, each).
+// could not be asked, when it could not (logged once, with the fix), and
+// nil when the call ended with ctx or with the server, which the
+// per-file results then say; its publishes are waited for instead,
+// without asking again per file (a failure, or a timeout, each).
 func (s *server) diagnoseDocs(ctx context.Context, docs map[string]document, deleted []string) (got map[string][]protocol.Diagnostic, answered bool, pullErr error) {
 	got = map[string][]protocol.Diagnostic{}
 	if s.quirks.diagnoseAll != nil && len(docs)+len(deleted) > 0 {

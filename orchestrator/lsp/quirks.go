@@ -68,6 +68,7 @@ func tsserverLoaded(ctx context.Context, s *server, abs string) bool {
 		abs = s.docs.lastSynced()
 	}
 	if abs != "" && s.docs.projectLoaded(abs) {
+		s.load.markLoaded()
 		return true
 	}
 	if abs == "" {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,7 @@ type Client struct {
 	mu        sync.Mutex
 	published chan string // uris, as gopls publishes them
 	loaded    chan struct{}
+	readyLog  *regexp.Regexp // the log line that says it has loaded, for a log: entry
 	active    map[string]bool
 	once      sync.Once
 }
@@ -119,9 +121,18 @@ func catalogEntry(name string) (lsp.ServerConfig, bool) {
 
 func start(ctx context.Context, entry lsp.ServerConfig, root, local string, stream io.ReadWriteCloser, kill func()) (*Client, error) {
 	d := &Client{kill: kill, root: root, local: local, langs: entry.Extensions, entry: entry, opened: map[string]bool{}, published: make(chan string, 1024), loaded: make(chan struct{}), active: map[string]bool{}}
-	if !strings.HasPrefix(entry.Ready, "progress") {
-		// Its load shows no progress to wait for: its first answer
-		// comes after the load.
+	switch {
+	case strings.HasPrefix(entry.Ready, "log:"):
+		// Loaded when it logs the line (pyright: until then it searches
+		// only the open files), as Berth waits for it.
+		re, err := regexp.Compile(strings.TrimPrefix(entry.Ready, "log:"))
+		if err != nil {
+			return nil, fmt.Errorf("the catalog entry %s: ready: %w", entry.Name, err)
+		}
+		d.readyLog = re
+	case !strings.HasPrefix(entry.Ready, "progress"):
+		// Its load shows nothing to wait for: its first answer comes
+		// after the load (tsserver answers in order).
 		d.once.Do(func() { close(d.loaded) })
 	}
 	d.conn, d.api = lsp.Connect(&client{d: d}, jsonrpc2.NewHeaderStream(stream)) // as Berth connects
@@ -298,7 +309,12 @@ func (c *client) Configuration(_ context.Context, p *protocol.ConfigurationParam
 func (c *client) RegisterCapability(context.Context, *protocol.RegistrationParams) error {
 	return nil
 }
-func (c *client) LogMessage(context.Context, *protocol.LogMessageParams) error { return nil }
+func (c *client) LogMessage(_ context.Context, p *protocol.LogMessageParams) error {
+	if c.d.readyLog != nil && c.d.readyLog.MatchString(p.Message) {
+		c.d.once.Do(func() { close(c.d.loaded) })
+	}
+	return nil
+}
 func (c *client) ShowMessage(context.Context, *protocol.ShowMessageParams) error {
 	return nil
 }
