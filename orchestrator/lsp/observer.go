@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -41,24 +40,48 @@ func (p *Provider) WillWrite(ctx context.Context, run *orchestrator.Run, paths [
 	ctx, cancel := context.WithTimeout(ctx, p.conf.WillWriteTimeout)
 	defer cancel()
 	reg := p.state(run).reg
-	groups := map[*server][]string{}
-	var order []*server
-	for _, abs := range files {
-		s, bad := p.serverFor(ctx, run, abs)
-		if bad != nil {
-			continue
-		}
-		if groups[s] == nil {
-			order = append(order, s)
-		}
-		groups[s] = append(groups[s], abs)
-	}
-	for _, s := range order {
-		for abs, items := range s.baselines(ctx, groups[s]) {
+	for _, g := range p.byServer(ctx, run, files, nil) {
+		for abs, items := range g.s.baselines(ctx, g.files) {
 			reg.record(workspace.Rel(run.Workdir, abs), items)
 		}
 	}
 	return nil
+}
+
+// serverFiles is the files of a write that one server serves.
+type serverFiles struct {
+	s     *server
+	files []string
+}
+
+// byServer groups files by the server that serves each, in the order
+// their servers first come, starting those not started yet. A file no
+// server is meant for (bad nil), or none can serve here, goes to skip
+// instead, when skip is set.
+func (p *Provider) byServer(ctx context.Context, run *orchestrator.Run, files []string, skip func(abs string, bad *orchestrator.Result)) []serverFiles {
+	var groups []serverFiles
+	at := map[*server]int{}
+	for _, abs := range files {
+		var s *server
+		var bad *orchestrator.Result
+		if p.meantFor(abs) {
+			s, bad = p.serverFor(ctx, run, abs)
+		}
+		if s == nil || bad != nil {
+			if skip != nil {
+				skip(abs, bad)
+			}
+			continue
+		}
+		i, ok := at[s]
+		if !ok {
+			i = len(groups)
+			at[s] = i
+			groups = append(groups, serverFiles{s: s})
+		}
+		groups[i].files = append(groups[i].files, abs)
+	}
+	return groups
 }
 
 // baselines syncs files on s and returns the diagnostics of each it
@@ -80,44 +103,6 @@ func (s *server) baselines(ctx context.Context, files []string) map[string][]dia
 		out[abs] = s.convert(abs, items, docs[abs].text)
 	}
 	return out
-}
-
-// diagnoseDocs returns the diagnostics of each document of docs, as
-// synced; one with none in time is left out. A server that can diagnose
-// everything at once (gopls) is asked once, for docs and for deleted
-// files (a deletion publishes nothing of its own), and answered says it
-// answered: every publish of the pass is recorded then. pullErr is why it
-// could not be asked, when it could not (logged once, with the fix), and
-// nil when the call ended with ctx or with the server, which the
-// per-file results then say; its publishes are waited for instead,
-// without asking again per file (a failure, or a timeout, each).
-func (s *server) diagnoseDocs(ctx context.Context, docs map[string]document, deleted []string) (got map[string][]protocol.Diagnostic, answered bool, pullErr error) {
-	got = map[string][]protocol.Diagnostic{}
-	if s.quirks.diagnoseAll != nil && len(docs)+len(deleted) > 0 {
-		pullErr = s.quirks.diagnoseAll(ctx, s, append(slices.Sorted(maps.Keys(docs)), deleted...))
-		answered = pullErr == nil
-		if pullErr != nil && ctx.Err() == nil && s.proc.alive() {
-			s.pullFailed(pullErr)
-		} else {
-			pullErr = nil // the call ended with its caller, or the server
-		}
-	}
-	for abs, doc := range docs {
-		var items []protocol.Diagnostic
-		ok := true
-		switch {
-		case answered:
-			items = s.diags.latest(abs)
-		case s.quirks.diagnoseAll != nil:
-			items, ok = s.diagnoseByProtocol(ctx, abs, doc)
-		default:
-			items, ok = s.diagnose(ctx, abs, doc)
-		}
-		if ok {
-			got[abs] = items
-		}
-	}
-	return got, answered, pullErr
 }
 
 // DidWrite syncs the written files with their servers and reports only
@@ -146,29 +131,22 @@ func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.conf.DiagnosticsTimeout)
 	defer cancel()
-	groups := map[*server][]string{}
-	var order []*server
 	var unknown, unmeant []string
-	for _, abs := range files {
+	groups := p.byServer(ctx, run, files, func(abs string, bad *orchestrator.Result) {
 		rel := workspace.Rel(run.Workdir, abs)
-		if !p.meantFor(abs) {
+		if bad == nil {
 			unmeant = append(unmeant, rel)
-			continue
-		}
-		s, bad := p.serverFor(ctx, run, abs)
-		if bad != nil {
+		} else {
 			unknown = append(unknown, whyNot(rel, bad.FirstText()))
-			continue
 		}
-		if groups[s] == nil {
-			order = append(order, s)
-		}
-		groups[s] = append(groups[s], abs)
-	}
+	})
 	var mu sync.Mutex
 	var fresh []diag
 	var wg sync.WaitGroup
-	for _, s := range order {
+	servers := make([]*server, 0, len(groups))
+	for _, g := range groups {
+		s := g.s
+		servers = append(servers, s)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -180,7 +158,7 @@ func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []
 					mu.Unlock()
 				}
 			}()
-			f, miss := p.check(ctx, run, s, groups[s])
+			f, miss := p.check(ctx, run, s, g.files)
 			mu.Lock()
 			fresh = append(fresh, f...)
 			unknown = append(unknown, miss...)
@@ -188,7 +166,7 @@ func (p *Provider) DidWrite(ctx context.Context, run *orchestrator.Run, paths []
 		}()
 	}
 	wg.Wait()
-	rep = p.report(fresh, unknown, unmeant, order)
+	rep = p.report(fresh, unknown, unmeant, servers)
 	if run.Resumed && p.state(run).restartNoted.CompareAndSwap(false, true) {
 		rep.Text = strings.TrimPrefix(rep.Text+"\n"+restartedReport, "\n")
 	}

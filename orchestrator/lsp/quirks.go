@@ -19,8 +19,7 @@ type quirks struct {
 	probeLoad func(ctx context.Context, s *server, abs string) bool
 	// pull asks for a file's diagnostics the server's own way, before
 	// textDocument/diagnostic and the publish (tsserver publishes only
-	// when a file's diagnostics change; gopls diagnoses the importers
-	// a change broke only after its diagnosticsDelay).
+	// when a file's diagnostics change).
 	pull func(ctx context.Context, s *server, abs string) ([]protocol.Diagnostic, error)
 	// diagnoseAll has the server diagnose, now, everything the given
 	// files' changes affect, and returns once it has published it all
@@ -46,7 +45,7 @@ func quirksFor(cfg ServerConfig, r readiness) quirks {
 	case pullTsserver:
 		q.pull = tsserverDiagnostics
 	case pullGopls:
-		q.pull, q.diagnoseAll = goplsDiagnostics, goplsDiagnose
+		q.diagnoseAll = goplsDiagnose
 	}
 	if r.kind == readyOpenFiles {
 		q.index = showMentions
@@ -164,16 +163,6 @@ func tsserverDiagnostics(ctx context.Context, s *server, abs string) ([]protocol
 // ms on cobra, against 11-13 ms with the delay). The command runs the
 // second pass now, and answers once it has published.
 const pullGopls = "gopls"
-
-// goplsDiagnostics has gopls diagnose the workspace for abs now
-// (goplsDiagnose), and returns the newest diagnostics published for it:
-// none published is none found, since the pass has run.
-func goplsDiagnostics(ctx context.Context, s *server, abs string) ([]protocol.Diagnostic, error) {
-	if err := goplsDiagnose(ctx, s, []string{abs}); err != nil {
-		return nil, err
-	}
-	return s.diags.latest(abs), nil
-}
 
 // goplsDiagnose has gopls diagnose, now, the workspace of each of files
 // (its views that hold them), as its second pass would after the delay.

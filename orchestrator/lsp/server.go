@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -378,22 +380,64 @@ func (s *server) linesOf(abs string) string {
 	return strings.Join(s.cache.fileLines(abs, time.Time{}, s.paths.readFile), "\n")
 }
 
-// diagnose returns the diagnostics of the synced version doc of abs:
-// pulled where the server offers textDocument/diagnostic, else the first
-// publish that follows the sync plus follow-ups within the debounce. ok is
-// false when no answer for that version came in time, or the server died:
-// silence is never taken as clean.
+// diagnose returns the diagnostics of the synced version doc of abs
+// (diagnoseDocs): ok is false when no answer for that version came in
+// time, or the server died: silence is never taken as clean.
 func (s *server) diagnose(ctx context.Context, abs string, doc document) (items []protocol.Diagnostic, ok bool) {
-	if s.quirks.pull != nil {
-		items, err := s.quirks.pull(ctx, s, abs)
-		if err == nil {
-			return items, true
+	got, _, _ := s.diagnoseDocs(ctx, map[string]document{abs: doc}, nil)
+	items, ok = got[abs]
+	return items, ok
+}
+
+// diagnoseDocs returns the diagnostics of each document of docs, as
+// synced; one with none in time is left out. A server that can diagnose
+// everything at once (quirks.diagnoseAll: gopls) is asked once, for docs
+// and for deleted files (a deletion publishes nothing of its own), and
+// answered says it answered: every publish of the pass is recorded then.
+// Else each file is asked its server's own way (quirks.pull: tsserver),
+// else by the protocol (diagnoseByProtocol); a failure of either of the
+// server's own ways is logged once, with the fix, and its publishes are
+// waited for instead. pullErr is why the server could not be asked to
+// diagnose everything, when it could not: problems a write caused in
+// other files may then be missing. It is nil when the call ended with
+// ctx or with the server, which the per-file results then say. The files
+// are not asked again one by one then (a failure, or a timeout, each).
+func (s *server) diagnoseDocs(ctx context.Context, docs map[string]document, deleted []string) (got map[string][]protocol.Diagnostic, answered bool, pullErr error) {
+	failed := func(err error) error {
+		if ctx.Err() != nil || !s.proc.alive() {
+			return nil // the call ended with its caller, or the server
 		}
-		if ctx.Err() == nil && s.proc.alive() {
-			s.pullFailed(err)
+		s.pullFailed(err)
+		return err
+	}
+	if s.quirks.diagnoseAll != nil && len(docs)+len(deleted) > 0 {
+		err := s.quirks.diagnoseAll(ctx, s, append(slices.Sorted(maps.Keys(docs)), deleted...))
+		answered = err == nil
+		if err != nil {
+			pullErr = failed(err)
 		}
 	}
-	return s.diagnoseByProtocol(ctx, abs, doc)
+	got = map[string][]protocol.Diagnostic{}
+	for abs, doc := range docs {
+		var items []protocol.Diagnostic
+		ok := true
+		switch {
+		case answered:
+			items = s.diags.latest(abs)
+		case s.quirks.pull != nil:
+			var err error
+			if items, err = s.quirks.pull(ctx, s, abs); err != nil {
+				_ = failed(err)
+				items, ok = s.diagnoseByProtocol(ctx, abs, doc)
+			}
+		default:
+			items, ok = s.diagnoseByProtocol(ctx, abs, doc)
+		}
+		if ok {
+			got[abs] = items
+		}
+	}
+	return got, answered, pullErr
 }
 
 // diagnoseByProtocol is diagnose without the quirks' pull: pulled by
@@ -428,7 +472,7 @@ func (s *server) pullFailed(err error) {
 // pulls says whether diagnose asks for diagnostics rather than waiting
 // for a publish.
 func (s *server) pulls() bool {
-	return s.caps.DiagnosticProvider != nil || s.quirks.pull != nil
+	return s.caps.DiagnosticProvider != nil || s.quirks.pull != nil || s.quirks.diagnoseAll != nil
 }
 
 // convert turns a server's diagnostics for abs into diags, with columns

@@ -69,7 +69,11 @@ func Start(ctx context.Context, root, local string, argv ...string) (*Client, er
 func StartServer(ctx context.Context, server, root, local string, argv ...string) (*Client, error) {
 	entry, ok := catalogEntry(server)
 	if !ok {
-		return nil, fmt.Errorf("lspdirect: no server %q in Berth's catalog", server)
+		var names []string
+		for _, s := range lsp.DefaultServers() {
+			names = append(names, s.Name)
+		}
+		return nil, fmt.Errorf("lspdirect: no server %q in Berth's catalog: name one of %s", server, strings.Join(names, ", "))
 	}
 	if len(argv) == 0 {
 		argv = entry.Command

@@ -13,18 +13,8 @@ import (
 // The client drives a real gopls: a definition and a references request
 // are answered, and a write is published.
 func TestClientAgainstGopls(t *testing.T) {
-	if _, err := exec.LookPath("gopls"); err != nil {
-		t.Fatalf("gopls is not on PATH (scripts/setup installs it): %v", err)
-	}
-	dir := t.TempDir()
-	src := "package a\n\nfunc F() {}\n\nfunc G() { F() }\n"
-	for name, body := range map[string]string{"go.mod": "module example.com/a\n\ngo 1.22\n", "a.go": src} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx, dir := project(t, "gopls", map[string]string{"go.mod": "module example.com/a\n\ngo 1.22\n",
+		"a.go": "package a\n\nfunc F() {}\n\nfunc G() { F() }\n"})
 	c, err := Start(ctx, dir, dir, "gopls")
 	if err != nil {
 		t.Fatal(err)
@@ -64,18 +54,8 @@ func TestClientAgainstGopls(t *testing.T) {
 // The client drives another server of the catalog, pyright, with its
 // entry's command and language id: references are answered.
 func TestClientAgainstPyright(t *testing.T) {
-	if _, err := exec.LookPath("pyright-langserver"); err != nil {
-		t.Fatalf("pyright-langserver is not on PATH (scripts/setup installs it): %v", err)
-	}
-	dir := t.TempDir()
-	src := "def f():\n    return 1\n\n\nprint(f())\n"
-	for name, body := range map[string]string{"pyproject.toml": "[project]\nname = \"a\"\n", "a.py": src} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx, dir := project(t, "pyright-langserver", map[string]string{"pyproject.toml": "[project]\nname = \"a\"\n",
+		"a.py": "def f():\n    return 1\n\n\nprint(f())\n"})
 	c, err := StartServer(ctx, "pyright", dir, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -92,4 +72,23 @@ func TestClientAgainstPyright(t *testing.T) {
 	if _, err := StartServer(ctx, "no-such-server", dir, dir); err == nil || !strings.Contains(err.Error(), "no server") {
 		t.Errorf("StartServer of a server not in the catalog = %v, want an error naming it", err)
 	}
+}
+
+// project lays files out in a directory of the test's for a server whose
+// executable is exe (on PATH, else the test fails), and returns it with a
+// context that bounds the test.
+func project(t *testing.T, exe string, files map[string]string) (context.Context, string) {
+	t.Helper()
+	if _, err := exec.LookPath(exe); err != nil {
+		t.Fatalf("%s is not on PATH (scripts/setup installs it): %v", exe, err)
+	}
+	dir := t.TempDir()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx, dir
 }
