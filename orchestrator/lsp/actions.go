@@ -35,23 +35,23 @@ type cursor struct {
 }
 
 // at finds the file's server, syncs the file and resolves line + symbol.
-// crashed says the server exited while the file was being synced.
-func (p *Provider) at(ctx context.Context, run *orchestrator.Run, a args) (c *cursor, bad *orchestrator.Result, crashed bool) {
+// lost says how the server was lost while the file was being synced.
+func (p *Provider) at(ctx context.Context, run *orchestrator.Run, a args) (c *cursor, bad *orchestrator.Result, lost loss) {
 	abs, s, bad := p.fileServer(ctx, run, a.File)
 	if bad != nil {
-		return nil, bad, false
+		return nil, bad, kept
 	}
 	doc, err := s.syncFor(ctx, abs)
 	if err != nil {
-		return nil, orchestrator.Errorf("%s: %v", s.cfg.Name, err), errors.Is(err, errExited)
+		return nil, orchestrator.Errorf("%s: %v", s.cfg.Name, err), lossOf(err)
 	}
 	lt, _, err := lineAt(doc.text, a.Line)
 	if err != nil {
-		return nil, orchestrator.Errorf("%s: %v", a.File, err), false
+		return nil, orchestrator.Errorf("%s: %v", a.File, err), kept
 	}
 	col, err := symbolColumn(lt, a.Line, a.Symbol)
 	if err != nil {
-		return nil, orchestrator.Errorf("%s: %v", a.File, err), false
+		return nil, orchestrator.Errorf("%s: %v", a.File, err), kept
 	}
 	end := col
 	for end < len(lt) {
@@ -64,20 +64,64 @@ func (p *Provider) at(ctx context.Context, run *orchestrator.Run, a args) (c *cu
 	line := uint32(a.Line - 1)
 	return &cursor{s: s, abs: abs, rel: workspace.Rel(run.Workdir, abs),
 		pos: protocol.Position{Line: line, Character: s.enc.toServer(lt, col)},
-		end: protocol.Position{Line: line, Character: s.enc.toServer(lt, end)}}, nil, false
+		end: protocol.Position{Line: line, Character: s.enc.toServer(lt, end)}}, nil, kept
 }
 
-// retried runs a read-only query and, when its server exited during it,
-// runs it once more: the supervisor restarts the server (with backoff, up
-// to its cap), and a query has no effect that asking twice could repeat.
-// The second answer stands, whatever it is. lsp_rename never comes here:
-// a write is not repeated behind the model's back.
-func retried(ctx context.Context, query func() (res *orchestrator.Result, crashed bool)) *orchestrator.Result {
-	res, crashed := query()
-	if crashed && ctx.Err() == nil {
-		res, _ = query()
+// retried runs a read-only query and asks it again when its server was
+// lost under it: a query has no effect that asking twice could repeat.
+// A server that crashed is restarted by the supervisor (with backoff, up
+// to its cap), and the query is asked once more: the second answer
+// stands, whatever it is. A server replaced on purpose (a reload by
+// another call) says nothing about the next one, so the query follows
+// it, up to maxReplaced times: calls racing reloads get answers, not
+// "call again". lsp_rename never comes here: a write is not repeated
+// behind the model's back.
+func retried(ctx context.Context, query func() (res *orchestrator.Result, lost loss)) *orchestrator.Result {
+	crashes, replacements := 0, 0
+	for {
+		res, lost := query()
+		switch {
+		case lost == kept || ctx.Err() != nil:
+			return res
+		case lost == crashed:
+			crashes++
+			if crashes > 1 {
+				return res
+			}
+		default:
+			replacements++
+			if replacements > maxReplaced {
+				return res
+			}
+		}
 	}
-	return res
+}
+
+// maxReplaced is how many times a query follows its server to the one
+// that replaced it on purpose.
+const maxReplaced = 4
+
+// loss says how a query lost its server: not at all (kept), to a reload
+// or the run's end (replaced), or to a crash (crashed). A query that
+// asked several servers reports the worst.
+type loss int
+
+const (
+	kept loss = iota
+	replaced
+	crashed
+)
+
+// lossOf says how the server of a failed request was lost (errExited,
+// errReplaced), if it was.
+func lossOf(err error) loss {
+	switch {
+	case errors.Is(err, errReplaced):
+		return replaced
+	case errors.Is(err, errExited):
+		return crashed
+	}
+	return kept
 }
 
 // params is the cursor as a request's text document and position.
@@ -107,16 +151,16 @@ func asking[R any](send func(ctx context.Context, q *query) (R, error), render f
 	}
 }
 
-// navigate runs a position action (actionTable); crashed says the server
-// exited during the query.
-func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args, act *action) (*orchestrator.Result, bool) {
-	c, bad, crashed := p.at(ctx, run, a)
+// navigate runs a position action (actionTable); lost says how the server
+// was lost during the query.
+func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args, act *action) (*orchestrator.Result, loss) {
+	c, bad, lost := p.at(ctx, run, a)
 	if bad != nil {
-		return bad, crashed
+		return bad, lost
 	}
 	s := c.s
 	if !supports(act.capability(&s.caps)) {
-		return orchestrator.Errorf("%s does not support %s (it did not offer it at initialization); try another action, or ast_grep", s.cfg.Name, a.Action), false
+		return orchestrator.Errorf("%s does not support %s (it did not offer it at initialization); try another action, or ast_grep", s.cfg.Name, a.Action), kept
 	}
 	note := ""
 	if act.list {
@@ -140,9 +184,9 @@ func (p *Provider) navigate(ctx context.Context, run *orchestrator.Run, a args, 
 		return err
 	})
 	if err != nil {
-		return orchestrator.Errorf("%s could not answer %s: %s%s", s.cfg.Name, a.Action, text.Indent(err.Error(), "  "), advice(err)), errors.Is(err, errExited)
+		return orchestrator.Errorf("%s could not answer %s: %s%s", s.cfg.Name, a.Action, text.Indent(err.Error(), "  "), advice(err)), lossOf(err)
 	}
-	return orchestrator.Text(withNote(render(), note)), false
+	return orchestrator.Text(withNote(render(), note)), kept
 }
 
 // renderDefinitions lists the places a definition-like answer names.
@@ -271,33 +315,33 @@ func isKind(kind *protocol.CodeActionKind, k protocol.CodeActionKind) bool {
 
 // diagnostics runs the project checker for file "*", else reports the
 // file's diagnostics.
-func (p *Provider) diagnostics(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
+func (p *Provider) diagnostics(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, loss) {
 	if a.File == "*" {
-		return p.checker(ctx, run), false
+		return p.checker(ctx, run), kept
 	}
 	return p.fileDiagnostics(ctx, run, a)
 }
 
 // fileDiagnostics reports the diagnostics of the file's current content;
-// crashed says the server exited before it answered.
-func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
+// lost says how the server was lost before it answered.
+func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, loss) {
 	abs, s, bad := p.fileServer(ctx, run, a.File)
 	if bad != nil {
-		return bad, false
+		return bad, kept
 	}
 	doc, err := s.syncFor(ctx, abs)
 	if err != nil {
-		return orchestrator.Errorf("%s: %v", s.cfg.Name, err), errors.Is(err, errExited)
+		return orchestrator.Errorf("%s: %v", s.cfg.Name, err), lossOf(err)
 	}
 	items, ok := s.diagnose(ctx, abs, doc)
 	rel := workspace.Rel(run.Workdir, abs)
 	if !ok && !s.proc.alive() {
 		return orchestrator.Errorf("%s exited before it gave the diagnostics of %s: the state is unknown, not clean; it is restarted on the next call: call again (lsp status shows its stderr)",
-			s.cfg.Name, rel), true
+			s.cfg.Name, rel), s.proc.loss()
 	}
 	if !ok {
 		return orchestrator.Errorf("%s gave no diagnostics for %s within %s (it may still be loading): the state is unknown, not clean; call again, or run diagnostics \"*\"",
-			s.cfg.Name, rel, s.conf.DiagnosticsTimeout), false
+			s.cfg.Name, rel, s.conf.DiagnosticsTimeout), kept
 	}
 	all := s.convert(abs, items, doc.text)
 	ds := problems(all)
@@ -306,8 +350,8 @@ func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a
 		advice = fmt.Sprintf(" (and %d hint(s) or note(s), not listed)", n)
 	}
 	if len(ds) == 0 {
-		return orchestrator.Textf("%s: no errors or warnings from %s%s", rel, s.cfg.Name, advice), false
+		return orchestrator.Textf("%s: no errors or warnings from %s%s", rel, s.cfg.Name, advice), kept
 	}
 	_, text := capped(ds, maxFileDiagnostics, maxFileDiagnostics)
-	return orchestrator.Textf("%s: %d error(s) and warning(s) from %s%s\n%s", rel, len(ds), s.cfg.Name, advice, text), false
+	return orchestrator.Textf("%s: %d error(s) and warning(s) from %s%s\n%s", rel, len(ds), s.cfg.Name, advice, text), kept
 }

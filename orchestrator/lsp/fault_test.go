@@ -264,6 +264,93 @@ func TestReloadRacesCalls(t *testing.T) {
 	}
 }
 
+// A read-only query whose server Berth closes on purpose under it, as a
+// reload racing the query does once its drain is over, follows it to the
+// server that replaces it, and again when that one is closed too: the
+// query is answered, not told to call again. A crash is asked about once
+// more only (TestServerCrashesMidRequest).
+func TestAQueryFollowsItsServerThroughReplacements(t *testing.T) {
+	hovers := filepath.Join(t.TempDir(), "hovers")
+	f := newFixture(t, "fake", fakeConfig("-mode", "hang-on-hover", "-once", hovers))
+	done := make(chan string, 1)
+	raw, _ := json.Marshal(fakeHover)
+	go func() {
+		res, err := f.reg.Call(context.Background(), f.run, orchestrator.SurfaceFull, "lsp", raw)
+		switch {
+		case err != nil:
+			done <- "error: " + err.Error()
+		case res.IsError:
+			done <- "error: " + res.FirstText()
+		default:
+			done <- res.FirstText()
+		}
+	}()
+	var closed []*server
+	for len(closed) < 2 {
+		select {
+		case text := <-done:
+			t.Fatalf("answered after %d replacements, want 2: %s", len(closed), text)
+		case <-time.After(5 * time.Millisecond):
+		}
+		sv := f.p.state(f.run).sv
+		for _, sl := range sv.snapshot() {
+			sv.mu.Lock()
+			srv := sl.srv
+			sv.mu.Unlock()
+			if srv != nil && srv.proc.inflight.Load() > 0 && !srv.proc.isClosing() {
+				srv.proc.close()
+				closed = append(closed, srv)
+			}
+		}
+	}
+	select {
+	case text := <-done:
+		contains(t, text, "fake hover from pid")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the query was not answered after its servers were replaced")
+	}
+	if b, _ := os.ReadFile(hovers); len(b) != 3 {
+		t.Errorf("hovers asked: %d, want 3 (one per server)", len(b))
+	}
+}
+
+// retried follows servers replaced on purpose up to maxReplaced times, and
+// asks again after a crash once, whatever came before it.
+func TestRetriedFollowsReplacementsButAsksAgainAfterOneCrashOnly(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		losses []loss // what each try reports, until it is kept
+		tries  int
+	}{
+		{"kept", []loss{kept}, 1},
+		{"one crash", []loss{crashed, kept}, 2},
+		{"two crashes", []loss{crashed, crashed, kept}, 2},
+		{"replacements", []loss{replaced, replaced, replaced, kept}, 4},
+		{"replacements without end", []loss{replaced, replaced, replaced, replaced, replaced, replaced, kept}, maxReplaced + 1},
+		{"replacements then a crash", []loss{replaced, replaced, crashed, kept}, 4},
+		{"crash, replacement, crash", []loss{crashed, replaced, crashed, kept}, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tries := 0
+			retried(context.Background(), func() (*orchestrator.Result, loss) {
+				l := c.losses[tries]
+				tries++
+				return orchestrator.Text("answer"), l
+			})
+			if tries != c.tries {
+				t.Errorf("tries: %d, want %d", tries, c.tries)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tries := 0
+	retried(ctx, func() (*orchestrator.Result, loss) { tries++; return orchestrator.Text("answer"), replaced })
+	if tries != 1 {
+		t.Errorf("tries after the call's context ended: %d, want 1", tries)
+	}
+}
+
 // A report on another file that comes after a write's debounce is not
 // lost: the next write reports it (and a file first reported on between
 // writes is taken as it is).

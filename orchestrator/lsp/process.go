@@ -239,13 +239,26 @@ func (p *process) refusal() error {
 }
 
 // markExited wraps a transport error in errExited when the server's process
-// is gone (its exit lags the EOF by a moment); other errors pass as they
-// are.
+// is gone (its exit lags the EOF by a moment), and in errReplaced too when
+// Berth closed it on purpose (a reload, the run's end); other errors pass
+// as they are.
 func (p *process) markExited(err error) error {
 	if !p.waitGone(time.Second) {
 		return err
 	}
+	if p.loss() == replaced {
+		return fmt.Errorf("%w; %s %w; call again", err, p.name, errReplaced)
+	}
 	return fmt.Errorf("%w; %s %w; it is restarted on the next call: call again (lsp status shows its stderr)", err, p.name, errExited)
+}
+
+// loss says how a request lost this server, which is gone: replaced when
+// Berth closed it on purpose (close), else crashed.
+func (p *process) loss() loss {
+	if p.isClosing() {
+		return replaced
+	}
+	return crashed
 }
 
 // close ends the server: shutdown and exit when it still answers, then,
@@ -313,6 +326,11 @@ func advice(err error) string {
 // errExited marks a request whose server exited under it. Read-only
 // queries are asked once more of the restarted server (see retried).
 var errExited = errors.New("exited during the request")
+
+// errReplaced marks a request whose server Berth closed on purpose under
+// it (a reload by another call, the run's end); it wraps errExited.
+// Read-only queries follow it to its replacement (see retried).
+var errReplaced = fmt.Errorf("%w: Berth closed it on purpose (a reload, or the run's end)", errExited)
 
 // retryable says whether the server asked for the request to be sent
 // again: ContentModified or ServerCancelled.

@@ -2,7 +2,6 @@ package lsp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -18,25 +17,25 @@ import (
 
 // symbols searches the workspace for the query, else lists the file's
 // symbols.
-func (p *Provider) symbols(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
+func (p *Provider) symbols(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, loss) {
 	if a.Query != "" {
 		return p.workspaceSymbols(ctx, run, a)
 	}
 	return p.documentSymbols(ctx, run, a)
 }
 
-// documentSymbols lists a file's symbols as a tree; crashed says the
-// server exited during the query.
-func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
+// documentSymbols lists a file's symbols as a tree; lost says how its
+// server was lost during the query.
+func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, loss) {
 	abs, s, bad := p.fileServer(ctx, run, a.File)
 	if bad != nil {
-		return bad, false
+		return bad, kept
 	}
 	if !supports(s.caps.DocumentSymbolProvider) {
-		return orchestrator.Errorf("%s does not support document symbols (it did not offer them at initialization); try ast_grep, or read the file", s.cfg.Name), false
+		return orchestrator.Errorf("%s does not support document symbols (it did not offer them at initialization); try ast_grep, or read the file", s.cfg.Name), kept
 	}
 	if _, err := s.syncFor(ctx, abs); err != nil {
-		return orchestrator.Errorf("%s: %v", s.cfg.Name, err), errors.Is(err, errExited)
+		return orchestrator.Errorf("%s: %v", s.cfg.Name, err), lossOf(err)
 	}
 	var res protocol.DocumentSymbolResult
 	err := s.proc.request(ctx, protocol.MethodTextDocumentDocumentSymbol, func(ctx context.Context) error {
@@ -45,7 +44,7 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 		return err
 	})
 	if err != nil {
-		return orchestrator.Errorf("%s could not list symbols: %s%s", s.cfg.Name, text.Indent(err.Error(), "  "), advice(err)), errors.Is(err, errExited)
+		return orchestrator.Errorf("%s could not list symbols: %s%s", s.cfg.Name, text.Indent(err.Error(), "  "), advice(err)), lossOf(err)
 	}
 	var out []string
 	total := 0
@@ -79,20 +78,20 @@ func (p *Provider) documentSymbols(ctx context.Context, run *orchestrator.Run, a
 		}
 	}
 	head := countLine("symbols in "+text.Path(workspace.Rel(run.Workdir, abs)), total, maxDocumentSymbols)
-	return orchestrator.Text(strings.TrimRight(head+"\n"+strings.Join(out, "\n"), "\n")), false
+	return orchestrator.Text(strings.TrimRight(head+"\n"+strings.Join(out, "\n"), "\n")), kept
 }
 
 // workspaceSymbols searches the workspace of the file's server, or of
-// every server whose root is the workdir itself; crashed says one of them
-// exited during the search.
-func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, a args) (res *orchestrator.Result, crashed bool) {
+// every server whose root is the workdir itself; lost says how one
+// of them was lost during the search (a crash over a replacement).
+func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, a args) (res *orchestrator.Result, lost loss) {
 	var servers []*server
 	var asked []string // "gopls in .", when a search without a file asked more than the workdir's one server
 	var notes []string
 	if a.File != "" {
 		_, s, bad := p.fileServer(ctx, run, a.File)
 		if bad != nil {
-			return bad, false
+			return bad, kept
 		}
 		servers = append(servers, s)
 	} else {
@@ -103,7 +102,7 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 			if len(why) > 0 {
 				msg += "\n  " + strings.Join(why, "\n  ")
 			}
-			return orchestrator.Errorf("%s", msg), false
+			return orchestrator.Errorf("%s", msg), kept
 		}
 		notes = append(notes, why...)
 	}
@@ -128,7 +127,7 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 		})
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("%s could not search: %s", s.cfg.Name, text.Line(err.Error())))
-			crashed = crashed || errors.Is(err, errExited)
+			lost = max(lost, lossOf(err))
 			continue
 		}
 		r := newLines(s)
@@ -179,7 +178,7 @@ func (p *Provider) workspaceSymbols(ctx context.Context, run *orchestrator.Run, 
 	for _, n := range notes {
 		b.WriteString("(note: " + n + ")\n")
 	}
-	return orchestrator.Text(strings.TrimRight(b.String(), "\n")), crashed
+	return orchestrator.Text(strings.TrimRight(b.String(), "\n")), lost
 }
 
 // maxSearchServers bounds the servers a workspace search without a file

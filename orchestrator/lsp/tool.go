@@ -38,8 +38,8 @@ type action struct {
 	list       bool // a workspace-wide list: it waits for the load (loadNote) and rechecks the last list's files
 	ask        asker
 
-	// run answers; crashed says its server exited during the query.
-	run func(p *Provider, ctx context.Context, run *orchestrator.Run, a args) (res *orchestrator.Result, crashed bool)
+	// run answers; lost says how its server was lost during the query.
+	run func(p *Provider, ctx context.Context, run *orchestrator.Run, a args) (res *orchestrator.Result, lost loss)
 }
 
 var actionTable = []action{
@@ -151,10 +151,10 @@ var actionNamed = func() map[string]*action {
 }()
 
 // once adapts an action that never asks a server a query worth asking
-// twice: it reports no crash, so retried runs it once.
-func once(f func(p *Provider, ctx context.Context, run *orchestrator.Run, a args) *orchestrator.Result) func(*Provider, context.Context, *orchestrator.Run, args) (*orchestrator.Result, bool) {
-	return func(p *Provider, ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, bool) {
-		return f(p, ctx, run, a), false
+// twice: it reports no lost server, so retried runs it once.
+func once(f func(p *Provider, ctx context.Context, run *orchestrator.Run, a args) *orchestrator.Result) func(*Provider, context.Context, *orchestrator.Run, args) (*orchestrator.Result, loss) {
+	return func(p *Provider, ctx context.Context, run *orchestrator.Run, a args) (*orchestrator.Result, loss) {
+		return f(p, ctx, run, a), kept
 	}
 }
 
@@ -190,8 +190,8 @@ Locations come back as path:line:col: source line, paths relative to the workdir
 func (t lspTool) Spec() orchestrator.Spec { return lspSpec }
 
 // Call runs the action, whose arguments the registry has checked against
-// the schema; read-only queries are retried once when their server exits
-// under them (retried).
+// the schema; read-only queries are asked again when their server is
+// lost under them (retried).
 func (t lspTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMessage) (*orchestrator.Result, error) {
 	var a args
 	if err := json.Unmarshal(raw, &a); err != nil {
@@ -201,7 +201,7 @@ func (t lspTool) Call(ctx context.Context, run *orchestrator.Run, raw json.RawMe
 	if !ok {
 		return orchestrator.Errorf("unknown action %q: use one of %s", a.Action, strings.Join(actionNames(), ", ")), nil
 	}
-	return retried(ctx, func() (*orchestrator.Result, bool) {
+	return retried(ctx, func() (*orchestrator.Result, loss) {
 		if act.ask != nil {
 			return t.p.navigate(ctx, run, a, act)
 		}

@@ -21,9 +21,9 @@ import (
 )
 
 var (
-	mode  = flag.String("mode", "", "crash-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename, hostile-names, endless-header-on-hover, huge-on-hover, endless-header-on-start, complain, command-fails (workspace/executeCommand answers an error)")
+	mode  = flag.String("mode", "", "crash-on-hover, hang-on-hover, crash-on-rename, crash-on-start, content-modified, silent, stale, loading, late, partial-rename, hostile-names, endless-header-on-hover, huge-on-hover, endless-header-on-start, complain, command-fails (workspace/executeCommand answers an error)")
 	flood = flag.Int64("flood", 256<<20, "endless-header-on-*, huge-on-hover: how many bytes to write before it stops writing (and hangs)")
-	once  = flag.String("once", "", "crash only when this file does not exist yet (it is created)")
+	once  = flag.String("once", "", "crash-on-*: crash only when this file does not exist yet (it is created); hang-on-hover: counts the hovers")
 	mute  = flag.String("mute", "", "publish no diagnostics for the file of this name: it is never read")
 	load  = flag.Duration("load", time.Second, "loading: how long the workspace load reported through $/progress lasts; late: how late b.fake is reported on")
 )
@@ -174,6 +174,14 @@ func main() {
 				if _, err := os.Stat(*once); err != nil {
 					os.WriteFile(*once, nil, 0o644)
 					crash("crashing mid-request on purpose")
+				}
+			case "hang-on-hover":
+				// The first two hovers (counted in the -once file, by any
+				// server) are never answered.
+				old, _ := os.ReadFile(*once)
+				os.WriteFile(*once, append(old, '.'), 0o644)
+				if len(old) < 2 {
+					continue
 				}
 			case "endless-header-on-hover":
 				// A header line that never ends.
