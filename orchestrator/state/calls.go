@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -130,35 +129,6 @@ func writeAtomic(root *os.Root, name string, b []byte) error {
 		return err
 	}
 	return f.CloseAtomicallyReplace()
-}
-
-// replaceUnsynced is writeAtomic without the fsync, which renameio
-// always does (so it is written here): b and a newline go to a
-// temporary file in root, mode 0600 whatever the umask, renamed over
-// name. Its name begins with a dot, as renameio's do, so Records skips
-// one a Berth that died left; a failure removes it and leaves name as it
-// was.
-func replaceUnsynced(root *os.Root, name string, b []byte) (err error) {
-	tmp := fmt.Sprintf(".%s.%d.%d", name, os.Getpid(), rand.Uint64())
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = root.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(0o600); err == nil {
-		_, err = f.Write(append(b, '\n'))
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return root.Rename(tmp, name)
 }
 
 // decodeStrict decodes b, one JSON object with no field v lacks, into v.

@@ -151,38 +151,114 @@ func fileName(tag string) string { return tag + ".json" }
 // Berth that dies while writing leaves the old record or the new one,
 // never half of one.
 func (s *Store) Put(r Record) error {
-	return s.put(r, writeAtomic)
-}
-
-// Rewrite replaces the record of the same tag as Put does, atomically,
-// but does not wait for the disk (no fsync): it is for what a record
-// comes to say while its process runs (a family's Note), often on a
-// call's way (a language server's first open of a document, which the
-// record lists before the server hears of it), where a sync cost 1-3 ms.
-// A Berth that dies leaves the old record or the new one, as with Put,
-// since its writes are the kernel's already. Only a crash of the machine
-// can lose the newest one, which leaves the one before it on a
-// filesystem that orders a rename after the data it replaces with (ext4
-// does), else a record that is refused when read, whose process its
-// relay ends after the grace. The record was first written with Put.
-func (s *Store) Rewrite(r Record) error {
-	return s.put(r, replaceUnsynced)
-}
-
-// put checks r and writes it with write.
-func (s *Store) put(r Record, write func(root *os.Root, name string, b []byte) error) error {
-	r.Version = Version
-	if err := r.Check(); err != nil {
-		return fmt.Errorf("state: record of %s: %v", r.Relay.Tag, err)
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := encode(r)
 	if err != nil {
 		return err
 	}
-	if err := write(s.records, fileName(r.Relay.Tag), b); err != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unkeep(r.Relay.Tag)
+	if err := writeAtomic(s.records, fileName(r.Relay.Tag), b); err != nil {
 		return fmt.Errorf("state: record of %s: %w", r.Relay.Tag, err)
 	}
 	return nil
+}
+
+// Rewrite replaces the record of the same tag, which Put wrote first, in
+// place and without waiting for the disk (no fsync): it is for what a
+// record comes to say while its process runs (a family's Note), often on
+// a call's way (a language server's first open of a document, which the
+// record lists before the server hears of it). A new file renamed over
+// the record, as Put writes it, cost 0.2 ms in a loop here and up to 0.5
+// ms on a call's way; three writes to a file kept open cost about 10 µs
+// (a rewrite of a 6 KB record: 60 µs, most of it encoding).
+//
+// The record is never read half-written as a record: its first byte is
+// overwritten first with one that makes it no JSON, then the rest, then
+// the first byte again ('{'); the file is padded with spaces to its old
+// length, so it is never truncated. A Berth that dies during a rewrite
+// leaves the old record (before the first write) or a file that is
+// refused when read, whose process its relay ends after the grace: a
+// process is never taken back on a record that says less than it was
+// told, since the family's next step waits for the rewrite. A crash of the
+// machine can leave pages of both, which is refused too but for edits of
+// the same length on different pages; the whole record was last synced
+// by Put.
+func (s *Store) Rewrite(r Record) error {
+	b, err := encode(r)
+	if err != nil {
+		return err
+	}
+	tag := r.Relay.Tag
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.rewriting[tag]
+	if !ok {
+		file, err := s.records.OpenFile(fileName(tag), os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("state: record of %s: %w", tag, err)
+		}
+		st, err := file.Stat()
+		if err != nil || !st.Mode().IsRegular() {
+			file.Close()
+			return fmt.Errorf("state: record of %s: not a file Put wrote (%v)", tag, err)
+		}
+		f = &rewritten{file: file, size: st.Size()}
+		s.rewriting[tag] = f
+	}
+	if err := f.rewrite(b); err != nil {
+		f.file.Close()
+		delete(s.rewriting, tag)
+		return fmt.Errorf("state: record of %s: %w", tag, err)
+	}
+	return nil
+}
+
+// rewritten is a record file Rewrite keeps open, and its length.
+type rewritten struct {
+	file *os.File
+	size int64
+}
+
+// rewrite writes b and a newline over the file, padded with spaces to
+// its length: '!' over the first byte, then all but the first byte, then
+// the first byte.
+func (f *rewritten) rewrite(b []byte) error {
+	buf := make([]byte, max(int64(len(b))+1, f.size))
+	copy(buf, b)
+	for i := len(b); i < len(buf)-1; i++ {
+		buf[i] = ' '
+	}
+	buf[len(buf)-1] = '\n'
+	if _, err := f.file.WriteAt([]byte{'!'}, 0); err != nil {
+		return err
+	}
+	if _, err := f.file.WriteAt(buf[1:], 1); err != nil {
+		return err
+	}
+	if _, err := f.file.WriteAt(buf[:1], 0); err != nil {
+		return err
+	}
+	f.size = int64(len(buf))
+	return nil
+}
+
+// unkeep closes the file Rewrite keeps open for tag, before the record
+// is replaced whole (Put) or removed. Called with mu.
+func (s *Store) unkeep(tag string) {
+	if f, ok := s.rewriting[tag]; ok {
+		f.file.Close()
+		delete(s.rewriting, tag)
+	}
+}
+
+// encode checks r and encodes it as a record file holds it.
+func encode(r Record) ([]byte, error) {
+	r.Version = Version
+	if err := r.Check(); err != nil {
+		return nil, fmt.Errorf("state: record of %s: %v", r.Relay.Tag, err)
+	}
+	return json.MarshalIndent(r, "", "  ")
 }
 
 // Remove removes the record of tag; one already gone is no error.
@@ -190,6 +266,9 @@ func (s *Store) Remove(tag string) error {
 	if !tagPattern.MatchString(tag) {
 		return fmt.Errorf("state: %q is no relay tag", tag)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unkeep(tag)
 	if err := s.records.Remove(fileName(tag)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("state: removing the record of %s: %w", tag, err)
 	}

@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -64,6 +65,9 @@ type Store struct {
 	records *os.Root
 	calls   *os.Root
 	runs    *os.Root
+	// mu guards rewriting: the record files Rewrite keeps open, by tag.
+	mu        sync.Mutex
+	rewriting map[string]*rewritten
 	// previous is how the Berth before ended (Previous).
 	previous string
 }
@@ -236,7 +240,7 @@ func open(dir string, own bool) (*Store, error) {
 	if err := lock.Truncate(0); err == nil {
 		_, _ = lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	s := &Store{dir: dir, own: own, lock: lock, previous: previous}
+	s := &Store{dir: dir, own: own, lock: lock, previous: previous, rewriting: map[string]*rewritten{}}
 	for _, sub := range []string{recordsName, relaysName, callsName, runsName} {
 		if err := makeDir(filepath.Join(dir, sub)); err != nil {
 			s.Close()
@@ -315,6 +319,11 @@ func (s *Store) close(note string) error {
 	if err := s.lock.Truncate(0); err == nil && note != "" {
 		_, _ = s.lock.WriteAt([]byte(note+"\n"), 0)
 	}
+	s.mu.Lock()
+	for tag := range s.rewriting {
+		s.unkeep(tag)
+	}
+	s.mu.Unlock()
 	if s.records != nil {
 		s.records.Close()
 	}

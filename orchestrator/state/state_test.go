@@ -426,12 +426,17 @@ func TestDefaultSweepsTheDirectoriesOfBerthsThatAreGone(t *testing.T) {
 	}
 }
 
-// A rewrite replaces the record whole, with mode 0600 whatever the
-// umask, and leaves no temporary file; one that cannot be renamed into
-// place leaves the record as it was, and no temporary file either.
+// A rewrite replaces the record whole, in place: longer or shorter, it
+// is read back as written, the file keeps mode 0600 whatever the umask,
+// and nothing else is left in records/. One of a record Put never wrote
+// fails and makes nothing; a Put after rewrites replaces the file, and
+// the next rewrite changes the new file, not the one Put replaced; after
+// Remove, a rewrite does not bring the record back. A record caught
+// between a rewrite's first write and its last (its first byte '!') is
+// refused when read.
 //
 // Issue 28: a rewrite is on the way of a language server's first open of
-// a document, so it does not wait for the disk.
+// a document, so it does not wait for the disk, nor rename.
 func TestARewriteReplacesTheRecordAndLeavesNothingElse(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	s, err := Open(dir)
@@ -475,23 +480,81 @@ func TestARewriteReplacesTheRecordAndLeavesNothingElse(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(dir, "records", tag1+".json")); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("the rewritten record: %v, %v; want mode 0600", st.Mode(), err)
 	}
+	role := func() string {
+		t.Helper()
+		got, bad := s.Records()
+		if len(bad) != 0 || len(got) != 1 {
+			t.Fatalf("Records() = %+v, %v; want one record", got, bad)
+		}
+		return got[0].Role
+	}
+	for _, r := range []string{"a-much-longer-role-name-than-before", "short", "gopls"} {
+		want.Role = r
+		if err := s.Rewrite(want); err != nil {
+			t.Fatal(err)
+		}
+		if got := role(); got != r {
+			t.Errorf("after rewriting the role to %q, it reads %q", r, got)
+		}
+	}
 
-	// A directory where the record of another tag would go: the rename
-	// fails, and nothing is left of the attempt.
-	tag2 := "berth-fedcba9876543210fedcba98"
-	if err := os.Mkdir(filepath.Join(dir, "records", tag2+".json"), 0o700); err != nil {
+	// Put replaces the file; the next rewrite changes the new one.
+	want.Role = "put"
+	if err := s.Put(want); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "records", tag2+".json", "x"), nil, 0o600); err != nil {
+	want.Role = "rewritten-after-put"
+	if err := s.Rewrite(want); err != nil {
+		t.Fatal(err)
+	}
+	if got := role(); got != "rewritten-after-put" {
+		t.Errorf("a rewrite after Put: the role reads %q", got)
+	}
+
+	// A record Put never wrote is not made by a rewrite, and neither is
+	// one removed.
+	tag2 := "berth-fedcba9876543210fedcba98"
+	if err := s.Rewrite(record(tag2)); err == nil {
+		t.Error("Rewrite of a record never Put: nil error")
+	}
+	if names := files(); len(names) != 1 {
+		t.Errorf("records/ holds %q after a rewrite of a record never Put, want the first alone", names)
+	}
+	if err := s.Remove(tag1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rewrite(want); err == nil {
+		t.Error("Rewrite after Remove: nil error")
+	}
+	if names := files(); len(names) != 0 {
+		t.Errorf("records/ holds %q after Remove and a rewrite, want nothing", names)
+	}
+
+	// A directory where the record would be: refused, nothing changes.
+	if err := os.Mkdir(filepath.Join(dir, "records", tag2+".json"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Rewrite(record(tag2)); err == nil {
 		t.Error("Rewrite over a directory: nil error")
 	}
-	if names := files(); len(names) != 2 {
-		t.Errorf("records/ holds %q after a failed rewrite, want the record and the directory", names)
+	if err := os.Remove(filepath.Join(dir, "records", tag2+".json")); err != nil {
+		t.Fatal(err)
 	}
-	if got, _ := s.Records(); len(got) != 1 || got[0].Role != "gopls" {
-		t.Errorf("the first record after a failed rewrite of another: %+v", got)
+
+	// Caught between a rewrite's first write and its last.
+	if err := s.Put(want); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "records", tag1+".json")
+	b, err := os.ReadFile(path)
+	if err != nil || b[0] != '{' {
+		t.Fatalf("the record: %q, %v", b, err)
+	}
+	b[0] = '!'
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, bad := s.Records(); len(got) != 0 || len(bad) != 1 {
+		t.Errorf("a record whose first byte is '!': read as %+v, %v; want it refused", got, bad)
 	}
 }
