@@ -64,18 +64,40 @@ func (s *server) warmUp(ctx context.Context, abs string) (asked bool, took time.
 		return false, 0, nil
 	}
 	start := time.Now()
+	var refs []protocol.Location
 	err = s.proc.call(ctx, protocol.MethodTextDocumentReferences, func(ctx context.Context) error {
-		_, err := s.proc.api.References(ctx, &protocol.ReferenceParams{
+		var err error
+		refs, err = s.proc.api.References(ctx, &protocol.ReferenceParams{
 			TextDocumentPositionParams: protocol.TextDocumentPositionParams{TextDocument: protocol.TextDocumentIdentifier{URI: uri}, Position: pos},
 			Context:                    protocol.ReferenceContext{IncludeDeclaration: true}})
 		return err
 	})
+	took = time.Since(start)
 	if err == nil {
 		// Asked in order, after the load of the file's project: a probe
 		// of it (tsserverLoaded) would learn nothing more.
 		s.docs.markProjectLoaded(abs)
+		s.primeLines(refs)
 	}
-	return true, time.Since(start), err
+	return true, took, err
+}
+
+// primeLines reads into the line cache the files a warm-up's answer
+// names (up to maxRecent), and notes them for the next list's recheck: a
+// run's first list about the same package, whose answer names the same
+// files, then shows their lines without reading the disk (0.3-0.5 ms of
+// a first references on cobra).
+func (s *server) primeLines(refs []protocol.Location) {
+	r := newLines(s)
+	for _, l := range refs {
+		if len(r.files) == maxRecent {
+			break
+		}
+		if abs, inside := r.path(l.URI); inside {
+			r.line(abs, 0)
+		}
+	}
+	r.remember()
 }
 
 // firstSymbol is where the name of a document's first function or

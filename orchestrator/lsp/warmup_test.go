@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,6 +42,15 @@ func TestAServerPrewarmStartedColdAnswersAWarmUpQueryBeforeTheFirstCall(t *testi
 	s := f.goplsOf(t)
 	if s.docs.has(filepath.Join(f.dir, "greet", "greet.go")) {
 		t.Error("the warm-up left its file open")
+	}
+	// The files its answer names, but its own (open while it asked), are
+	// read into the line cache, for the first list's recheck.
+	main := filepath.Join(f.dir, "main.go")
+	s.cache.mu.Lock()
+	recent, cached := slices.Clone(s.cache.recent), s.cache.files[main].lines != nil
+	s.cache.mu.Unlock()
+	if !cached || !slices.Equal(recent, []string{main}) {
+		t.Errorf("after the warm-up, main.go cached: %v, the files for the next recheck: %q; want main.go in both", cached, recent)
 	}
 	if n := testutil.ToFloat64(f.p.metrics.LSPWarmUps.WithLabelValues("gopls")); n != 1 {
 		t.Errorf("berth_lsp_warm_ups_total{server=gopls} is %v, want 1", n)
