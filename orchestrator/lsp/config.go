@@ -46,7 +46,11 @@ type Config struct {
 	// CheckerTimeout bounds a project checker (diagnostics "*").
 	CheckerTimeout time.Duration `yaml:"checker_timeout"`
 	// MaxRestarts is how many times a crashed server is restarted in a row
-	// before calls fail until reload.
+	// before calls fail until reload. A read-only query whose server
+	// crashes under it is asked once more, of the restarted server; one
+	// whose server a reload closed under it follows it to the server that
+	// replaced it, up to 4 times, rather than answer "call again".
+	// lsp_rename is never repeated behind the agent's back.
 	MaxRestarts int `yaml:"max_restarts"`
 	// RestartBackoff is the wait before the first restart; it doubles with
 	// each further crash in a row.

@@ -286,11 +286,14 @@ func TestAQueryFollowsItsServerThroughReplacements(t *testing.T) {
 		}
 	}()
 	var closed []*server
-	for len(closed) < 2 {
+	for deadline := time.Now().Add(time.Minute); len(closed) < 2; {
 		select {
 		case text := <-done:
 			t.Fatalf("answered after %d replacements, want 2: %s", len(closed), text)
 		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute, %d of the 2 servers were seen with the query in flight", len(closed))
 		}
 		sv := f.p.state(f.run).sv
 		for _, sl := range sv.snapshot() {

@@ -94,3 +94,20 @@ func (cache *fileCache) setRecent(recent []string) {
 	cache.recent = recent
 	cache.mu.Unlock()
 }
+
+// offerRecent notes recent for the next recheck unless a list already
+// noted its files (or an earlier offer did).
+func (cache *fileCache) offerRecent(recent []string) {
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	if len(cache.recent) == 0 {
+		cache.recent = recent
+	}
+}
+
+// hasRecent says whether files are noted for the next recheck.
+func (cache *fileCache) hasRecent() bool {
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	return len(cache.recent) > 0
+}

@@ -147,6 +147,12 @@ func (r *lines) line(abs string, n int) (string, bool) {
 // remember notes the files a long list read from disk, for the next
 // recheck.
 func (r *lines) remember() {
+	r.s.cache.setRecent(r.fromDisk())
+}
+
+// fromDisk is the files r read from disk (not open documents), up to
+// maxRecent.
+func (r *lines) fromDisk() []string {
 	recent := make([]string, 0, min(len(r.files), maxRecent))
 	for abs := range r.files {
 		if len(recent) == maxRecent {
@@ -156,7 +162,7 @@ func (r *lines) remember() {
 			recent = append(recent, abs)
 		}
 	}
-	r.s.cache.setRecent(recent)
+	return recent
 }
 
 // at converts a server position in a file to a location; ok is false,

@@ -43,8 +43,11 @@ type process struct {
 	exited     chan struct{} // closed when the process has exited
 	crashNoted bool          // the supervisor counted its crash; guarded by the supervisor's mu
 
-	mu      sync.Mutex // guards closing
+	mu      sync.Mutex // guards closing and closedLive
 	closing bool
+	// closedLive: it was still alive when close began, so a request it
+	// failed was cut off by the close, not by a crash (loss).
+	closedLive bool
 }
 
 // stdio joins a process's stdout and stdin into the stream the connection
@@ -253,9 +256,12 @@ func (p *process) markExited(err error) error {
 }
 
 // loss says how a request lost this server, which is gone: replaced when
-// Berth closed it on purpose (close), else crashed.
+// Berth closed it on purpose (close) while it was alive, else crashed
+// (a server that died first and was closed after is a crash).
 func (p *process) loss() loss {
-	if p.isClosing() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing && p.closedLive {
 		return replaced
 	}
 	return crashed
@@ -270,6 +276,7 @@ func (p *process) close() {
 		return
 	}
 	p.closing = true
+	p.closedLive = p.alive()
 	p.mu.Unlock()
 	grace := time.Duration(0) // a server that does not answer is killed at once
 	if p.alive() {

@@ -396,8 +396,10 @@ func (sv *supervisor) reload(ctx context.Context, keep func(slotKey) bool) ([]*s
 		sv.mu.Unlock()
 		if old != nil && old.proc.alive() && !old.proc.isClosing() {
 			old.proc.drain(reloadDrain)
-			old.proc.close()
-			sv.metrics.SessionEnded(metrics.KindLSP, sv.run.Enclosure.Driver(), metrics.ReasonStopped)
+			if old.proc.alive() { // else it died while draining: a crash, its watcher's
+				old.proc.close()
+				sv.metrics.SessionEnded(metrics.KindLSP, sv.run.Enclosure.Driver(), metrics.ReasonStopped)
+			}
 		}
 		sv.mu.Lock()
 		sl.crashes = 0

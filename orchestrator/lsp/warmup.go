@@ -77,7 +77,7 @@ func (s *server) warmUp(ctx context.Context, abs string) (asked bool, took time.
 		// Asked in order, after the load of the file's project: a probe
 		// of it (tsserverLoaded) would learn nothing more.
 		s.docs.markProjectLoaded(abs)
-		s.primeLines(refs)
+		s.primeLines(ctx, refs)
 	}
 	return true, took, err
 }
@@ -86,18 +86,23 @@ func (s *server) warmUp(ctx context.Context, abs string) (asked bool, took time.
 // names (up to maxRecent), and notes them for the next list's recheck: a
 // run's first list about the same package, whose answer names the same
 // files, then shows their lines without reading the disk (0.3-0.5 ms of
-// a first references on cobra).
-func (s *server) primeLines(refs []protocol.Location) {
+// a first references on cobra). It does nothing once a list has noted
+// its files (a call's list, an earlier warm-up, a run before an
+// adopting one): those are what the agent looks at.
+func (s *server) primeLines(ctx context.Context, refs []protocol.Location) {
+	if s.cache.hasRecent() {
+		return
+	}
 	r := newLines(s)
 	for _, l := range refs {
-		if len(r.files) == maxRecent {
+		if len(r.files) == maxRecent || ctx.Err() != nil {
 			break
 		}
 		if abs, inside := r.path(l.URI); inside {
 			r.line(abs, 0)
 		}
 	}
-	r.remember()
+	s.cache.offerRecent(r.fromDisk())
 }
 
 // firstSymbol is where the name of a document's first function or

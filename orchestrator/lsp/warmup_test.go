@@ -56,6 +56,17 @@ func TestAServerPrewarmStartedColdAnswersAWarmUpQueryBeforeTheFirstCall(t *testi
 		t.Errorf("berth_lsp_warm_ups_total{server=gopls} is %v, want 1", n)
 	}
 	contains(t, f.ok(t, goplsRefs), "main.go:11")
+	// A warm-up after a list keeps the list's files for the recheck.
+	s.cache.setRecent([]string{filepath.Join(f.dir, "listed.go")})
+	if asked, _, err := s.warmUp(context.Background(), filepath.Join(f.dir, "greet", "greet.go")); !asked || err != nil {
+		t.Fatalf("a second warm-up: asked %v (%v)", asked, err)
+	}
+	s.cache.mu.Lock()
+	recent = slices.Clone(s.cache.recent)
+	s.cache.mu.Unlock()
+	if !slices.Equal(recent, []string{filepath.Join(f.dir, "listed.go")}) {
+		t.Errorf("a warm-up after a list replaced its files for the recheck with %q", recent)
+	}
 	f.end(t)
 
 	conf := DefaultConfig()

@@ -149,15 +149,17 @@ func fileName(tag string) string { return tag + ".json" }
 
 // Put writes r, replacing the record of the same tag, atomically: a
 // Berth that dies while writing leaves the old record or the new one,
-// never half of one.
+// never half of one. It waits for the disk (fsync), outside the lock
+// Rewrite takes: a tag's Put comes before its process is recorded as
+// live, so no Rewrite of the same tag runs beside it.
 func (s *Store) Put(r Record) error {
 	b, err := encode(r)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.unkeep(r.Relay.Tag)
+	s.mu.Unlock()
 	if err := writeAtomic(s.records, fileName(r.Relay.Tag), b); err != nil {
 		return fmt.Errorf("state: record of %s: %w", r.Relay.Tag, err)
 	}
@@ -183,7 +185,8 @@ func (s *Store) Put(r Record) error {
 // told, since the family's next step waits for the rewrite. A crash of the
 // machine can leave pages of both, which is refused too but for edits of
 // the same length on different pages; the whole record was last synced
-// by Put.
+// by Put. After Close or HandOff it refuses: the directory is the next
+// Berth's.
 func (s *Store) Rewrite(r Record) error {
 	b, err := encode(r)
 	if err != nil {
@@ -192,6 +195,9 @@ func (s *Store) Rewrite(r Record) error {
 	tag := r.Relay.Tag
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("state: record of %s: the state directory was released (Close, HandOff)", tag)
+	}
 	f, ok := s.rewriting[tag]
 	if !ok {
 		file, err := s.records.OpenFile(fileName(tag), os.O_RDWR, 0)
@@ -199,9 +205,12 @@ func (s *Store) Rewrite(r Record) error {
 			return fmt.Errorf("state: record of %s: %w", tag, err)
 		}
 		st, err := file.Stat()
-		if err != nil || !st.Mode().IsRegular() {
+		if err == nil && !st.Mode().IsRegular() {
+			err = fmt.Errorf("it is a %s, not the file Put wrote", st.Mode().Type())
+		}
+		if err != nil {
 			file.Close()
-			return fmt.Errorf("state: record of %s: not a file Put wrote (%v)", tag, err)
+			return fmt.Errorf("state: record of %s: %w", tag, err)
 		}
 		f = &rewritten{file: file, size: st.Size()}
 		s.rewriting[tag] = f
@@ -324,6 +333,9 @@ func (s *Store) read(name string) (Record, error) {
 	b, err := readSafe(s.records, name, "a record", maxRecord)
 	if err != nil {
 		return r, err
+	}
+	if len(b) > 0 && b[0] == '!' {
+		return r, errors.New("a rewrite of it was cut short (the Berth making it went away): its process is not taken back, and its relay ends it after the grace")
 	}
 	if err := decodeStrict(b, &r); err != nil {
 		return r, fmt.Errorf("not a record: %v", err)

@@ -65,9 +65,11 @@ type Store struct {
 	records *os.Root
 	calls   *os.Root
 	runs    *os.Root
-	// mu guards rewriting: the record files Rewrite keeps open, by tag.
+	// mu guards rewriting, the record files Rewrite keeps open by tag,
+	// and closed (Close, HandOff: Rewrite refuses).
 	mu        sync.Mutex
 	rewriting map[string]*rewritten
+	closed    bool
 	// previous is how the Berth before ended (Previous).
 	previous string
 }
@@ -320,6 +322,7 @@ func (s *Store) close(note string) error {
 		_, _ = s.lock.WriteAt([]byte(note+"\n"), 0)
 	}
 	s.mu.Lock()
+	s.closed = true
 	for tag := range s.rewriting {
 		s.unkeep(tag)
 	}

@@ -554,7 +554,22 @@ func TestARewriteReplacesTheRecordAndLeavesNothingElse(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got, bad := s.Records(); len(got) != 0 || len(bad) != 1 {
-		t.Errorf("a record whose first byte is '!': read as %+v, %v; want it refused", got, bad)
+	if got, bad := s.Records(); len(got) != 0 || len(bad) != 1 || !strings.Contains(bad[0].Error(), "a rewrite of it was cut short") {
+		t.Errorf("a record whose first byte is '!': read as %+v, %v; want it refused as a rewrite cut short", got, bad)
+	}
+
+	// Once the directory is released, a rewrite refuses: it is the next
+	// Berth's.
+	if err := s.Put(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rewrite(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rewrite(want); err == nil || !strings.Contains(err.Error(), "released") {
+		t.Errorf("Rewrite after Close: %v, want a refusal", err)
 	}
 }
