@@ -336,12 +336,7 @@ func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a
 	items, ok := s.diagnose(ctx, abs, doc)
 	rel := workspace.Rel(run.Workdir, abs)
 	if !ok && !s.proc.alive() {
-		lost := s.proc.loss()
-		next := "it is restarted on the next call: call again (lsp status shows its stderr)"
-		if lost == replaced {
-			next = "Berth closed it on purpose (a reload, or the run's end): call again"
-		}
-		return orchestrator.Errorf("%s exited before it gave the diagnostics of %s: the state is unknown, not clean; %s", s.cfg.Name, rel, next), lost
+		return orchestrator.Errorf("%s exited before it gave the diagnostics of %s: the state is unknown, not clean; %s", s.cfg.Name, rel, s.proc.goneAdvice()), s.proc.loss()
 	}
 	if !ok {
 		return orchestrator.Errorf("%s gave no diagnostics for %s within %s (it may still be loading): the state is unknown, not clean; call again, or run diagnostics \"*\"",

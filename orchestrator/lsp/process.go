@@ -249,10 +249,21 @@ func (p *process) markExited(err error) error {
 	if !p.waitGone(time.Second) {
 		return err
 	}
+	lost := errExited
 	if p.loss() == replaced {
-		return fmt.Errorf("%w; %s %w; call again", err, p.name, errReplaced)
+		lost = errReplaced
 	}
-	return fmt.Errorf("%w; %s %w; it is restarted on the next call: call again (lsp status shows its stderr)", err, p.name, errExited)
+	return fmt.Errorf("%w; %s %w; %s", err, p.name, lost, p.goneAdvice())
+}
+
+// goneAdvice says what to do after a call lost this server, which is
+// gone (loss): call again, of the server that replaced it or of the one
+// restarted after its crash.
+func (p *process) goneAdvice() string {
+	if p.loss() == replaced {
+		return "Berth closed it on purpose (a reload, or the run's end): call again"
+	}
+	return "it is restarted on the next call: call again (lsp status shows its stderr)"
 }
 
 // loss says how a request lost this server, which is gone: replaced when
@@ -335,9 +346,10 @@ func advice(err error) string {
 var errExited = errors.New("exited during the request")
 
 // errReplaced marks a request whose server Berth closed on purpose under
-// it (a reload by another call, the run's end); it wraps errExited.
-// Read-only queries follow it to its replacement (see retried).
-var errReplaced = fmt.Errorf("%w: Berth closed it on purpose (a reload, or the run's end)", errExited)
+// it (a reload by another call, the run's end): it wraps errExited, with
+// the same words (goneAdvice says the rest). Read-only queries follow it
+// to its replacement (see retried).
+var errReplaced = fmt.Errorf("%w", errExited)
 
 // retryable says whether the server asked for the request to be sent
 // again: ContentModified or ServerCancelled.
