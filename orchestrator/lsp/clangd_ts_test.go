@@ -85,16 +85,14 @@ func TestTypeScript(t *testing.T) {
 }
 
 // tsserver is asked whether the project of a file has loaded at the
-// first query about the file, and not again while it stays open: it
-// keeps the project while a file of it is open, and answers any query
-// after a reload of it anyway. Once it has loaded, a file opened for a
-// query is not asked about either: tsserver answers the query after
-// loading the file's project, in order. The probe cost every references
-// 0.5 ms, the first of a run 1-1.5 ms, and the first about a newly
-// opened file 2.5-6.8 ms.
+// first query, and not again: about the same file or a file opened for
+// a later query, tsserver answers after loading (or reloading) the
+// file's project, if it must, in order, and the answer is complete. The
+// probe cost every references 0.5 ms, the first of a run 1-1.5 ms, and
+// the first about a newly opened file 2.5-6.8 ms.
 //
 // Issue 28: the first call of a second run, and of a first.
-func TestTsserverIsAskedWhetherAProjectLoadedOnceWhileItsFileIsOpen(t *testing.T) {
+func TestTsserverIsAskedWhetherItsProjectLoadedOnlyUntilItFirstAnswers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "ts", DefaultConfig())
 	probes := func() uint64 {

@@ -46,10 +46,6 @@ type document struct {
 	// them.
 	used uint64
 	rank int
-	// projectLoaded: tsserver answered a probe about the project of the
-	// file while it was open (tsserverLoaded); it keeps the project while
-	// the file stays open, so the next query need not ask again.
-	projectLoaded bool
 }
 
 // unchanged returns the open document of abs when the file still has the
@@ -99,24 +95,6 @@ func (ds *docStore) forget(abs string) bool {
 		ds.last = ""
 	}
 	return open
-}
-
-// projectLoaded says whether the server answered, while abs stayed
-// open, that the project of abs is loaded (markProjectLoaded).
-func (ds *docStore) projectLoaded(abs string) bool {
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	d, ok := ds.open[abs]
-	return ok && d.projectLoaded
-}
-
-// markProjectLoaded notes that the project of abs, open, is loaded.
-func (ds *docStore) markProjectLoaded(abs string) {
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	if d, ok := ds.open[abs]; ok {
-		d.projectLoaded = true
-	}
 }
 
 // touch notes that a call is about abs, or wrote it, now.

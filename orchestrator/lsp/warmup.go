@@ -74,9 +74,6 @@ func (s *server) warmUp(ctx context.Context, abs string) (asked bool, took time.
 	})
 	took = time.Since(start)
 	if err == nil {
-		// Asked in order, after the load of the file's project: a probe
-		// of it (tsserverLoaded) would learn nothing more.
-		s.docs.markProjectLoaded(abs)
 		s.primeLines(ctx, refs)
 	}
 	return true, took, err
