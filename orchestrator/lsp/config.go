@@ -104,7 +104,8 @@ type Config struct {
 	ReopenMax int `yaml:"reopen_max"`
 	// WarmUp: a server run/start started cold (prewarm) is asked, once
 	// it has loaded, for the references to the first function of the first
-	// file under its root (the file opened for it and closed again), and
+	// file under its root, one of the server's first language before its
+	// others (the file opened for it and closed again), and
 	// the answer is dropped, so that the run's first call does not pay
 	// for the work a first query makes a server do: gopls type-checks a
 	// package and indexes what refers to it only when a query first

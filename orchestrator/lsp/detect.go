@@ -105,11 +105,16 @@ func findRoot(workdir, dir string, markers []string) string {
 	}
 }
 
-// firstFile returns a file under root with one of exts (keys with the
-// dot), skipping what workspace.SkipDir names, or "" when it finds none among
-// the first maxMarkerDirs directories.
-func firstFile(root string, exts map[string]string) string {
-	found, seen := "", 0
+// firstFile returns a file under root that sc serves, skipping what
+// workspace.SkipDir names, or "" when it finds none among the first
+// maxMarkerDirs directories. A file of sc's first language comes before
+// one of its others: a project's config scripts, which its build leaves
+// out, are often of another (codemirror-promql's eslint.config.mjs, at
+// its root, before src/), and a server asked about a file outside the
+// project loads and warms nothing the run's calls use. The walk is in
+// lexical order, so the same tree gives the same file.
+func firstFile(root string, sc ServerConfig) string {
+	found, other, seen := "", "", 0
 	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		switch {
 		case err != nil:
@@ -122,13 +127,20 @@ func firstFile(root string, exts map[string]string) string {
 				return filepath.SkipAll
 			}
 		case d.Type().IsRegular():
-			if _, ok := exts[strings.ToLower(filepath.Ext(p))]; ok {
+			id, ok := sc.Extensions[strings.ToLower(filepath.Ext(p))]
+			switch {
+			case ok && (len(sc.Languages) == 0 || strings.HasPrefix(id, sc.Languages[0])):
 				found = p
 				return filepath.SkipAll
+			case ok && other == "":
+				other = p
 			}
 		}
 		return nil
 	})
+	if found == "" {
+		return other
+	}
 	return found
 }
 

@@ -72,7 +72,7 @@ func tsserverLoaded(ctx context.Context, s *server, abs string) bool {
 		return true
 	}
 	if abs == "" {
-		if abs = firstFile(s.paths.root, s.cfg.Extensions); abs == "" {
+		if abs = firstFile(s.paths.root, s.cfg); abs == "" {
 			s.load.markLoaded() // no file of its languages: nothing to load
 			return true
 		}

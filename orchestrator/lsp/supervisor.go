@@ -268,7 +268,7 @@ func (sv *supervisor) warmUpPrewarmed(ctx context.Context, m match, srv *server)
 		sv.mu.Unlock()
 	} else if file := srv.docs.lastSynced(); file != "" {
 		files = []string{file}
-	} else if file := firstFile(m.root, m.cfg.Extensions); file != "" {
+	} else if file := firstFile(m.root, m.cfg); file != "" {
 		files = []string{file}
 	}
 	var asked []string

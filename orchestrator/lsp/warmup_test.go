@@ -95,7 +95,7 @@ func TestATypeScriptWarmUpAsksAboutTheFileItsLoadProbeOpened(t *testing.T) {
 	var probed string
 	for _, sc := range DefaultServers() {
 		if sc.Name == "typescript-language-server" {
-			probed = firstFile(dir, sc.Extensions)
+			probed = firstFile(dir, sc)
 		}
 	}
 	rel, err := filepath.Rel(dir, probed)
