@@ -105,16 +105,40 @@ func findRoot(workdir, dir string, markers []string) string {
 	}
 }
 
-// firstFile returns a file under root that sc serves, skipping what
-// workspace.SkipDir names, or "" when it finds none among the first
-// maxMarkerDirs directories. A file of sc's first language comes before
-// one of its others: a project's config scripts, which its build leaves
-// out, are often of another (codemirror-promql's eslint.config.mjs, at
-// its root, before src/), and a server asked about a file outside the
-// project loads and warms nothing the run's calls use. The walk is in
-// lexical order, so the same tree gives the same file.
+// firstFile returns a file under root that sc serves, or "" (findFile).
+// A file of sc's first language comes before one of its others: a
+// project's config scripts, which its build leaves out, are often of
+// another (codemirror-promql's eslint.config.mjs, at its root, before
+// src/), and a server asked about a file outside the project loads and
+// warms nothing the run's calls use.
 func firstFile(root string, sc ServerConfig) string {
-	found, other, seen := "", "", 0
+	other := ""
+	found := findFile(root, sc.Extensions, func(p, id string) bool {
+		if len(sc.Languages) == 0 || strings.HasPrefix(id, sc.Languages[0]) {
+			return true
+		}
+		if other == "" {
+			other = p
+		}
+		return false
+	})
+	if found == "" {
+		return other
+	}
+	return found
+}
+
+// hasFile says whether root holds a file with one of exts (findFile).
+func hasFile(root string, exts map[string]string) bool {
+	return findFile(root, exts, func(string, string) bool { return true }) != ""
+}
+
+// findFile returns the first file under root, in lexical order, with one
+// of exts (keys with the dot, values language ids) that accept takes,
+// skipping what workspace.SkipDir names, or "" when it finds none among
+// the first maxMarkerDirs directories.
+func findFile(root string, exts map[string]string, accept func(path, id string) bool) string {
+	found, seen := "", 0
 	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		switch {
 		case err != nil:
@@ -127,20 +151,13 @@ func firstFile(root string, sc ServerConfig) string {
 				return filepath.SkipAll
 			}
 		case d.Type().IsRegular():
-			id, ok := sc.Extensions[strings.ToLower(filepath.Ext(p))]
-			switch {
-			case ok && (len(sc.Languages) == 0 || strings.HasPrefix(id, sc.Languages[0])):
+			if id, ok := exts[strings.ToLower(filepath.Ext(p))]; ok && accept(p, id) {
 				found = p
 				return filepath.SkipAll
-			case ok && other == "":
-				other = p
 			}
 		}
 		return nil
 	})
-	if found == "" {
-		return other
-	}
 	return found
 }
 

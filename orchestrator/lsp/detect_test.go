@@ -12,6 +12,7 @@ import (
 // its root (eslint.config.mjs, outside tsconfig's include) is not the
 // file tsserver loads and warms a project for; else it is the first file
 // of any of its languages; directories that are skipped stay skipped.
+// hasFile, which asks only whether there is one, agrees.
 func TestAServersFirstFileIsOfItsFirstLanguage(t *testing.T) {
 	var ts ServerConfig
 	for _, sc := range DefaultServers() {
@@ -45,6 +46,9 @@ func TestAServersFirstFileIsOfItsFirstLanguage(t *testing.T) {
 			dir := t.TempDir()
 			write(dir, tc.files...)
 			got := firstFile(dir, ts)
+			if has := hasFile(dir, ts.Extensions); has != (tc.want != "") {
+				t.Errorf("hasFile = %v, want %v", has, tc.want != "")
+			}
 			if tc.want == "" {
 				if got != "" {
 					t.Fatalf("firstFile = %q, want none", got)

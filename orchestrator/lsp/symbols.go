@@ -209,7 +209,7 @@ func (p *Provider) searchServers(ctx context.Context, run *orchestrator.Run) (se
 				continue
 			}
 			abs := filepath.Join(run.Workdir, filepath.FromSlash(r))
-			if firstFile(abs, sc) == "" {
+			if !hasFile(abs, sc.Extensions) {
 				continue // no file of its languages there: nothing to search
 			}
 			if _, ok := missing[key]; !ok {
