@@ -106,38 +106,52 @@ func findRoot(workdir, dir string, markers []string) string {
 }
 
 // firstFile returns a file under root that sc serves, or "" (findFile).
-// A file of sc's first language comes before one of its others: a
-// project's config scripts, which its build leaves out, are often of
+// A file of sc's first language usually comes before one of its others:
+// a project's config scripts, which its build leaves out, are often of
 // another (codemirror-promql's eslint.config.mjs, at its root, before
 // src/), and a server asked about a file outside the project loads and
-// warms nothing the run's calls use.
+// warms nothing the run's calls use. Once it has found a file of
+// another language, it looks for one of the first through at most
+// maxPreferDirs more directories (a JavaScript project's tree is not
+// walked to its end for a .ts file, nor a tree of an entry whose
+// Languages, which name them for status, are not language ids).
 func firstFile(root string, sc ServerConfig) string {
-	other := ""
-	found := findFile(root, sc.Extensions, func(p, id string) bool {
-		if len(sc.Languages) == 0 || strings.HasPrefix(id, sc.Languages[0]) {
+	lang := "" // any file, for an entry that names no languages
+	if len(sc.Languages) > 0 {
+		lang = sc.Languages[0]
+	}
+	other, otherAt := "", 0
+	found := findFile(root, sc.Extensions, func(p, id string, dirs int) bool {
+		if strings.HasPrefix(id, lang) {
 			return true
 		}
 		if other == "" {
-			other = p
+			other, otherAt = p, dirs
 		}
 		return false
-	})
+	}, func(dirs int) bool { return other != "" && dirs > otherAt+maxPreferDirs })
 	if found == "" {
 		return other
 	}
 	return found
 }
 
+// maxPreferDirs bounds the directories firstFile walks for a file of a
+// server's first language past the first file of another.
+const maxPreferDirs = 64
+
 // hasFile says whether root holds a file with one of exts (findFile).
 func hasFile(root string, exts map[string]string) bool {
-	return findFile(root, exts, func(string, string) bool { return true }) != ""
+	return findFile(root, exts, func(string, string, int) bool { return true }, nil) != ""
 }
 
 // findFile returns the first file under root, in lexical order, with one
 // of exts (keys with the dot, values language ids) that accept takes,
 // skipping what workspace.SkipDir names, or "" when it finds none among
-// the first maxMarkerDirs directories.
-func findFile(root string, exts map[string]string, accept func(path, id string) bool) string {
+// the first maxMarkerDirs directories, or before stop (if not nil) ends
+// the walk. accept and stop are told how many directories the walk has
+// entered.
+func findFile(root string, exts map[string]string, accept func(path, id string, dirs int) bool, stop func(dirs int) bool) string {
 	found, seen := "", 0
 	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		switch {
@@ -147,11 +161,11 @@ func findFile(root string, exts map[string]string, accept func(path, id string) 
 			if p != root && workspace.SkipDir(d.Name()) {
 				return filepath.SkipDir
 			}
-			if seen++; seen > maxMarkerDirs {
+			if seen++; seen > maxMarkerDirs || (stop != nil && stop(seen)) {
 				return filepath.SkipAll
 			}
 		case d.Type().IsRegular():
-			if id, ok := exts[strings.ToLower(filepath.Ext(p))]; ok && accept(p, id) {
+			if id, ok := exts[strings.ToLower(filepath.Ext(p))]; ok && accept(p, id, seen) {
 				found = p
 				return filepath.SkipAll
 			}

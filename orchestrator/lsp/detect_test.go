@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,8 +12,10 @@ import (
 // when the root has one, so that a TypeScript project's config script at
 // its root (eslint.config.mjs, outside tsconfig's include) is not the
 // file tsserver loads and warms a project for; else it is the first file
-// of any of its languages; directories that are skipped stay skipped.
-// hasFile, which asks only whether there is one, agrees.
+// of any of its languages, and so is a file of another language found
+// more than maxPreferDirs directories before one of the first;
+// directories that are skipped stay skipped. hasFile, which asks only
+// whether there is one, agrees.
 func TestAServersFirstFileIsOfItsFirstLanguage(t *testing.T) {
 	var ts ServerConfig
 	for _, sc := range DefaultServers() {
@@ -31,6 +34,11 @@ func TestAServersFirstFileIsOfItsFirstLanguage(t *testing.T) {
 			}
 		}
 	}
+	deep := []string{"a.js"} // then more directories than firstFile looks through for a .ts
+	for i := range maxPreferDirs + 2 {
+		deep = append(deep, fmt.Sprintf("d%03d/README.md", i))
+	}
+	deep = append(deep, "zz/b.ts")
 	for _, tc := range []struct {
 		name  string
 		files []string
@@ -41,6 +49,7 @@ func TestAServersFirstFileIsOfItsFirstLanguage(t *testing.T) {
 		{"JavaScript alone", []string{"README.md", "lib/b.js", "lib/c.mjs"}, "lib/b.js"},
 		{"skipped directories", []string{"node_modules/dep/index.ts", "vite.config.js"}, "vite.config.js"},
 		{"none", []string{"README.md", "go.mod"}, ""},
+		{"no .ts within the bound past a .js", deep, "a.js"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
