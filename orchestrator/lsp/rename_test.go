@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // coldRename is a cross-file rename asked as a cold server's first call
@@ -155,4 +156,30 @@ func TestRenameVerdictSaysTheCheckerRanWarm(t *testing.T) {
 	}
 	first, _, _ := strings.Cut(text, "\n")
 	contains(t, first, `Check it: "Hello" still occurs 2 time(s) in go files`, "go vet ./... found no new problems.")
+}
+
+// TestACRenameInTheSecondItsHeaderWasWrittenIsDiagnosedAgainstTheNewHeader:
+// clangd reads a source's headers from disk, and reuses the source's
+// preamble when a header's size and modification second are unchanged.
+// A rename of equal length (stats_add to stats_put) made in the second
+// stats.h was last written was diagnosed, in main.c, against the old
+// header ("implicit declaration of function 'stats_put'"), a problem the
+// rename did not make: the e2e C rename in a container reported it once
+// in CI. The writer now writes such a change in the next second.
+func TestACRenameInTheSecondItsHeaderWasWrittenIsDiagnosedAgainstTheNewHeader(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "cstats", DefaultConfig())
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(time.Second + 20*time.Millisecond).Sub(now))
+	at := time.Now()
+	for _, rel := range []string{"main.c", "stats.c", "stats.h"} {
+		if err := os.Chtimes(filepath.Join(f.dir, rel), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text, isErr := f.call(t, "lsp_rename", map[string]any{"file": "stats.h", "line": 4, "symbol": "stats_add", "new_name": "stats_put"})
+	if isErr {
+		t.Fatal(text)
+	}
+	contains(t, text, `Renamed "stats_add" to "stats_put": 4 edit(s) in 3 file(s). No new problems`)
 }

@@ -364,3 +364,48 @@ func TestResolverLeavesAreBounded(t *testing.T) {
 		t.Fatalf("past the bound: %d remembered, the new one kept: %v; want it alone", len(l.m), ok)
 	}
 }
+
+// TestApplyWritesAFileModifiedThisSecondInTheNext: a same-size change to
+// a file last modified in the current second is written in a later
+// second, so that readers comparing size and whole-second modification
+// times (clang's preamble check in clangd) see it; a file modified
+// earlier is written at once.
+func TestApplyWritesAFileModifiedThisSecondInTheNext(t *testing.T) {
+	root, changes := setup(t, map[string]string{"stats.h": "void stats_add(int v);\n"})
+	changes[0].Content = []byte("void stats_put(int v);\n")
+	// Just after a second begins, so that the change would land in it.
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(time.Second + 10*time.Millisecond).Sub(now))
+	p := changes[0].Path
+	before := time.Now()
+	if err := os.Chtimes(p, before, before); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Writer{}).Apply(root, changes); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ModTime().Unix() == before.Unix() {
+		t.Errorf("rewritten in the second it was last modified (%s), with the same size: a whole-second reader sees no change", before.Format(time.RFC3339Nano))
+	}
+	if waited := time.Since(before); waited > 1500*time.Millisecond {
+		t.Errorf("waited %s, want at most a second", waited)
+	}
+
+	// A file last modified a minute ago is written at once.
+	root, changes = setup(t, map[string]string{"stats.h": "void stats_add(int v);\n"})
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(changes[0].Path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := (&Writer{}).Apply(root, changes); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited > 500*time.Millisecond {
+		t.Errorf("an older file's change waited %s", waited)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Change replaces one file's content, provided it still has the content it
@@ -91,6 +92,7 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 	// 1. Every file must still hold what the change was computed from.
 	originals := make([]original, len(sorted))
 	var conflicts []string
+	var latest int64 // the latest modification of a file to change, in Unix seconds
 	for i, c := range sorted {
 		if _, err := root.name(c.Path); err != nil {
 			return err
@@ -104,6 +106,7 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 			conflicts = append(conflicts, root.Rel(c.Path))
 			continue
 		}
+		latest = max(latest, st.ModTime().Unix())
 		originals[i] = original{content: b, mode: st.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky), uid: -1, gid: -1}
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 			originals[i].uid, originals[i].gid = int(sys.Uid), int(sys.Gid)
@@ -112,6 +115,7 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 	if len(conflicts) > 0 {
 		return &ConflictError{Paths: conflicts}
 	}
+	nextSecond(latest)
 
 	// 2. Write every new content beside its target.
 	temps := make([]string, len(sorted))
@@ -150,6 +154,27 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 	}
 	return nil
 }
+
+// nextSecond waits, when a file to change was last modified in the
+// current second (latest, Unix seconds), until the next one begins, at
+// most a second: the new content then has a modification time in a
+// later second than the old. Readers that compare a file's size and
+// modification time in whole seconds take a same-size rewrite within
+// the second for no change: clangd reuses a source's preamble after
+// such a rewrite of a header it includes (clang's preamble check), so a
+// C rename of equal length, made in the second its header was last
+// written, was diagnosed against the old header ("implicit declaration
+// of function 'stats_put'").
+func nextSecond(latest int64) {
+	if now := time.Now(); latest == now.Unix() { // not one dated ahead of the clock: a rewrite now differs
+		// The kernel stamps files from its coarse clock, a tick behind.
+		time.Sleep(time.Unix(latest+1, 0).Add(coarseTick).Sub(now))
+	}
+}
+
+// coarseTick is more than the kernel's coarse clock, which stamps
+// files, lags the clock a process reads (a tick: 4 ms at 250 Hz).
+const coarseTick = 20 * time.Millisecond
 
 // cause is the cause of an error about one file, the file being named
 // already; other errors as they are.
