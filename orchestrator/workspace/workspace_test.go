@@ -368,44 +368,68 @@ func TestResolverLeavesAreBounded(t *testing.T) {
 // TestApplyWritesAFileModifiedThisSecondInTheNext: a same-size change to
 // a file last modified in the current second is written in a later
 // second, so that readers comparing size and whole-second modification
-// times (clang's preamble check in clangd) see it; a file modified
-// earlier is written at once.
+// times (clang's preamble check in clangd) see it; a change to a file
+// modified earlier, or one that changes its size, does not wait.
 func TestApplyWritesAFileModifiedThisSecondInTheNext(t *testing.T) {
-	root, changes := setup(t, map[string]string{"stats.h": "void stats_add(int v);\n"})
-	changes[0].Content = []byte("void stats_put(int v);\n")
+	apply := func(content string, stamp time.Time) (waited time.Duration, after time.Time) {
+		t.Helper()
+		root, changes := setup(t, map[string]string{"stats.h": "void stats_add(int v);\n"})
+		changes[0].Content = []byte(content)
+		if err := os.Chtimes(changes[0].Path, stamp, stamp); err != nil {
+			t.Fatal(err)
+		}
+		w := &Writer{Waited: func(d time.Duration) { waited = d }}
+		if err := w.Apply(root, changes); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(changes[0].Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return waited, st.ModTime()
+	}
 	// Just after a second begins, so that the change would land in it.
 	now := time.Now()
-	time.Sleep(now.Truncate(time.Second).Add(time.Second + 10*time.Millisecond).Sub(now))
-	p := changes[0].Path
-	before := time.Now()
-	if err := os.Chtimes(p, before, before); err != nil {
-		t.Fatal(err)
+	time.Sleep(now.Truncate(time.Second).Add(time.Second + 30*time.Millisecond).Sub(now))
+	stamp := time.Now()
+	waited, after := apply("void stats_put(int v);\n", stamp)
+	if after.Unix() == stamp.Unix() {
+		t.Errorf("rewritten at the same size in the second it was last modified (%s): a whole-second reader sees no change", stamp.Format(time.RFC3339Nano))
 	}
-	if err := (&Writer{}).Apply(root, changes); err != nil {
-		t.Fatal(err)
+	if waited <= 0 || waited > time.Second+coarseTick {
+		t.Errorf("waited %s, want more than 0 and at most a second and %s", waited, coarseTick)
 	}
-	st, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
+	if waited, _ := apply("void stats_put(int v);\n", time.Now().Add(-time.Minute)); waited != 0 {
+		t.Errorf("a change to a file modified a minute ago waited %s", waited)
 	}
-	if st.ModTime().Unix() == before.Unix() {
-		t.Errorf("rewritten in the second it was last modified (%s), with the same size: a whole-second reader sees no change", before.Format(time.RFC3339Nano))
+	if waited, _ := apply("void stats_total(int v);\n", time.Now()); waited != 0 {
+		t.Errorf("a change of size waited %s", waited)
 	}
-	if waited := time.Since(before); waited > 1500*time.Millisecond {
-		t.Errorf("waited %s, want at most a second", waited)
-	}
+}
 
-	// A file last modified a minute ago is written at once.
-	root, changes = setup(t, map[string]string{"stats.h": "void stats_add(int v);\n"})
-	old := time.Now().Add(-time.Minute)
-	if err := os.Chtimes(changes[0].Path, old, old); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	if err := (&Writer{}).Apply(root, changes); err != nil {
-		t.Fatal(err)
-	}
-	if waited := time.Since(start); waited > 500*time.Millisecond {
-		t.Errorf("an older file's change waited %s", waited)
+// TestSecondWaitIsUntilTheSecondAfterTheLatestStampOfThisSecond: the wait
+// is until the next second (and coarseTick) for a stamp in the current
+// second or, just after a second begins, in the one before (the kernel's
+// coarse clock may still be there); none for an older stamp or one
+// dated ahead of the clock.
+func TestSecondWaitIsUntilTheSecondAfterTheLatestStampOfThisSecond(t *testing.T) {
+	at := func(sec int64, ms int) time.Time { return time.Unix(sec, int64(ms)*int64(time.Millisecond)) }
+	for _, tc := range []struct {
+		name   string
+		stamps []time.Time
+		now    time.Time
+		want   time.Duration
+	}{
+		{"none", nil, at(100, 500), 0},
+		{"this second", []time.Time{at(100, 100)}, at(100, 500), 500*time.Millisecond + coarseTick},
+		{"an older one beside it", []time.Time{at(99, 900), at(100, 100)}, at(100, 500), 500*time.Millisecond + coarseTick},
+		{"an older second", []time.Time{at(99, 100)}, at(100, 500), 0},
+		{"the second before, the coarse clock maybe still in it", []time.Time{at(99, 995)}, at(100, 5), coarseTick - 5*time.Millisecond},
+		{"ahead of the clock", []time.Time{at(101, 0)}, at(100, 500), 0},
+		{"ahead of the clock beside one of this second", []time.Time{at(105, 0), at(100, 100)}, at(100, 500), 500*time.Millisecond + coarseTick},
+	} {
+		if got := secondWait(tc.stamps, tc.now); got != tc.want {
+			t.Errorf("%s: secondWait = %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

@@ -38,12 +38,16 @@ func (e *ConflictError) Error() string {
 // write and rename goes through the root's os.Root, so a folder swapped
 // for a symlink out of the root part-way fails the change instead of
 // writing outside. A replaced file keeps its mode, and its owner where
-// the process may set it.
+// the process may set it. A same-size change to a file stamped in the
+// current second is written in the next (secondWait).
 type Writer struct {
 	// Rename, for tests only, replaces the rename of a temporary file
 	// (oldpath, absolute) over its target (newpath, absolute), to inject
 	// a failure part-way through; nil renames through the root.
 	Rename func(oldpath, newpath string) error
+	// Waited, for tests only, is told how long a change waited for the
+	// next second (secondWait), when it did.
+	Waited func(time.Duration)
 }
 
 // applyMu serialises Apply across every Writer.
@@ -92,7 +96,7 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 	// 1. Every file must still hold what the change was computed from.
 	originals := make([]original, len(sorted))
 	var conflicts []string
-	var latest int64 // the latest modification of a file to change, in Unix seconds
+	var stamps []time.Time // the modification times of the files a change keeps the size of
 	for i, c := range sorted {
 		if _, err := root.name(c.Path); err != nil {
 			return err
@@ -106,7 +110,9 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 			conflicts = append(conflicts, root.Rel(c.Path))
 			continue
 		}
-		latest = max(latest, st.ModTime().Unix())
+		if int64(len(c.Content)) == st.Size() {
+			stamps = append(stamps, st.ModTime())
+		}
 		originals[i] = original{content: b, mode: st.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky), uid: -1, gid: -1}
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 			originals[i].uid, originals[i].gid = int(sys.Uid), int(sys.Gid)
@@ -115,7 +121,12 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 	if len(conflicts) > 0 {
 		return &ConflictError{Paths: conflicts}
 	}
-	nextSecond(latest)
+	if d := secondWait(stamps, time.Now()); d > 0 {
+		time.Sleep(d)
+		if w != nil && w.Waited != nil {
+			w.Waited(d)
+		}
+	}
 
 	// 2. Write every new content beside its target.
 	temps := make([]string, len(sorted))
@@ -155,25 +166,35 @@ func (w *Writer) Apply(root *Root, changes []Change) error {
 	return nil
 }
 
-// nextSecond waits, when a file to change was last modified in the
-// current second (latest, Unix seconds), until the next one begins, at
-// most a second: the new content then has a modification time in a
-// later second than the old. Readers that compare a file's size and
-// modification time in whole seconds take a same-size rewrite within
-// the second for no change: clangd reuses a source's preamble after
-// such a rewrite of a header it includes (clang's preamble check), so a
-// C rename of equal length, made in the second its header was last
-// written, was diagnosed against the old header ("implicit declaration
-// of function 'stats_put'").
-func nextSecond(latest int64) {
-	if now := time.Now(); latest == now.Unix() { // not one dated ahead of the clock: a rewrite now differs
-		// The kernel stamps files from its coarse clock, a tick behind.
-		time.Sleep(time.Unix(latest+1, 0).Add(coarseTick).Sub(now))
+// secondWait is how long a change must wait, at now, so that each file
+// whose size it keeps, stamped at stamps, gets a later modification
+// second: until the second after the latest stamp in the current second
+// (or in the one the kernel's coarse clock, which stamps files, may
+// still be in), plus coarseTick; 0 when there is none (a stamp dated
+// ahead of the clock is left out: a rewrite now differs from it). At
+// most a second and coarseTick. Readers that compare a file's size and
+// whole-second modification time take a same-size rewrite within the
+// second for no change: clangd reads headers from disk and reuses a
+// source's preamble after such a rewrite of a header it includes
+// (clang's preamble check), so a C rename of equal length made in the
+// second its header was last written was diagnosed against the old
+// header ("implicit declaration of function 'stats_put'").
+func secondWait(stamps []time.Time, now time.Time) time.Duration {
+	var last int64 = -1
+	for _, t := range stamps {
+		if s := t.Unix(); (s == now.Unix() || s == now.Add(-coarseTick).Unix()) && s > last {
+			last = s
+		}
 	}
+	if last < 0 {
+		return 0
+	}
+	return max(time.Unix(last+1, 0).Add(coarseTick).Sub(now), 0)
 }
 
-// coarseTick is more than the kernel's coarse clock, which stamps
-// files, lags the clock a process reads (a tick: 4 ms at 250 Hz).
+// coarseTick is more than the time by which the kernel's coarse clock,
+// which stamps files, lags the clock a process reads (a tick: 4 ms at
+// 250 Hz).
 const coarseTick = 20 * time.Millisecond
 
 // cause is the cause of an error about one file, the file being named
