@@ -112,6 +112,25 @@ const (
 	crashed
 )
 
+// err is the error a request that lost its server this way wraps, as
+// lossOf reads it back.
+func (l loss) err() error {
+	if l == replaced {
+		return errReplaced
+	}
+	return errExited
+}
+
+// advice says what to do after a call lost its server this way: call
+// again, of the server that replaced it or of the one restarted after
+// its crash.
+func (l loss) advice() string {
+	if l == replaced {
+		return "Berth closed it on purpose (a reload, or the run's end): call again"
+	}
+	return "it is restarted on the next call: call again (lsp status shows its stderr)"
+}
+
 // lossOf says how the server of a failed request was lost (errExited,
 // errReplaced), if it was.
 func lossOf(err error) loss {
@@ -336,7 +355,8 @@ func (p *Provider) fileDiagnostics(ctx context.Context, run *orchestrator.Run, a
 	items, ok := s.diagnose(ctx, abs, doc)
 	rel := workspace.Rel(run.Workdir, abs)
 	if !ok && !s.proc.alive() {
-		return orchestrator.Errorf("%s exited before it gave the diagnostics of %s: the state is unknown, not clean; %s", s.cfg.Name, rel, s.proc.goneAdvice()), s.proc.loss()
+		lost := s.proc.loss()
+		return orchestrator.Errorf("%s exited before it gave the diagnostics of %s: the state is unknown, not clean; %s", s.cfg.Name, rel, lost.advice()), lost
 	}
 	if !ok {
 		return orchestrator.Errorf("%s gave no diagnostics for %s within %s (it may still be loading): the state is unknown, not clean; call again, or run diagnostics \"*\"",

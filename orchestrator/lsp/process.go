@@ -249,21 +249,8 @@ func (p *process) markExited(err error) error {
 	if !p.waitGone(time.Second) {
 		return err
 	}
-	lost := errExited
-	if p.loss() == replaced {
-		lost = errReplaced
-	}
-	return fmt.Errorf("%w; %s %w; %s", err, p.name, lost, p.goneAdvice())
-}
-
-// goneAdvice says what to do after a call lost this server, which is
-// gone (loss): call again, of the server that replaced it or of the one
-// restarted after its crash.
-func (p *process) goneAdvice() string {
-	if p.loss() == replaced {
-		return "Berth closed it on purpose (a reload, or the run's end): call again"
-	}
-	return "it is restarted on the next call: call again (lsp status shows its stderr)"
+	lost := p.loss()
+	return fmt.Errorf("%w; %s %w; %s", err, p.name, lost.err(), lost.advice())
 }
 
 // loss says how a request lost this server, which is gone: replaced when
@@ -347,7 +334,7 @@ var errExited = errors.New("exited during the request")
 
 // errReplaced marks a request whose server Berth closed on purpose under
 // it (a reload by another call, the run's end): it wraps errExited, with
-// the same words (goneAdvice says the rest). Read-only queries follow it
+// the same words (loss.advice says the rest). Read-only queries follow it
 // to its replacement (see retried).
 var errReplaced = fmt.Errorf("%w", errExited)
 
