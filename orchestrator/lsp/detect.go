@@ -120,16 +120,21 @@ func firstFile(root string, sc ServerConfig) string {
 	if len(sc.Languages) > 0 {
 		lang = sc.Languages[0]
 	}
-	other, otherAt := "", 0
-	found := findFile(root, sc.Extensions, func(p, id string, dirs int) bool {
+	other, past := "", 0 // the first file of another language; directories entered since
+	found := findFile(root, sc.Extensions, func(p, id string) bool {
 		if strings.HasPrefix(id, lang) {
 			return true
 		}
 		if other == "" {
-			other, otherAt = p, dirs
+			other = p
 		}
 		return false
-	}, func(dirs int) bool { return other != "" && dirs > otherAt+maxPreferDirs })
+	}, func() bool {
+		if other != "" {
+			past++
+		}
+		return past > maxPreferDirs
+	})
 	if found == "" {
 		return other
 	}
@@ -142,16 +147,15 @@ const maxPreferDirs = 64
 
 // hasFile says whether root holds a file with one of exts (findFile).
 func hasFile(root string, exts map[string]string) bool {
-	return findFile(root, exts, func(string, string, int) bool { return true }, nil) != ""
+	return findFile(root, exts, func(string, string) bool { return true }, nil) != ""
 }
 
 // findFile returns the first file under root, in lexical order, with one
 // of exts (keys with the dot, values language ids) that accept takes,
 // skipping what workspace.SkipDir names, or "" when it finds none among
-// the first maxMarkerDirs directories, or before stop (if not nil) ends
-// the walk. accept and stop are told how many directories the walk has
-// entered.
-func findFile(root string, exts map[string]string, accept func(path, id string, dirs int) bool, stop func(dirs int) bool) string {
+// the first maxMarkerDirs directories, or before stop (if not nil),
+// asked at each directory the walk enters, ends it.
+func findFile(root string, exts map[string]string, accept func(path, id string) bool, stop func() bool) string {
 	found, seen := "", 0
 	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		switch {
@@ -161,11 +165,11 @@ func findFile(root string, exts map[string]string, accept func(path, id string, 
 			if p != root && workspace.SkipDir(d.Name()) {
 				return filepath.SkipDir
 			}
-			if seen++; seen > maxMarkerDirs || (stop != nil && stop(seen)) {
+			if seen++; seen > maxMarkerDirs || (stop != nil && stop()) {
 				return filepath.SkipAll
 			}
 		case d.Type().IsRegular():
-			if id, ok := exts[strings.ToLower(filepath.Ext(p))]; ok && accept(p, id, seen) {
+			if id, ok := exts[strings.ToLower(filepath.Ext(p))]; ok && accept(p, id) {
 				found = p
 				return filepath.SkipAll
 			}
